@@ -1,0 +1,1 @@
+//! Streaming tool-call parsers (see DESIGN.md §1).

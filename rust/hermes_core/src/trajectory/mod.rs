@@ -1,0 +1,1 @@
+//! Token-exact trajectories (see DESIGN.md §2).

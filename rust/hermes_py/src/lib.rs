@@ -1,0 +1,15 @@
+//! `hermes_env._core`: the PyO3 layer. Each submodule wraps one module of `hermes_core`
+//! and registers its classes and functions here; no parsing or mask logic lives in this crate.
+
+use pyo3::prelude::*;
+
+mod parsers;
+mod trajectory;
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    parsers::register(m)?;
+    trajectory::register(m)?;
+    Ok(())
+}

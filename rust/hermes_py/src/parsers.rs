@@ -1,0 +1,7 @@
+//! Python wrappers for `hermes_core::parsers`.
+
+use pyo3::prelude::*;
+
+pub fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> {
+    Ok(())
+}

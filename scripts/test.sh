@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The whole test suite: Rust formatting and lints, the pure-Rust core's tests, ruff, pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets -q -- -D warnings
+cargo test -p hermes_core -q
+.venv/bin/ruff check python tests benches
+.venv/bin/python -m pytest -q "$@"
