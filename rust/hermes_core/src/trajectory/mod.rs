@@ -1,1 +1,273 @@
 //! Token-exact trajectories (see DESIGN.md §2).
+//!
+//! A [`Trajectory`] holds what a trainer needs from one rollout: `tokens`, `masks` (the token
+//! id where the model generated the token, [`MASK`] elsewhere — Atropos's convention) and
+//! `logprobs` (the sampler's logprob where generated, [`PROMPT_LOGPROB`] elsewhere), always the
+//! same length. Every mutating call validates its whole input first, so a rejected call leaves
+//! the trajectory exactly as it was.
+//!
+//! Multi-turn extension is decided on token ids ([`Trajectory::extend`]); the Phase-1 mask for
+//! a rendered conversation is built by [`assistant_token_mask`].
+
+mod error;
+mod mask;
+
+pub use error::{Divergence, TrajectoryError};
+pub use mask::{assistant_token_mask, MaskError};
+
+/// Mask value of a token that is not trained (prompt, tool output, template text).
+pub const MASK: i64 = -100;
+/// Logprob stored for tokens the model did not generate.
+pub const PROMPT_LOGPROB: f64 = 1.0;
+/// How many tokens on each side of a divergence a report shows.
+pub const DIVERGENCE_WINDOW: usize = 8;
+
+/// Whether a segment was fed to the model or produced by it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SegmentKind {
+    Prompt,
+    Completion,
+}
+
+/// One `add_prompt` / `add_completion` call: `tokens[start..end]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Segment {
+    pub kind: SegmentKind,
+    pub start: usize,
+    pub end: usize,
+    /// The sampler's finish reason (`"stop"`, `"length"`, ...) for completions.
+    pub finish_reason: Option<String>,
+}
+
+/// What to do when the next prompt does not start with the trajectory's tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DivergencePolicy {
+    /// Refuse: return [`TrajectoryError::Divergence`] and change nothing.
+    Raise,
+    /// Start a new trajectory from the next prompt (all of it masked); the old one is returned
+    /// to the caller so its generated tokens are not lost.
+    WarnAndRestart,
+    /// Keep the trajectory's own tokens (what the model really saw and produced) and append
+    /// only the new turn's tokens, which the caller renders separately; the re-rendered
+    /// (divergent) copy of earlier turns is discarded.
+    KeepRaw,
+}
+
+impl DivergencePolicy {
+    /// Parses `"raise"`, `"warn_and_restart"` or `"keep_raw"`.
+    pub fn parse(name: &str) -> Result<Self, TrajectoryError> {
+        match name {
+            "raise" => Ok(Self::Raise),
+            "warn_and_restart" => Ok(Self::WarnAndRestart),
+            "keep_raw" => Ok(Self::KeepRaw),
+            other => Err(TrajectoryError::UnknownPolicy(other.to_string())),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Raise => "raise",
+            Self::WarnAndRestart => "warn_and_restart",
+            Self::KeepRaw => "keep_raw",
+        }
+    }
+}
+
+/// The result of a successful [`Trajectory::extend`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum Extension {
+    /// The next prompt started with the trajectory; `appended` new prompt tokens were added.
+    Extended { appended: usize },
+    /// `WarnAndRestart`: the trajectory now holds only the next prompt; `previous` is the
+    /// trajectory as it was before the call.
+    Restarted { divergence: Divergence, previous: Box<Trajectory> },
+    /// `KeepRaw`: the trajectory kept its tokens and `appended` new-turn tokens were added.
+    KeptRaw { divergence: Divergence, appended: usize },
+}
+
+/// Tokens, masks and logprobs of one rollout branch.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Trajectory {
+    tokens: Vec<i64>,
+    masks: Vec<i64>,
+    logprobs: Vec<f64>,
+    segments: Vec<Segment>,
+    vocab_size: Option<u64>,
+}
+
+impl Trajectory {
+    /// An empty trajectory; ids are checked against `vocab_size` when it is given.
+    pub fn new(vocab_size: Option<u64>) -> Self {
+        Self { vocab_size, ..Self::default() }
+    }
+
+    pub fn tokens(&self) -> &[i64] {
+        &self.tokens
+    }
+    pub fn masks(&self) -> &[i64] {
+        &self.masks
+    }
+    pub fn logprobs(&self) -> &[f64] {
+        &self.logprobs
+    }
+    pub fn segments(&self) -> &[Segment] {
+        &self.segments
+    }
+    pub fn vocab_size(&self) -> Option<u64> {
+        self.vocab_size
+    }
+    pub fn len(&self) -> usize {
+        self.tokens.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_empty()
+    }
+    /// Number of trained (generated) tokens.
+    pub fn num_trained(&self) -> usize {
+        self.masks.iter().filter(|&&m| m != MASK).count()
+    }
+    /// Finish reason of the last completion, if any.
+    pub fn last_finish_reason(&self) -> Option<&str> {
+        self.segments
+            .iter()
+            .rev()
+            .find(|s| s.kind == SegmentKind::Completion)
+            .and_then(|s| s.finish_reason.as_deref())
+    }
+
+    /// Checks every id: non-negative and below the vocabulary size when one is set.
+    pub fn validate_ids(&self, ids: &[i64]) -> Result<(), TrajectoryError> {
+        for (index, &id) in ids.iter().enumerate() {
+            if id < 0 {
+                return Err(TrajectoryError::NegativeId { index, id });
+            }
+            if let Some(vocab_size) = self.vocab_size {
+                // id >= 0 here, so the cast is lossless.
+                if id as u64 >= vocab_size {
+                    return Err(TrajectoryError::IdOutOfVocab { index, id, vocab_size });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends prompt tokens: masked, logprob 1.0.
+    pub fn add_prompt(&mut self, ids: &[i64]) -> Result<(), TrajectoryError> {
+        self.validate_ids(ids)?;
+        self.push_prompt_unchecked(ids);
+        Ok(())
+    }
+
+    fn push_prompt_unchecked(&mut self, ids: &[i64]) {
+        if ids.is_empty() {
+            return;
+        }
+        let start = self.tokens.len();
+        self.tokens.extend_from_slice(ids);
+        self.masks.resize(self.tokens.len(), MASK);
+        self.logprobs.resize(self.tokens.len(), PROMPT_LOGPROB);
+        self.segments.push(Segment { kind: SegmentKind::Prompt, start, end: self.tokens.len(), finish_reason: None });
+    }
+
+    /// Appends generated tokens: trained (mask = id), with the sampler's logprobs.
+    pub fn add_completion(
+        &mut self,
+        ids: &[i64],
+        logprobs: &[f64],
+        finish_reason: Option<&str>,
+    ) -> Result<(), TrajectoryError> {
+        if ids.len() != logprobs.len() {
+            return Err(TrajectoryError::LengthMismatch {
+                ids: ids.len(),
+                logprobs: logprobs.len(),
+            });
+        }
+        self.validate_ids(ids)?;
+        if let Some(index) = logprobs.iter().position(|lp| !lp.is_finite()) {
+            return Err(TrajectoryError::NonFiniteLogprob { index, value: logprobs[index] });
+        }
+        let start = self.tokens.len();
+        self.tokens.extend_from_slice(ids);
+        self.masks.extend_from_slice(ids);
+        self.logprobs.extend_from_slice(logprobs);
+        self.segments.push(Segment {
+            kind: SegmentKind::Completion,
+            start,
+            end: self.tokens.len(),
+            finish_reason: finish_reason.map(str::to_string),
+        });
+        Ok(())
+    }
+
+    /// Length of the longest common prefix of the trajectory's tokens and `ids`.
+    pub fn common_prefix(&self, ids: &[i64]) -> usize {
+        // Compare in chunks so the common case (a long equal prefix) runs as slice equality.
+        const CHUNK: usize = 64;
+        let limit = self.tokens.len().min(ids.len());
+        let mut i = 0;
+        while i + CHUNK <= limit && self.tokens[i..i + CHUNK] == ids[i..i + CHUNK] {
+            i += CHUNK;
+        }
+        while i < limit && self.tokens[i] == ids[i] {
+            i += 1;
+        }
+        i
+    }
+
+    /// Describes where `next` leaves the trajectory, or `None` when it starts with it.
+    pub fn divergence(&self, next: &[i64]) -> Option<Divergence> {
+        let index = self.common_prefix(next);
+        if index == self.tokens.len() {
+            return None;
+        }
+        Some(Divergence::at(index, &self.tokens, next, DIVERGENCE_WINDOW))
+    }
+
+    /// Extends the trajectory to the next turn's full prompt `next` (token ids).
+    ///
+    /// If `next` starts with the trajectory's tokens, only the suffix is appended as prompt
+    /// (earlier masks and logprobs are kept). Otherwise `policy` decides; `new_turn` is what
+    /// `KeepRaw` appends (the new messages' tokens, rendered on their own) and is required for
+    /// it. All ids are validated before anything changes.
+    pub fn extend(
+        &mut self,
+        next: &[i64],
+        policy: DivergencePolicy,
+        new_turn: Option<&[i64]>,
+    ) -> Result<Extension, TrajectoryError> {
+        self.validate_ids(next)?;
+        if let Some(turn) = new_turn {
+            self.validate_ids(turn)?;
+        }
+        let Some(divergence) = self.divergence(next) else {
+            let appended = next.len() - self.tokens.len();
+            self.push_prompt_unchecked(&next[self.tokens.len()..]);
+            return Ok(Extension::Extended { appended });
+        };
+        match policy {
+            DivergencePolicy::Raise => Err(TrajectoryError::Divergence(divergence)),
+            DivergencePolicy::WarnAndRestart => {
+                let fresh = Trajectory::new(self.vocab_size);
+                let previous = Box::new(std::mem::replace(self, fresh));
+                self.push_prompt_unchecked(next);
+                Ok(Extension::Restarted { divergence, previous })
+            }
+            DivergencePolicy::KeepRaw => match new_turn {
+                Some(turn) => {
+                    self.push_prompt_unchecked(turn);
+                    Ok(Extension::KeptRaw { divergence, appended: turn.len() })
+                }
+                None => Err(TrajectoryError::KeepRawNeedsNewTurn(divergence)),
+            },
+        }
+    }
+
+    /// An independent copy (for `n > 1` sampling from the same prompt).
+    pub fn fork(&self) -> Self {
+        self.clone()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests;
