@@ -1,0 +1,38 @@
+"""Reasoning text of one assistant turn, wherever the server put it.
+
+Servers disagree: vLLM's reasoning parsers fill ``reasoning_content`` (older) or ``reasoning``
+(newer), OpenRouter-style APIs use ``reasoning``, and a server without a reasoning parser
+leaves Qwen3/DeepSeek-style ``<think>...</think>`` inside ``content``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_THINK = re.compile(r"<think>(.*?)(?:</think>|\Z)", re.DOTALL)
+
+
+def _field(message: Any, name: str) -> Any:
+    if isinstance(message, dict):
+        return message.get(name)
+    value = getattr(message, name, None)
+    if value is None:
+        # openai's pydantic models keep unknown response fields in model_extra.
+        extra = getattr(message, "model_extra", None) or {}
+        value = extra.get(name)
+    return value
+
+
+def extract_reasoning(message: Any) -> str | None:
+    """The reasoning of an assistant message (dict or openai object), or None when there is none."""
+    for name in ("reasoning_content", "reasoning"):
+        value = _field(message, name)
+        if isinstance(value, str) and value.strip():
+            return value
+    content = _field(message, "content")
+    if isinstance(content, str) and "<think>" in content:
+        parts = [m.group(1).strip() for m in _THINK.finditer(content)]
+        joined = "\n".join(p for p in parts if p)
+        return joined or None
+    return None

@@ -1,0 +1,280 @@
+"""HermesAgentLoop against a scripted in-process chat server and small test tools."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hermes_env.agent import AgentResult, HermesAgentLoop, ToolError, ToolWorkerPool, extract_reasoning
+from openai.types.chat import ChatCompletion
+
+
+def completion(content: str | None, calls: list[tuple[str, str]] = (), **extra: Any) -> ChatCompletion:
+    message: dict[str, Any] = {"role": "assistant", "content": content, **extra}
+    if calls:
+        message["tool_calls"] = [
+            {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": a}}
+            for i, (n, a) in enumerate(calls)
+        ]
+    return ChatCompletion.model_validate(
+        {
+            "id": "x",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "scripted",
+            "choices": [{"index": 0, "finish_reason": "tool_calls" if calls else "stop", "message": message}],
+        }
+    )
+
+
+class ScriptedChat:
+    """Answers turn i with script[i](messages); records what it was sent."""
+
+    def __init__(self, script: list[Callable[[list[dict[str, Any]]], ChatCompletion]]) -> None:
+        self.script = script
+        self.requests: list[dict[str, Any]] = []
+
+    async def chat_completion(self, **kwargs: Any) -> ChatCompletion:
+        self.requests.append({**kwargs, "messages": list(kwargs["messages"])})
+        turn = sum(1 for m in kwargs["messages"] if m["role"] == "assistant")
+        return self.script[min(turn, len(self.script) - 1)](kwargs["messages"])
+
+
+class EchoTool:
+    name = "echo"
+    parallel_safe = True
+    schema = {"type": "function", "function": {"name": "echo", "parameters": {"type": "object"}}}
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+
+    async def run(self, args: dict[str, Any], ctx: Any) -> str:
+        self.calls.append(args)
+        await asyncio.sleep(0)
+        return f"echo:{args.get('text', '')}"
+
+
+class ToolArgumentError(ValueError):
+    """Same name as hermes_env.tools.registry's, which the loop recognises by name."""
+
+
+class StrictTool(EchoTool):
+    name = "strict"
+    schema = {"type": "function", "function": {"name": "strict", "parameters": {"type": "object"}}}
+
+    async def run(self, args: dict[str, Any], ctx: Any) -> str:
+        if "path" not in args:
+            raise ToolArgumentError("missing required argument 'path'")
+        return "ok"
+
+
+class HangTool(EchoTool):
+    name = "hang"
+    schema = {"type": "function", "function": {"name": "hang", "parameters": {"type": "object"}}}
+
+    async def run(self, args: dict[str, Any], ctx: Any) -> str:
+        await asyncio.Event().wait()
+        return "never"
+
+
+def make_loop(server: Any, tools: list[Any], **kwargs: Any) -> HermesAgentLoop:
+    kwargs.setdefault("pool", ToolWorkerPool(4))
+    return HermesAgentLoop(server, tools, tool_context=None, **kwargs)
+
+
+async def test_tool_call_then_answer_builds_openai_messages() -> None:
+    echo = EchoTool()
+    server = ScriptedChat(
+        [
+            lambda m: completion("<think>look first</think>", [("echo", '{"text": "hi"}')]),
+            lambda m: completion("done", reasoning_content="it said hi"),
+        ]
+    )
+    result = await make_loop(server, [echo]).run([{"role": "user", "content": "say hi"}])
+    assert isinstance(result, AgentResult)
+    assert result.turns_used == 2 and result.finished_naturally and result.produced_output
+    assert result.reasoning_per_turn == ["look first", "it said hi"]
+    assert echo.calls == [{"text": "hi"}]
+    roles = [m["role"] for m in result.messages]
+    assert roles == ["user", "assistant", "tool", "assistant"]
+    assert result.messages[1]["tool_calls"][0]["function"] == {"name": "echo", "arguments": '{"text": "hi"}'}
+    assert result.messages[2] == {"role": "tool", "tool_call_id": "call_0", "content": "echo:hi"}
+    assert result.messages[3]["reasoning_content"] == "it said hi"
+    assert result.tool_errors == [] and result.tool_calls_made == 1
+    # The tool schemas and sampling settings reach the server.
+    assert server.requests[0]["tools"] == [EchoTool.schema] and server.requests[0]["temperature"] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "kind", "needle"),
+    [
+        pytest.param("nope", "{}", "unknown_tool", "unknown tool 'nope'. Available tools: echo, strict", id="unknown"),
+        pytest.param("echo", '{"text": "unterminated', "invalid_json", "not valid JSON", id="bad-json"),
+        pytest.param("echo", '["a", "list"]', "invalid_json", "must be a JSON object", id="not-object"),
+        pytest.param("strict", '{"x": 1}', "bad_arguments", "missing required argument 'path'", id="rejected"),
+    ],
+)
+async def test_bad_calls_are_answered_with_errors_the_model_sees(
+    name: str, arguments: str, kind: str, needle: str
+) -> None:
+    echo = EchoTool()
+    server = ScriptedChat([lambda m: completion(None, [(name, arguments)]), lambda m: completion("ok")])
+    result = await make_loop(server, [echo, StrictTool()]).run([{"role": "user", "content": "go"}])
+    assert echo.calls == []  # never called with silently-empty arguments
+    tool_message = result.messages[2]
+    assert tool_message["role"] == "tool" and needle in tool_message["content"]
+    assert result.tool_errors == [
+        ToolError(turn=0, tool_name=name, arguments=arguments, kind=kind, message=tool_message["content"])
+    ]
+    # The model saw the error on its next turn and the rollout went on.
+    assert server.requests[1]["messages"][-1]["content"] == tool_message["content"]
+    assert result.finished_naturally
+
+
+async def test_hanging_tool_is_stopped_and_the_rollout_continues() -> None:
+    server = ScriptedChat([lambda m: completion(None, [("hang", "{}")]), lambda m: completion("gave up")])
+    result = await make_loop(server, [HangTool()], tool_timeout=0.05).run([{"role": "user", "content": "go"}])
+    assert [e.kind for e in result.tool_errors] == ["timeout"]
+    assert "did not finish" in result.messages[2]["content"]
+    assert result.finished_naturally and result.turns_used == 2
+
+
+class BarrierTool(EchoTool):
+    """Finishes only when `parties` calls are inside run() at the same time."""
+
+    def __init__(self, name: str, parallel_safe: bool, parties: int) -> None:
+        super().__init__()
+        self.name = name
+        self.parallel_safe = parallel_safe
+        self.schema = {"type": "function", "function": {"name": name, "parameters": {"type": "object"}}}
+        self.parties = parties
+        self.inside = 0
+        self.max_inside = 0
+        self.all_in = asyncio.Event()
+
+    async def run(self, args: dict[str, Any], ctx: Any) -> str:
+        self.inside += 1
+        self.max_inside = max(self.max_inside, self.inside)
+        if self.inside >= self.parties:
+            self.all_in.set()
+        try:
+            await asyncio.wait_for(self.all_in.wait(), 0.5)
+            return "together"
+        except TimeoutError:
+            return "alone"
+        finally:
+            self.inside -= 1
+
+
+async def test_parallel_safe_calls_of_one_turn_run_concurrently() -> None:
+    tool = BarrierTool("b", parallel_safe=True, parties=3)
+    calls = [("b", "{}")] * 3
+    server = ScriptedChat([lambda m: completion(None, calls), lambda m: completion("ok")])
+    result = await make_loop(server, [tool]).run([{"role": "user", "content": "go"}])
+    assert [m["content"] for m in result.messages if m["role"] == "tool"] == ["together"] * 3
+    assert [m["tool_call_id"] for m in result.messages if m["role"] == "tool"] == ["call_0", "call_1", "call_2"]
+
+
+async def test_unsafe_calls_run_one_at_a_time_in_order() -> None:
+    tool = BarrierTool("b", parallel_safe=False, parties=2)
+    server = ScriptedChat([lambda m: completion(None, [("b", "{}"), ("b", "{}")]), lambda m: completion("ok")])
+    result = await make_loop(server, [tool]).run([{"role": "user", "content": "go"}])
+    assert tool.max_inside == 1
+    assert [m["content"] for m in result.messages if m["role"] == "tool"] == ["alone", "alone"]
+
+
+async def test_turn_limit_cuts_the_rollout() -> None:
+    server = ScriptedChat([lambda m: completion(None, [("echo", "{}")])])
+    result = await make_loop(server, [EchoTool()], max_turns=3).run([{"role": "user", "content": "go"}])
+    assert result.turns_used == 3 and not result.finished_naturally
+
+
+async def test_length_finish_is_not_natural() -> None:
+    c = completion("cut off mid")
+    c.choices[0].finish_reason = "length"
+    result = await make_loop(ScriptedChat([lambda m: c]), []).run([{"role": "user", "content": "go"}])
+    assert result.turns_used == 1 and not result.finished_naturally
+
+
+async def test_server_failure_ends_rollout_with_a_reason() -> None:
+    class Down:
+        async def chat_completion(self, **kwargs: Any) -> Any:
+            raise ConnectionError("connection refused")
+
+    result = await make_loop(Down(), [EchoTool()]).run([{"role": "user", "content": "go"}])
+    assert not result.produced_output and result.turns_used == 0
+    assert "connection refused" in (result.error or "")
+
+
+async def test_model_call_that_hangs_uses_up_the_budget() -> None:
+    class Stuck:
+        async def chat_completion(self, **kwargs: Any) -> Any:
+            await asyncio.Event().wait()
+
+    result = await make_loop(Stuck(), [], rollout_timeout=0.05).run([{"role": "user", "content": "go"}])
+    assert result.budget_exhausted and not result.produced_output and "budget" in (result.error or "")
+
+
+async def test_managed_state_is_collected_from_the_server() -> None:
+    class Managed(ScriptedChat):
+        def get_state(self) -> dict[str, Any]:
+            return {"turns": len(self.requests)}
+
+    result = await make_loop(Managed([lambda m: completion("hi")]), []).run([{"role": "user", "content": "go"}])
+    assert result.managed_state == {"turns": 1}
+
+
+async def test_128_rollouts_share_a_small_pool_without_starving() -> None:
+    """128 concurrent rollouts, 3 turns of 3 parallel calls each, one hanging call per rollout, pool of 4."""
+    pool = ToolWorkerPool(4)
+    inside = 0
+    peak = 0
+
+    class Slow(EchoTool):
+        async def run(self, args: dict[str, Any], ctx: Any) -> str:
+            nonlocal inside, peak
+            inside += 1
+            peak = max(peak, inside)
+            try:
+                await asyncio.sleep(0.001)
+                return "ok"
+            finally:
+                inside -= 1
+
+    def turn(messages: list[dict[str, Any]]) -> ChatCompletion:
+        done = sum(1 for m in messages if m["role"] == "assistant")
+        if done == 3:
+            return completion("finished")
+        calls = [("echo", json.dumps({"text": str(i)})) for i in range(3)]
+        if done == 0:
+            calls.append(("hang", "{}"))
+        return completion(None, calls)
+
+    hang = HangTool()
+    hang.parallel_safe = True
+    loops = [make_loop(ScriptedChat([turn]), [Slow(), hang], pool=pool, tool_timeout=0.2) for _ in range(128)]
+    results = await asyncio.wait_for(
+        asyncio.gather(*(lp.run([{"role": "user", "content": "go"}]) for lp in loops)), 120
+    )
+    assert all(r.finished_naturally and r.turns_used == 4 for r in results)
+    assert all([e.kind for e in r.tool_errors] == ["timeout"] for r in results)
+    assert peak <= 4 and pool.stats.max_in_flight <= 4
+    assert pool.stats.completed == 128 * 10 and pool.stats.timed_out == 128
+    assert pool.stats.in_flight == 0 and pool.stats.waiting == 0
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        ({"content": "<think>a</think>b"}, "a"),
+        ({"content": "<think>unclosed"}, "unclosed"),
+        ({"content": "plain"}, None),
+        ({"content": "x", "reasoning": "r"}, "r"),
+        ({"content": "<think>t</think>", "reasoning_content": "rc"}, "rc"),
+    ],
+)
+def test_extract_reasoning(message: dict[str, Any], expected: str | None) -> None:
+    assert extract_reasoning(message) == expected
