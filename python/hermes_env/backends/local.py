@@ -1,0 +1,64 @@
+"""``local`` backend: a working directory per task on this machine, no isolation of commands.
+
+Use it for development and for tasks you trust. Commands run with ``cwd`` = the workspace,
+in their own process group (killed on timeout and at cleanup), with a small environment
+(``HOME`` = the workspace). File methods are confined to the workspace; commands are not,
+so use ``bwrap`` or the sandbox pool for model-generated commands you do not trust.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hermes_env.backends.base import ExecResult
+from hermes_env.backends.process import run_process
+from hermes_env.backends.workspace import HostWorkspaceBackend
+
+
+class LocalBackend(HostWorkspaceBackend):
+    name = "local"
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str] | None = None,
+        *,
+        shell: str = "/bin/bash",
+        env: dict[str, str] | None = None,
+        inherit_env: bool = False,
+        **kwargs: int,
+    ) -> None:
+        super().__init__(root, **kwargs)
+        if not os.path.exists(shell):
+            shell = "/bin/sh"
+        self.shell = shell
+        self.extra_env = dict(env or {})
+        self.inherit_env = inherit_env
+
+    def _env(self, task_id: str) -> dict[str, str]:
+        base = dict(os.environ) if self.inherit_env else {}
+        ws = str(self.workspace_path(task_id))
+        base.update(
+            {
+                "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
+                "HOME": ws,
+                "PWD": ws,
+                "LANG": "C.UTF-8",
+                "TERM": "dumb",
+                "PYTHONDONTWRITEBYTECODE": "1",
+            }
+        )
+        base.update(self.extra_env)
+        return base
+
+    async def execute(self, task_id: str, command: str, timeout: float, *, stdin: str | None = None) -> ExecResult:
+        await self.start(task_id)
+        return await run_process(
+            [self.shell, "-c", command],
+            cwd=str(self.workspace_path(task_id)),
+            env=self._env(task_id),
+            timeout=timeout,
+            stdin=stdin,
+            max_output_bytes=self.max_output_bytes,
+            kill_output_bytes=self.kill_output_bytes,
+            running=self.running_set(task_id),
+        )

@@ -1,0 +1,79 @@
+"""Backends by name: ``get_backend("local" | "bwrap" | "sandbox" | <registered>, **options)``.
+
+``sandbox`` (the slot pool) lives in ``hermes_env.sandbox``; it is looked up lazily so this
+module never imports it eagerly: importing ``hermes_env.sandbox`` is expected to call
+``register_backend("sandbox", factory)``; failing that, a module attribute
+``create_backend(**options)`` or ``SandboxBackend`` class is used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+from hermes_env.backends.base import ExecutionBackend
+
+BackendFactory = Callable[..., ExecutionBackend]
+
+_FACTORIES: dict[str, BackendFactory] = {}
+# name -> module that registers it when imported
+_LAZY_MODULES: dict[str, str] = {"sandbox": "hermes_env.sandbox"}
+
+
+def register_backend(name: str, factory: BackendFactory, *, replace: bool = False) -> None:
+    """Make ``get_backend(name, **options)`` call ``factory(**options)``."""
+    if not name or not isinstance(name, str):
+        raise ValueError(f"backend name must be a non-empty string, got {name!r}")
+    if name in _FACTORIES and not replace and _FACTORIES[name] is not factory:
+        raise ValueError(f"backend {name!r} is already registered (pass replace=True to override)")
+    _FACTORIES[name] = factory
+
+
+def _local(**options: Any) -> ExecutionBackend:
+    from hermes_env.backends.local import LocalBackend
+
+    return LocalBackend(**options)
+
+
+def _bwrap(**options: Any) -> ExecutionBackend:
+    from hermes_env.backends.bwrap import BwrapBackend
+
+    return BwrapBackend(**options)
+
+
+register_backend("local", _local)
+register_backend("bwrap", _bwrap)
+
+
+def backend_names() -> list[str]:
+    """Names get_backend accepts (lazily provided ones included)."""
+    return sorted(set(_FACTORIES) | set(_LAZY_MODULES))
+
+
+def _load_lazy(name: str) -> BackendFactory | None:
+    module_name = _LAZY_MODULES.get(name)
+    if module_name is None:
+        return None
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"backend {name!r} needs module {module_name!r}, which failed to import: {exc}") from exc
+    if name in _FACTORIES:
+        return _FACTORIES[name]
+    for attr in ("create_backend", "SandboxBackend"):
+        factory = getattr(module, attr, None)
+        if callable(factory):
+            return factory
+    raise ValueError(
+        f"module {module_name!r} neither registered backend {name!r} (register_backend) "
+        "nor defines create_backend / SandboxBackend"
+    )
+
+
+def get_backend(name: str, **options: Any) -> ExecutionBackend:
+    """A new backend instance; ValueError naming the valid backends for an unknown name."""
+    factory = _FACTORIES.get(name) or _load_lazy(name)
+    if factory is None:
+        raise ValueError(f"unknown terminal backend {name!r}; valid backends: {', '.join(backend_names())}")
+    return factory(**options)
