@@ -1,1 +1,67 @@
-//! Streaming tool-call parsers (see DESIGN.md §1).
+//! Streaming tool-call parsers (DESIGN.md §1).
+//!
+//! A model's raw output goes in, chunk by chunk; OpenAI-style content and tool calls come out as
+//! [`Event`]s and, at the end, a [`ParseResult`]. `parse(text)` is literally one `feed` plus
+//! `finish` of the same [`Stream`], so whole-text and streamed results cannot drift apart.
+//!
+//! # Layout
+//! - [`types`]: [`ToolCall`], [`ParseIssue`]/[`IssueKind`], [`Event`], [`ParseResult`], [`Pos`].
+//! - [`tools`]: [`Tools`], the request's tool schemas (names, per-parameter JSON-schema types).
+//! - [`stream`]: the [`FormatStream`] / [`Format`] traits every format implements, the
+//!   [`Emitter`] formats write to, and the [`Stream`] driver.
+//! - [`marker`]: [`MarkerSet`], marker search with bounded hold-back (memchr-fast).
+//! - [`json_scan`]: [`JsonScanner`] (one JSON value, incrementally, grammar-checked, no
+//!   recursion) and [`ObjectWalker`] (an object's members, raw value text as it arrives).
+//! - [`json_in_markers`]: [`JsonInMarkers`], the *described* format "a JSON object
+//!   `{name, arguments}` between a start and an end marker" (hermes, qwen, longcat are rows).
+//! - [`formats`]: one file per format family, each exposing `fn <name>() -> Arc<dyn Format>`.
+//! - [`registry`]: the name table, [`list_parsers`], [`get_parser`], [`Parser`].
+//!
+//! # Adding a format (e.g. `glm45`)
+//! 1. Create `formats/<name>.rs` and add `pub mod <name>;` to `formats/mod.rs`.
+//! 2. If the format is "JSON object between markers", it is a [`JsonInMarkers`] constant: write
+//!    `pub fn <name>() -> Arc<dyn Format> { Arc::new(JsonInMarkers { .. }) }` and you are done.
+//! 3. Otherwise implement [`Format`] (`stream` builds your state machine, `render` writes calls
+//!    back as raw text or returns a [`RenderError`] saying what the format cannot express) and
+//!    [`FormatStream`] (`feed`/`finish`). Inside `feed`:
+//!    - keep a small `held: String` of unconsumed input; process `held + chunk` (take the
+//!      String with `std::mem::take`, push the chunk only when `held` is non-empty) and store back
+//!      the unconsumed tail. Everything you do not hold must be consumed now: O(chunk) per feed;
+//!    - find markers with [`MarkerSet::find`] (`Full`: act; `Partial`: hold from `at`;
+//!      `None`: release everything). Release text with [`Emitter::content`] as soon as `find`
+//!      says it cannot start a marker;
+//!    - scan JSON with [`JsonScanner`] / [`ObjectWalker`]: they consume chunk by chunk, tell you
+//!      when a value is complete, and give an error kind + offset for malformed JSON;
+//!    - emit calls with [`Emitter::start_call`] (once the name is known; pass `Some(id)` when
+//!      the format carries its own call id, like kimi_k2), [`Emitter::args`] (argument text as
+//!      it arrives; the concatenation must be the final `arguments`), [`Emitter::end_call`];
+//!    - report problems with [`Emitter::issue`] at [`Emitter::pos`]`(absolute_byte)`. Absolute
+//!      offset of your input's first byte = `out.chunk_offset() - held_len_before_this_chunk`.
+//!    - never lose text: whatever is not returned as a call (name/arguments) or consumed as the
+//!      format's own markup must reach `content`, also on malformed and truncated input
+//!      (`finish` flushes). Never panic (no indexing that can fail; use `get`).
+//!    Unknown-tool issues, ids, event merging and the result are handled by the driver.
+//! 4. Register: add one [`ParserSpec`] row to [`registry::REGISTRY`] under vLLM's
+//!    `--tool-call-parser` name (aliases are extra rows pointing to the same constructor).
+//! 5. Tests pick it up automatically: `tests/parsers/test_conformance.py` runs every registered
+//!    parser with a `../shared/conformance/<name>.jsonl` (alias map `CONFORMANCE_FILE` there for
+//!    names sharing a file), and `tests/parsers/test_properties.py` runs round trip and split
+//!    invariance for every name in `list_parsers()`. The Rust proptests in
+//!    `rust/hermes_core/tests/parsers.rs` iterate over `list_parsers()` too.
+
+pub mod formats;
+pub mod json_in_markers;
+pub mod json_scan;
+pub mod marker;
+pub mod registry;
+pub mod stream;
+pub mod tools;
+pub mod types;
+
+pub use json_in_markers::JsonInMarkers;
+pub use json_scan::{JsonError, JsonErrorKind, JsonScanner, ObjectWalker, Status, Walk};
+pub use marker::{MarkerHit, MarkerSet};
+pub use registry::{get_parser, list_parsers, Parser, ParserSpec, UnknownParserError, REGISTRY};
+pub use stream::{count_chars, Emitter, Format, FormatStream, Stream};
+pub use tools::{ParamSpec, ParamType, ToolSpec, Tools, ToolsError};
+pub use types::{Event, IssueKind, ParseIssue, ParseResult, Pos, RenderError, ToolCall};

@@ -1,0 +1,121 @@
+//! The table of parsers by vLLM `--tool-call-parser` name, and [`Parser`], the user-facing handle.
+
+use std::sync::Arc;
+
+use super::formats;
+use super::stream::{Format, Stream};
+use super::tools::Tools;
+use super::types::{Event, ParseResult, RenderError, ToolCall};
+
+/// One row of the registry.
+pub struct ParserSpec {
+    /// vLLM's `--tool-call-parser` name.
+    pub name: &'static str,
+    /// Builds the format (called once per [`get_parser`]).
+    pub make: fn() -> Arc<dyn Format>,
+}
+
+/// Every parser. Format authors add ONE row here (keep it sorted by name for readability;
+/// `list_parsers` sorts anyway).
+pub static REGISTRY: &[ParserSpec] = &[
+    ParserSpec {
+        name: "hermes",
+        make: formats::hermes::hermes,
+    },
+    ParserSpec {
+        name: "longcat",
+        make: formats::hermes::longcat,
+    },
+    ParserSpec {
+        name: "qwen",
+        make: formats::hermes::qwen,
+    },
+];
+
+/// Names of all registered parsers, sorted.
+pub fn list_parsers() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = REGISTRY.iter().map(|s| s.name).collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+}
+
+/// No parser of that name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownParserError {
+    pub name: String,
+    pub available: Vec<&'static str>,
+}
+
+impl std::fmt::Display for UnknownParserError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "unknown tool-call parser {:?}; use one of: {} (vLLM --tool-call-parser names)",
+            self.name,
+            self.available.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for UnknownParserError {}
+
+/// The parser `name` for a request with `tools` (use [`Tools::none`] when there are none).
+pub fn get_parser(name: &str, tools: Tools) -> Result<Parser, UnknownParserError> {
+    let spec = REGISTRY
+        .iter()
+        .find(|s| s.name == name)
+        .ok_or_else(|| UnknownParserError {
+            name: name.to_owned(),
+            available: list_parsers(),
+        })?;
+    Ok(Parser {
+        name: spec.name,
+        format: (spec.make)(),
+        tools: Arc::new(tools),
+    })
+}
+
+/// A parser for one format and one request's tools. Cheap to clone; `Send + Sync`.
+#[derive(Clone)]
+pub struct Parser {
+    name: &'static str,
+    format: Arc<dyn Format>,
+    tools: Arc<Tools>,
+}
+
+impl Parser {
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    pub fn tools(&self) -> &Tools {
+        &self.tools
+    }
+
+    /// A fresh incremental parser for one output.
+    pub fn stream(&self) -> Stream {
+        Stream::new(self.format.stream(&self.tools), Arc::clone(&self.tools))
+    }
+
+    /// The whole output at once: exactly one `feed` and `finish` of a stream (no events built).
+    pub fn parse(&self, text: &str) -> ParseResult {
+        let mut s = self.stream();
+        s.feed_into(text, None, None);
+        s.finish_into(None);
+        s.into_result()
+    }
+
+    /// Parse with the events a single-chunk stream would give (tests, demos).
+    pub fn parse_events(&self, text: &str) -> (ParseResult, Vec<Event>) {
+        let mut s = self.stream();
+        let mut events = s.feed(text);
+        events.extend(s.finish());
+        (s.into_result(), events)
+    }
+
+    /// Raw model output meaning `content` followed by `calls`.
+    pub fn render(&self, calls: &[ToolCall], content: Option<&str>) -> Result<String, RenderError> {
+        self.format.render(calls, content)
+    }
+}

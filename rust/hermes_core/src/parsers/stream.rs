@@ -1,0 +1,378 @@
+//! The generic streaming driver: wraps any format's state machine, tracks positions, assigns
+//! call ids, checks tool names and accumulates the [`ParseResult`] from the same calls that
+//! produce the events, so `Stream::result()` and `Parser::parse()` cannot disagree.
+
+use std::sync::Arc;
+
+use super::tools::Tools;
+use super::types::{Event, IssueKind, ParseIssue, ParseResult, Pos, RenderError, ToolCall};
+
+/// A format's incremental state machine for one model output.
+///
+/// Contract (checked for every format by the shared tests):
+/// - `feed` is called with consecutive pieces of the output (any split, even inside a UTF-8
+///   character's Python-level neighbours: chunks are always whole `str`s) and must cost
+///   amortised O(chunk.len()): never re-scan text it already consumed. It may hold back a
+///   bounded tail (e.g. a possible marker prefix) and must document any unbounded hold-back.
+/// - `finish` flushes everything held back: after it, every byte of the output has been reported
+///   either as content, as call name/arguments, or consumed as the format's own markup.
+/// - Never panic, whatever the input. Report problems with [`Emitter::issue`].
+pub trait FormatStream: Send {
+    fn feed(&mut self, chunk: &str, out: &mut Emitter<'_>);
+    fn finish(&mut self, out: &mut Emitter<'_>);
+}
+
+/// A tool-call format: builds stream state machines and renders calls back into raw text.
+pub trait Format: Send + Sync {
+    /// A fresh state machine for one output. `tools` may be empty (no request tools).
+    fn stream(&self, tools: &Arc<Tools>) -> Box<dyn FormatStream>;
+    /// The raw model output that means `content` followed by `calls` (arguments are JSON text).
+    /// Errors when the format cannot express them (the message says what and why).
+    fn render(&self, calls: &[ToolCall], content: Option<&str>) -> Result<String, RenderError>;
+}
+
+/// Number of Unicode code points in `s` (counts the bytes that start a character).
+#[inline]
+pub fn count_chars(s: &[u8]) -> usize {
+    s.iter().filter(|&&b| (b as i8) >= -0x40).count()
+}
+
+/// What the driver accumulates while a stream runs.
+struct Accum {
+    content: String,
+    calls: Vec<ToolCall>,
+    issues: Vec<ParseIssue>,
+    open: Option<usize>,
+    tools: Arc<Tools>,
+    rng: u64,
+}
+
+impl Accum {
+    fn next_id(&mut self) -> String {
+        const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+        let mut id = String::with_capacity(29);
+        id.push_str("call_");
+        for _ in 0..24 {
+            // xorshift64*: ids only need to be unique within a conversation, not secret.
+            self.rng ^= self.rng >> 12;
+            self.rng ^= self.rng << 25;
+            self.rng ^= self.rng >> 27;
+            let r = self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D);
+            id.push(ALPHABET[(r >> 58) as usize % ALPHABET.len()] as char);
+        }
+        id
+    }
+}
+
+fn random_seed() -> u64 {
+    use std::collections::hash_map::RandomState;
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut h = RandomState::new().build_hasher();
+    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    h.finish() | 1
+}
+
+/// What a format writes to while it processes one chunk. Adjacent content (or argument) pieces
+/// are merged into one event, so a feed yields few events however the format slices its work.
+pub struct Emitter<'a> {
+    acc: &'a mut Accum,
+    events: Option<&'a mut Vec<Event>>,
+    chunk: &'a [u8],
+    window: &'a [u8],
+    base: Pos,
+    cursor: (usize, usize),
+}
+
+impl Emitter<'_> {
+    /// Absolute byte offset of the current chunk's first byte in the whole output.
+    pub fn chunk_offset(&self) -> usize {
+        self.base.byte
+    }
+
+    /// The position of absolute byte offset `byte`, with its code-point offset. Exact for offsets
+    /// in the current chunk and in the last 128+ bytes before it; formats that report an issue
+    /// about older text should take its `Pos` when they see it.
+    pub fn pos(&mut self, byte: usize) -> Pos {
+        if byte >= self.base.byte {
+            let rel = (byte - self.base.byte).min(self.chunk.len());
+            if rel < self.cursor.0 {
+                self.cursor = (0, 0);
+            }
+            let counted = count_chars(self.chunk.get(self.cursor.0..rel).unwrap_or_default());
+            self.cursor = (rel, self.cursor.1 + counted);
+            Pos {
+                byte: self.base.byte + rel,
+                char: self.base.char + self.cursor.1,
+            }
+        } else {
+            let back = (self.base.byte - byte).min(self.window.len());
+            let start = self.window.len() - back;
+            let chars = count_chars(self.window.get(start..).unwrap_or_default());
+            Pos {
+                byte: self.base.byte - back,
+                char: self.base.char.saturating_sub(chars),
+            }
+        }
+    }
+
+    /// Plain text for `content`.
+    pub fn content(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        self.acc.content.push_str(text);
+        if let Some(events) = self.events.as_deref_mut() {
+            if let Some(Event::Content(last)) = events.last_mut() {
+                last.push_str(text);
+            } else {
+                events.push(Event::Content(text.to_owned()));
+            }
+        }
+    }
+
+    /// Begin a call (ending any open one). `id`: the format's own call id, if it has one;
+    /// otherwise a `call_...` id is generated. `at`: where the call starts (for the unknown-tool
+    /// issue). Returns the call's index.
+    pub fn start_call(&mut self, name: &str, id: Option<String>, at: Pos) -> usize {
+        self.end_call();
+        let index = self.acc.calls.len();
+        let id = id.unwrap_or_else(|| self.acc.next_id());
+        if !self.acc.tools.allows(name) {
+            let msg = format!("call {index} names tool {name:?}, which is not among the request's tools");
+            self.issue(IssueKind::UnknownTool, at, msg);
+        }
+        if let Some(events) = self.events.as_deref_mut() {
+            events.push(Event::ToolCallStart {
+                index,
+                id: id.clone(),
+                name: name.to_owned(),
+            });
+        }
+        self.acc.calls.push(ToolCall {
+            id,
+            name: name.to_owned(),
+            arguments: String::new(),
+        });
+        self.acc.open = Some(index);
+        index
+    }
+
+    /// The next piece of the open call's arguments. With no open call the text goes to content
+    /// (a format bug must never lose text).
+    pub fn args(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        let Some(index) = self.acc.open else {
+            self.content(text);
+            return;
+        };
+        if let Some(call) = self.acc.calls.get_mut(index) {
+            call.arguments.push_str(text);
+        }
+        if let Some(events) = self.events.as_deref_mut() {
+            match events.last_mut() {
+                Some(Event::ToolCallArgsDelta { index: i, text: last }) if *i == index => last.push_str(text),
+                _ => events.push(Event::ToolCallArgsDelta {
+                    index,
+                    text: text.to_owned(),
+                }),
+            }
+        }
+    }
+
+    /// End the open call, if any.
+    pub fn end_call(&mut self) {
+        if let Some(index) = self.acc.open.take() {
+            if let Some(events) = self.events.as_deref_mut() {
+                events.push(Event::ToolCallEnd { index });
+            }
+        }
+    }
+
+    /// Index of the open call, if one is open.
+    pub fn open_call(&self) -> Option<usize> {
+        self.acc.open
+    }
+
+    /// Number of calls started so far.
+    pub fn calls_started(&self) -> usize {
+        self.acc.calls.len()
+    }
+
+    /// The request's tools.
+    pub fn tools(&self) -> &Arc<Tools> {
+        &self.acc.tools
+    }
+
+    /// Report a problem at `at`.
+    pub fn issue(&mut self, kind: IssueKind, at: Pos, message: impl Into<String>) {
+        self.acc.issues.push(ParseIssue {
+            kind,
+            offset: at.byte,
+            char_offset: at.char,
+            message: message.into(),
+        });
+    }
+}
+
+const WINDOW_KEEP: usize = 128;
+
+/// One output being parsed incrementally (see DESIGN.md §1 "Streaming").
+pub struct Stream {
+    format: Box<dyn FormatStream>,
+    acc: Accum,
+    end: Pos,
+    window: Vec<u8>,
+    finished: bool,
+}
+
+impl Stream {
+    pub fn new(format: Box<dyn FormatStream>, tools: Arc<Tools>) -> Stream {
+        Stream {
+            format,
+            acc: Accum {
+                content: String::new(),
+                calls: Vec::new(),
+                issues: Vec::new(),
+                open: None,
+                tools,
+                rng: random_seed(),
+            },
+            end: Pos::default(),
+            window: Vec::new(),
+            finished: false,
+        }
+    }
+
+    /// Feed the next piece of output; returns the events it completes.
+    pub fn feed(&mut self, chunk: &str) -> Vec<Event> {
+        let mut events = Vec::new();
+        self.feed_into(chunk, None, Some(&mut events));
+        events
+    }
+
+    /// Feed with the chunk's code-point count already known (Python gives it for free), appending
+    /// events to `events` when given (`None`: only the result is accumulated, as `parse` does).
+    pub fn feed_into(&mut self, chunk: &str, chars: Option<usize>, events: Option<&mut Vec<Event>>) {
+        if self.finished {
+            if !chunk.is_empty() {
+                let at = self.end;
+                let msg = "text fed after finish() was ignored; start a new stream for a new output";
+                self.acc.issues.push(ParseIssue {
+                    kind: IssueKind::UnexpectedText,
+                    offset: at.byte,
+                    char_offset: at.char,
+                    message: msg.into(),
+                });
+            }
+            return;
+        }
+        let mut out = Emitter {
+            acc: &mut self.acc,
+            events,
+            chunk: chunk.as_bytes(),
+            window: &self.window,
+            base: self.end,
+            cursor: (0, 0),
+        };
+        self.format.feed(chunk, &mut out);
+        let counted = match chars {
+            Some(n) => n,
+            None if out.cursor.0 == chunk.len() => out.cursor.1,
+            None => out.cursor.1 + count_chars(chunk.as_bytes().get(out.cursor.0..).unwrap_or_default()),
+        };
+        self.end = Pos {
+            byte: self.end.byte + chunk.len(),
+            char: self.end.char + counted,
+        };
+        self.remember(chunk.as_bytes());
+    }
+
+    /// Keep the last bytes of the output so positions of held-back text stay exact.
+    fn remember(&mut self, chunk: &[u8]) {
+        if chunk.len() >= WINDOW_KEEP {
+            self.window.clear();
+            self.window.extend_from_slice(&chunk[chunk.len() - WINDOW_KEEP..]);
+        } else {
+            self.window.extend_from_slice(chunk);
+            if self.window.len() > 4 * WINDOW_KEEP {
+                let cut = self.window.len() - WINDOW_KEEP;
+                self.window.drain(..cut);
+            }
+        }
+    }
+
+    /// End of output: flush what is held back and report unfinished calls. Idempotent.
+    pub fn finish(&mut self) -> Vec<Event> {
+        let mut events = Vec::new();
+        self.finish_into(Some(&mut events));
+        events
+    }
+
+    pub fn finish_into(&mut self, events: Option<&mut Vec<Event>>) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        let mut out = Emitter {
+            acc: &mut self.acc,
+            events,
+            chunk: &[],
+            window: &self.window,
+            base: self.end,
+            cursor: (0, 0),
+        };
+        self.format.finish(&mut out);
+        out.end_call();
+    }
+
+    /// Report a problem found outside the format (e.g. the binding replaced invalid Unicode in the
+    /// chunk about to be fed); `rel_byte` is relative to the next chunk, `rel_char` likewise.
+    pub fn report_ahead(&mut self, kind: IssueKind, rel_byte: usize, rel_char: usize, message: impl Into<String>) {
+        self.acc.issues.push(ParseIssue {
+            kind,
+            offset: self.end.byte + rel_byte,
+            char_offset: self.end.char + rel_char,
+            message: message.into(),
+        });
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    /// Bytes fed so far.
+    pub fn offset(&self) -> usize {
+        self.end.byte
+    }
+
+    /// Everything extracted so far (after `finish`: the final result).
+    pub fn result(&self) -> ParseResult {
+        ParseResult {
+            content: if self.acc.content.is_empty() {
+                None
+            } else {
+                Some(self.acc.content.clone())
+            },
+            tool_calls: self.acc.calls.clone(),
+            issues: self.acc.issues.clone(),
+        }
+    }
+
+    /// The result without copying (use after `finish`).
+    pub fn into_result(self) -> ParseResult {
+        let content = if self.acc.content.is_empty() {
+            None
+        } else {
+            Some(self.acc.content)
+        };
+        ParseResult {
+            content,
+            tool_calls: self.acc.calls,
+            issues: self.acc.issues,
+        }
+    }
+}
