@@ -1,7 +1,335 @@
 //! Python wrappers for `hermes_core::trajectory`.
+//!
+//! Errors are converted once, in [`to_py_err`]: bad input becomes `ValueError`, a divergence
+//! under policy `raise` becomes `TrajectoryDivergence` (a `ValueError`) carrying `.index` and
+//! `.window`.
 
+use std::ffi::CString;
+
+use hermes_core::trajectory::{
+    self as core, Divergence, DivergencePolicy, Extension, SegmentKind, Trajectory, TrajectoryError,
+};
+use numpy::PyArray1;
+use pyo3::exceptions::{PyUserWarning, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
 
-pub fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> {
+pyo3::create_exception!(
+    hermes_env._core,
+    TrajectoryDivergence,
+    PyValueError,
+    "A re-rendered prompt does not start with the trajectory's tokens. `.index` is the first \
+     differing position; `.window` holds both sides around it (ids, and text when a decoder was given)."
+);
+pyo3::create_exception!(
+    hermes_env._core,
+    TrajectoryDivergenceWarning,
+    PyUserWarning,
+    "Emitted when policy 'warn_and_restart' starts a new sequence after a divergence."
+);
+
+/// Decodes ids with the caller's callback; a failing decoder must not hide the divergence.
+fn decode_text(decode: Option<&Bound<'_, PyAny>>, ids: &[i64]) -> Option<String> {
+    let decode = decode?;
+    decode.call1((ids.to_vec(),)).ok()?.extract::<String>().ok()
+}
+
+fn window_dict<'py>(
+    py: Python<'py>,
+    d: &Divergence,
+    decode: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let w = PyDict::new(py);
+    w.set_item("index", d.index)?;
+    w.set_item("start", d.window_start)?;
+    w.set_item("ours", d.ours.clone())?;
+    w.set_item("theirs", d.theirs.clone())?;
+    w.set_item("ours_len", d.ours_len)?;
+    w.set_item("theirs_len", d.theirs_len)?;
+    w.set_item("ours_text", decode_text(decode, &d.ours))?;
+    w.set_item("theirs_text", decode_text(decode, &d.theirs))?;
+    Ok(w)
+}
+
+/// The divergence message, with decoded text of both sides when a decoder was given.
+fn divergence_message(base: String, window: &Bound<'_, PyDict>) -> String {
+    let text = |key: &str| -> Option<String> { window.get_item(key).ok()??.extract::<String>().ok() };
+    match (text("ours_text"), text("theirs_text")) {
+        (Some(ours), Some(theirs)) => format!("{base}\n  trajectory text: {ours:?}\n  prompt text:     {theirs:?}"),
+        _ => base,
+    }
+}
+
+fn to_py_err(py: Python<'_>, err: TrajectoryError, decode: Option<&Bound<'_, PyAny>>) -> PyErr {
+    match &err {
+        TrajectoryError::Divergence(d) | TrajectoryError::KeepRawNeedsNewTurn(d) => {
+            let window = match window_dict(py, d, decode) {
+                Ok(w) => w,
+                Err(e) => return e,
+            };
+            let exc = TrajectoryDivergence::new_err(divergence_message(err.to_string(), &window));
+            let value = exc.value(py);
+            if let Err(e) = value
+                .setattr("index", d.index)
+                .and_then(|_| value.setattr("window", window))
+            {
+                return e;
+            }
+            exc
+        }
+        _ => PyValueError::new_err(err.to_string()),
+    }
+}
+
+fn warn(py: Python<'_>, message: String) -> PyResult<()> {
+    let message = CString::new(message.replace('\0', "\\0"))
+        .map_err(|e| PyValueError::new_err(format!("warning text contains NUL: {e}")))?;
+    let category = py.get_type::<TrajectoryDivergenceWarning>();
+    PyErr::warn(py, category.as_any(), &message, 2)
+}
+
+/// Token-exact record of one rollout branch: tokens, masks (-100 = not trained) and logprobs
+/// (1.0 where not generated), always the same length.
+#[pyclass(module = "hermes_env._core", name = "Trajectory", from_py_object)]
+#[derive(Clone)]
+pub struct PyTrajectory {
+    inner: Trajectory,
+}
+
+#[pymethods]
+impl PyTrajectory {
+    #[new]
+    #[pyo3(signature = (vocab_size = None))]
+    fn new(vocab_size: Option<u64>) -> Self {
+        Self {
+            inner: Trajectory::new(vocab_size),
+        }
+    }
+
+    /// Appends prompt tokens (masked, logprob 1.0).
+    fn add_prompt(&mut self, py: Python<'_>, ids: Vec<i64>) -> PyResult<()> {
+        self.inner.add_prompt(&ids).map_err(|e| to_py_err(py, e, None))
+    }
+
+    /// Appends generated tokens (trained) with one logprob per token.
+    #[pyo3(signature = (ids, logprobs, finish_reason = None))]
+    fn add_completion(
+        &mut self,
+        py: Python<'_>,
+        ids: Vec<i64>,
+        logprobs: Vec<f64>,
+        finish_reason: Option<&str>,
+    ) -> PyResult<()> {
+        self.inner
+            .add_completion(&ids, &logprobs, finish_reason)
+            .map_err(|e| to_py_err(py, e, None))
+    }
+
+    /// How many leading tokens `ids` shares with the trajectory.
+    fn common_prefix(&self, ids: Vec<i64>) -> usize {
+        self.inner.common_prefix(&ids)
+    }
+
+    /// `None` if `ids` starts with the trajectory, else the divergence window as a dict.
+    #[pyo3(signature = (ids, decode = None))]
+    fn divergence<'py>(
+        &self,
+        py: Python<'py>,
+        ids: Vec<i64>,
+        decode: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Option<Bound<'py, PyDict>>> {
+        self.inner
+            .divergence(&ids)
+            .map(|d| window_dict(py, &d, decode))
+            .transpose()
+    }
+
+    /// Extends to the next turn's full prompt ids; see `hermes_env.trajectory` for the policies.
+    ///
+    /// Returns a dict: `outcome` ("extended" | "restarted" | "kept_raw"), `appended`,
+    /// `divergence` (window dict or None) and `previous` (the trajectory before a restart).
+    #[pyo3(signature = (next_prompt_ids, policy = "raise", new_turn = None, decode = None))]
+    fn extend<'py>(
+        &mut self,
+        py: Python<'py>,
+        next_prompt_ids: Vec<i64>,
+        policy: &str,
+        new_turn: Option<Vec<i64>>,
+        decode: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let policy = DivergencePolicy::parse(policy).map_err(|e| to_py_err(py, e, None))?;
+        let outcome = self
+            .inner
+            .extend(&next_prompt_ids, policy, new_turn.as_deref())
+            .map_err(|e| to_py_err(py, e, decode))?;
+        let out = PyDict::new(py);
+        match outcome {
+            Extension::Extended { appended } => {
+                out.set_item("outcome", "extended")?;
+                out.set_item("appended", appended)?;
+                out.set_item("divergence", py.None())?;
+                out.set_item("previous", py.None())?;
+            }
+            Extension::Restarted { divergence, previous } => {
+                let window = window_dict(py, &divergence, decode)?;
+                let msg = divergence_message(
+                    format!("{divergence}; starting a new sequence (policy 'warn_and_restart'), earlier completions stay in the previous trajectory"),
+                    &window,
+                );
+                out.set_item("outcome", "restarted")?;
+                out.set_item("appended", self.inner.len())?;
+                out.set_item("divergence", window)?;
+                out.set_item("previous", Py::new(py, PyTrajectory { inner: *previous })?)?;
+                warn(py, msg)?;
+            }
+            Extension::KeptRaw { divergence, appended } => {
+                let window = window_dict(py, &divergence, decode)?;
+                out.set_item("outcome", "kept_raw")?;
+                out.set_item("appended", appended)?;
+                out.set_item("divergence", window)?;
+                out.set_item("previous", py.None())?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// An independent copy (for `n > 1` sampling).
+    fn fork(&self) -> Self {
+        self.clone()
+    }
+
+    fn __copy__(&self) -> Self {
+        self.clone()
+    }
+
+    fn __deepcopy__(&self, _memo: &Bound<'_, PyAny>) -> Self {
+        self.clone()
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Trajectory(len={}, trained={}, segments={})",
+            self.inner.len(),
+            self.inner.num_trained(),
+            self.inner.segments().len()
+        )
+    }
+
+    #[getter]
+    fn tokens(&self) -> Vec<i64> {
+        self.inner.tokens().to_vec()
+    }
+
+    #[getter]
+    fn masks(&self) -> Vec<i64> {
+        self.inner.masks().to_vec()
+    }
+
+    #[getter]
+    fn logprobs(&self) -> Vec<f64> {
+        self.inner.logprobs().to_vec()
+    }
+
+    #[getter]
+    fn vocab_size(&self) -> Option<u64> {
+        self.inner.vocab_size()
+    }
+
+    #[getter]
+    fn num_trained(&self) -> usize {
+        self.inner.num_trained()
+    }
+
+    #[getter]
+    fn last_finish_reason(&self) -> Option<String> {
+        self.inner.last_finish_reason().map(str::to_string)
+    }
+
+    /// `[(kind, start, end, finish_reason)]`, kind "prompt" or "completion", one per add call.
+    #[getter]
+    fn segments(&self) -> Vec<(&'static str, usize, usize, Option<String>)> {
+        self.inner
+            .segments()
+            .iter()
+            .map(|s| {
+                let kind = match s.kind {
+                    SegmentKind::Prompt => "prompt",
+                    SegmentKind::Completion => "completion",
+                };
+                (kind, s.start, s.end, s.finish_reason.clone())
+            })
+            .collect()
+    }
+
+    /// `{"tokens": int64[N], "masks": int64[N], "logprobs": float64[N]}`, each built in one copy.
+    fn to_numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let out = PyDict::new(py);
+        out.set_item("tokens", PyArray1::from_slice(py, self.inner.tokens()))?;
+        out.set_item("masks", PyArray1::from_slice(py, self.inner.masks()))?;
+        out.set_item("logprobs", PyArray1::from_slice(py, self.inner.logprobs()))?;
+        Ok(out)
+    }
+
+    /// A dict with atroposlib 0.4.0's `ScoredDataItem` keys plus `inference_logprobs`
+    /// (the `ScoredDataGroup` field trainers read sampler logprobs from).
+    #[pyo3(signature = (score, *, messages = None, advantages = None, ref_logprobs = None,
+                        group_overrides = None, overrides = None, images = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn to_scored_item<'py>(
+        &self,
+        py: Python<'py>,
+        score: f64,
+        messages: Option<Bound<'py, PyAny>>,
+        advantages: Option<Bound<'py, PyAny>>,
+        ref_logprobs: Option<Bound<'py, PyAny>>,
+        group_overrides: Option<Bound<'py, PyAny>>,
+        overrides: Option<Bound<'py, PyAny>>,
+        images: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        if !score.is_finite() {
+            return Err(PyValueError::new_err(format!(
+                "score must be a finite number, got {score}"
+            )));
+        }
+        let out = PyDict::new(py);
+        out.set_item("tokens", PyList::new(py, self.inner.tokens())?)?;
+        out.set_item("masks", PyList::new(py, self.inner.masks())?)?;
+        out.set_item("scores", score)?;
+        out.set_item("advantages", advantages)?;
+        out.set_item("ref_logprobs", ref_logprobs)?;
+        out.set_item("messages", messages)?;
+        out.set_item("group_overrides", group_overrides)?;
+        out.set_item("overrides", overrides)?;
+        out.set_item("images", images)?;
+        out.set_item("distill_token_ids", py.None())?;
+        out.set_item("distill_logprobs", py.None())?;
+        out.set_item("inference_logprobs", PyList::new(py, self.inner.logprobs())?)?;
+        Ok(out)
+    }
+}
+
+/// Phase-1 mask: `ids[i]` where token `i` shares a character with an assistant span, -100
+/// elsewhere. `offsets` are per-token `(start, end)` character offsets of the rendered text,
+/// `spans` the assistant turns' `(start, end)` character ranges, sorted and disjoint.
+#[pyfunction]
+fn assistant_token_mask(offsets: Vec<(usize, usize)>, spans: Vec<(usize, usize)>, ids: Vec<i64>) -> PyResult<Vec<i64>> {
+    core::assistant_token_mask(&ids, &offsets, &spans).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_class::<PyTrajectory>()?;
+    m.add_function(wrap_pyfunction!(assistant_token_mask, m)?)?;
+    m.add("TrajectoryDivergence", py.get_type::<TrajectoryDivergence>())?;
+    m.add(
+        "TrajectoryDivergenceWarning",
+        py.get_type::<TrajectoryDivergenceWarning>(),
+    )?;
+    m.add("MASK", core::MASK)?;
+    m.add("PROMPT_LOGPROB", core::PROMPT_LOGPROB)?;
     Ok(())
 }

@@ -86,7 +86,10 @@ impl fmt::Display for TrajectoryError {
                 (*ids).min(*logprobs)
             ),
             Self::NegativeId { index, id } => {
-                write!(f, "token id at index {index} is negative ({id}); token ids must be >= 0")
+                write!(
+                    f,
+                    "token id at index {index} is negative ({id}); token ids must be >= 0"
+                )
             }
             Self::IdOutOfVocab { index, id, vocab_size } => write!(
                 f,

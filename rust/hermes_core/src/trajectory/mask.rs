@@ -16,11 +16,30 @@ use super::MASK;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MaskError {
-    LengthMismatch { ids: usize, offsets: usize },
-    BadOffset { index: usize, start: usize, end: usize },
-    UnsortedOffsets { index: usize, start: usize, previous_start: usize },
-    BadSpan { index: usize, start: usize, end: usize },
-    OverlappingSpans { index: usize, start: usize, previous_end: usize },
+    LengthMismatch {
+        ids: usize,
+        offsets: usize,
+    },
+    BadOffset {
+        index: usize,
+        start: usize,
+        end: usize,
+    },
+    UnsortedOffsets {
+        index: usize,
+        start: usize,
+        previous_start: usize,
+    },
+    BadSpan {
+        index: usize,
+        start: usize,
+        end: usize,
+    },
+    OverlappingSpans {
+        index: usize,
+        start: usize,
+        previous_end: usize,
+    },
 }
 
 impl MaskError {
@@ -48,7 +67,11 @@ impl fmt::Display for MaskError {
                 f,
                 "offset at index {index} is ({start}, {end}): start must not exceed end"
             ),
-            Self::UnsortedOffsets { index, start, previous_start } => write!(
+            Self::UnsortedOffsets {
+                index,
+                start,
+                previous_start,
+            } => write!(
                 f,
                 "offset at index {index} starts at {start}, before the previous token's start \
                  {previous_start}; offsets must come from one left-to-right encoding"
@@ -57,7 +80,11 @@ impl fmt::Display for MaskError {
                 f,
                 "span at index {index} is ({start}, {end}): start must not exceed end"
             ),
-            Self::OverlappingSpans { index, start, previous_end } => write!(
+            Self::OverlappingSpans {
+                index,
+                start,
+                previous_end,
+            } => write!(
                 f,
                 "span at index {index} starts at {start}, before the previous span ends at \
                  {previous_end}; spans must be sorted and disjoint"
@@ -75,7 +102,10 @@ pub fn assistant_token_mask(
     spans: &[(usize, usize)],
 ) -> Result<Vec<i64>, MaskError> {
     if ids.len() != offsets.len() {
-        return Err(MaskError::LengthMismatch { ids: ids.len(), offsets: offsets.len() });
+        return Err(MaskError::LengthMismatch {
+            ids: ids.len(),
+            offsets: offsets.len(),
+        });
     }
     let mut previous_end = 0;
     for (index, &(start, end)) in spans.iter().enumerate() {
@@ -83,7 +113,11 @@ pub fn assistant_token_mask(
             return Err(MaskError::BadSpan { index, start, end });
         }
         if index > 0 && start < previous_end {
-            return Err(MaskError::OverlappingSpans { index, start, previous_end });
+            return Err(MaskError::OverlappingSpans {
+                index,
+                start,
+                previous_end,
+            });
         }
         previous_end = end;
     }
@@ -96,7 +130,11 @@ pub fn assistant_token_mask(
             return Err(MaskError::BadOffset { index, start, end });
         }
         if start < previous_start {
-            return Err(MaskError::UnsortedOffsets { index, start, previous_start });
+            return Err(MaskError::UnsortedOffsets {
+                index,
+                start,
+                previous_start,
+            });
         }
         previous_start = start;
         // Skip spans that end at or before this token starts (token starts are non-decreasing).

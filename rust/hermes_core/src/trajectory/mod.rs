@@ -80,7 +80,10 @@ pub enum Extension {
     Extended { appended: usize },
     /// `WarnAndRestart`: the trajectory now holds only the next prompt; `previous` is the
     /// trajectory as it was before the call.
-    Restarted { divergence: Divergence, previous: Box<Trajectory> },
+    Restarted {
+        divergence: Divergence,
+        previous: Box<Trajectory>,
+    },
     /// `KeepRaw`: the trajectory kept its tokens and `appended` new-turn tokens were added.
     KeptRaw { divergence: Divergence, appended: usize },
 }
@@ -98,7 +101,10 @@ pub struct Trajectory {
 impl Trajectory {
     /// An empty trajectory; ids are checked against `vocab_size` when it is given.
     pub fn new(vocab_size: Option<u64>) -> Self {
-        Self { vocab_size, ..Self::default() }
+        Self {
+            vocab_size,
+            ..Self::default()
+        }
     }
 
     pub fn tokens(&self) -> &[i64] {
@@ -166,7 +172,12 @@ impl Trajectory {
         self.tokens.extend_from_slice(ids);
         self.masks.resize(self.tokens.len(), MASK);
         self.logprobs.resize(self.tokens.len(), PROMPT_LOGPROB);
-        self.segments.push(Segment { kind: SegmentKind::Prompt, start, end: self.tokens.len(), finish_reason: None });
+        self.segments.push(Segment {
+            kind: SegmentKind::Prompt,
+            start,
+            end: self.tokens.len(),
+            finish_reason: None,
+        });
     }
 
     /// Appends generated tokens: trained (mask = id), with the sampler's logprobs.
@@ -184,7 +195,10 @@ impl Trajectory {
         }
         self.validate_ids(ids)?;
         if let Some(index) = logprobs.iter().position(|lp| !lp.is_finite()) {
-            return Err(TrajectoryError::NonFiniteLogprob { index, value: logprobs[index] });
+            return Err(TrajectoryError::NonFiniteLogprob {
+                index,
+                value: logprobs[index],
+            });
         }
         let start = self.tokens.len();
         self.tokens.extend_from_slice(ids);
@@ -255,7 +269,10 @@ impl Trajectory {
             DivergencePolicy::KeepRaw => match new_turn {
                 Some(turn) => {
                     self.push_prompt_unchecked(turn);
-                    Ok(Extension::KeptRaw { divergence, appended: turn.len() })
+                    Ok(Extension::KeptRaw {
+                        divergence,
+                        appended: turn.len(),
+                    })
                 }
                 None => Err(TrajectoryError::KeepRawNeedsNewTurn(divergence)),
             },

@@ -29,7 +29,14 @@ fn bad_input_changes_nothing() {
     let e = t.add_completion(&[6, -7], &[-1.0, -1.0], None).unwrap_err();
     assert_eq!(e, TrajectoryError::NegativeId { index: 1, id: -7 });
     let e = t.add_prompt(&[6, 7, 1000]).unwrap_err();
-    assert_eq!(e, TrajectoryError::IdOutOfVocab { index: 2, id: 1000, vocab_size: 1000 });
+    assert_eq!(
+        e,
+        TrajectoryError::IdOutOfVocab {
+            index: 2,
+            id: 1000,
+            vocab_size: 1000
+        }
+    );
     assert!(e.to_string().contains("index 2"));
     let e = t.add_completion(&[6, 7], &[-1.0, f64::NAN], None).unwrap_err();
     assert_eq!(e.index(), Some(1));
@@ -92,7 +99,11 @@ fn shorter_prompt_is_a_divergence() {
 
 #[test]
 fn policy_names() {
-    for p in [DivergencePolicy::Raise, DivergencePolicy::WarnAndRestart, DivergencePolicy::KeepRaw] {
+    for p in [
+        DivergencePolicy::Raise,
+        DivergencePolicy::WarnAndRestart,
+        DivergencePolicy::KeepRaw,
+    ] {
         assert_eq!(DivergencePolicy::parse(p.name()).unwrap(), p);
     }
     assert!(DivergencePolicy::parse("ignore").is_err());
@@ -112,11 +123,23 @@ fn mask_boundary_rule() {
     // text: "ab|cd|ef" tokens of width 2; span covers chars 3..5 ("d" + "e").
     let ids = [10, 11, 12];
     let offsets = [(0, 2), (2, 4), (4, 6)];
-    assert_eq!(assistant_token_mask(&ids, &offsets, &[(3, 5)]).unwrap(), vec![MASK, 11, 12]);
-    assert_eq!(assistant_token_mask(&ids, &offsets, &[(2, 4)]).unwrap(), vec![MASK, 11, MASK]);
-    assert_eq!(assistant_token_mask(&ids, &offsets, &[(0, 0), (6, 6)]).unwrap(), vec![MASK; 3]);
+    assert_eq!(
+        assistant_token_mask(&ids, &offsets, &[(3, 5)]).unwrap(),
+        vec![MASK, 11, 12]
+    );
+    assert_eq!(
+        assistant_token_mask(&ids, &offsets, &[(2, 4)]).unwrap(),
+        vec![MASK, 11, MASK]
+    );
+    assert_eq!(
+        assistant_token_mask(&ids, &offsets, &[(0, 0), (6, 6)]).unwrap(),
+        vec![MASK; 3]
+    );
     // zero-width token at 2 lies inside [2, 4)
-    assert_eq!(assistant_token_mask(&[1, 2], &[(2, 2), (4, 6)], &[(2, 4)]).unwrap(), vec![1, MASK]);
+    assert_eq!(
+        assistant_token_mask(&[1, 2], &[(2, 2), (4, 6)], &[(2, 4)]).unwrap(),
+        vec![1, MASK]
+    );
 }
 
 #[test]
@@ -124,11 +147,25 @@ fn mask_errors_name_the_index() {
     let e = assistant_token_mask(&[1, 2], &[(0, 1)], &[]).unwrap_err();
     assert_eq!(e.index(), 1);
     let e = assistant_token_mask(&[1, 2], &[(0, 1), (2, 1)], &[]).unwrap_err();
-    assert_eq!(e, MaskError::BadOffset { index: 1, start: 2, end: 1 });
+    assert_eq!(
+        e,
+        MaskError::BadOffset {
+            index: 1,
+            start: 2,
+            end: 1
+        }
+    );
     let e = assistant_token_mask(&[1, 2], &[(3, 4), (2, 3)], &[]).unwrap_err();
     assert_eq!(e.index(), 1);
     let e = assistant_token_mask(&[1], &[(0, 1)], &[(0, 5), (4, 6)]).unwrap_err();
-    assert_eq!(e, MaskError::OverlappingSpans { index: 1, start: 4, previous_end: 5 });
+    assert_eq!(
+        e,
+        MaskError::OverlappingSpans {
+            index: 1,
+            start: 4,
+            previous_end: 5
+        }
+    );
 }
 
 /// Reference: a token is trained iff some span shares a character with it.
@@ -136,7 +173,9 @@ fn naive_mask(ids: &[i64], offsets: &[(usize, usize)], spans: &[(usize, usize)])
     ids.iter()
         .zip(offsets)
         .map(|(&id, &(s, e))| {
-            let hit = spans.iter().any(|&(a, b)| a < b && if s == e { a <= s && s < b } else { a < e && s < b });
+            let hit = spans
+                .iter()
+                .any(|&(a, b)| a < b && if s == e { a <= s && s < b } else { a < e && s < b });
             if hit {
                 id
             } else {

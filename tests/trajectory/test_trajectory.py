@@ -1,0 +1,192 @@
+"""Trajectory bookkeeping through the Python binding: layout, validation, extension policies."""
+
+from __future__ import annotations
+
+import copy
+import math
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hermes_env.trajectory import (
+    MASK,
+    Trajectory,
+    TrajectoryDivergence,
+    TrajectoryDivergenceWarning,
+)
+
+VOCAB = 1000
+
+
+def make() -> Trajectory:
+    t = Trajectory(vocab_size=VOCAB)
+    t.add_prompt([1, 2, 3])
+    t.add_completion([4, 5], [-0.5, -0.25], finish_reason="stop")
+    return t
+
+
+def snapshot(t: Trajectory) -> tuple:
+    return (t.tokens, t.masks, t.logprobs, t.segments)
+
+
+def test_layout_and_arrays() -> None:
+    t = make()
+    assert t.tokens == [1, 2, 3, 4, 5]
+    assert t.masks == [MASK, MASK, MASK, 4, 5]
+    assert t.logprobs == [1.0, 1.0, 1.0, -0.5, -0.25]
+    assert len(t) == 5 and t.num_trained == 2 and t.last_finish_reason == "stop"
+    arrays = t.to_numpy()
+    assert arrays["tokens"].dtype == np.int64 and arrays["logprobs"].dtype == np.float64
+    assert arrays["masks"].tolist() == t.masks
+    # one copy out of Rust: the arrays own their data and are independent of later appends
+    t.add_prompt([6])
+    assert arrays["tokens"].tolist() == [1, 2, 3, 4, 5]
+
+
+def test_scored_item_matches_atroposlib_fields() -> None:
+    from atroposlib.envs.base import ScoredDataGroup, ScoredDataItem
+
+    item = make().to_scored_item(1.5, messages=[{"role": "user", "content": "x"}])
+    assert set(ScoredDataItem.__annotations__) <= set(item)
+    assert item["inference_logprobs"] == [1.0, 1.0, 1.0, -0.5, -0.25]
+    assert "inference_logprobs" in ScoredDataGroup.__annotations__
+    assert item["scores"] == 1.5 and item["tokens"] == [1, 2, 3, 4, 5] and item["masks"][3:] == [4, 5]
+    with pytest.raises(ValueError, match="finite"):
+        make().to_scored_item(math.nan)
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda t: t.add_completion([6, 7], [-1.0]), "2 ids and 1 logprobs.*index 1"),
+        (lambda t: t.add_completion([6, -7], [-1.0, -1.0]), "index 1 is negative"),
+        (lambda t: t.add_prompt([6, 7, VOCAB]), "index 2 is 1000, outside the vocabulary"),
+        (lambda t: t.add_completion([6], [math.inf]), "logprob at index 0 is inf"),
+        (lambda t: t.add_completion([6], [math.nan]), "logprob at index 0 is NaN"),
+        (lambda t: t.extend([9, 9], "raise"), "differ at token index 0"),
+        (lambda t: t.extend([1, 2, 3, 4, 5, -1]), "index 5 is negative"),
+        (lambda t: t.extend([1, 2, 3, 9], "keep_raw"), "needs the new turn"),
+        (lambda t: t.extend([1, 2, 3, 4, 5], "ignore"), "unknown divergence policy"),
+    ],
+)
+def test_bad_input_raises_and_changes_nothing(call, match: str) -> None:
+    t = make()
+    before = snapshot(t)
+    with pytest.raises(ValueError, match=match):
+        call(t)
+    assert snapshot(t) == before
+
+
+def test_extension_on_token_ids_keeps_masks() -> None:
+    t = make()
+    out = t.extend([1, 2, 3, 4, 5, 6, 7])
+    assert out["outcome"] == "extended" and out["appended"] == 2
+    assert t.masks == [MASK, MASK, MASK, 4, 5, MASK, MASK]
+    assert t.logprobs[3:5] == [-0.5, -0.25]
+    assert t.common_prefix([1, 2, 3, 4, 5, 6, 7, 8]) == 7
+
+
+def test_divergence_error_carries_index_and_window() -> None:
+    t = make()
+    with pytest.raises(TrajectoryDivergence) as info:
+        t.extend([1, 2, 3, 4, 99, 6], decode=lambda ids: " ".join(f"t{i}" for i in ids))
+    err = info.value
+    assert isinstance(err, ValueError)
+    assert err.index == 4
+    assert err.window["ours"] == [1, 2, 3, 4, 5] and err.window["theirs"] == [1, 2, 3, 4, 99, 6]
+    assert err.window["ours_text"] == "t1 t2 t3 t4 t5"
+    assert "t99" in str(err)
+
+
+def test_warn_and_restart_keeps_previous() -> None:
+    t = make()
+    with pytest.warns(TrajectoryDivergenceWarning, match="index 4"):
+        out = t.extend([1, 2, 3, 4, 99], "warn_and_restart")
+    assert out["outcome"] == "restarted"
+    assert snapshot(out["previous"]) == snapshot(make())
+    assert t.tokens == [1, 2, 3, 4, 99] and t.num_trained == 0
+
+
+def test_keep_raw_appends_only_the_new_turn() -> None:
+    t = make()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = t.extend([1, 2, 3, 4, 99, 6, 7], "keep_raw", new_turn=[6, 7])
+    assert out["outcome"] == "kept_raw" and out["divergence"]["index"] == 4
+    assert t.tokens == [1, 2, 3, 4, 5, 6, 7]
+    assert t.masks == [MASK, MASK, MASK, 4, 5, MASK, MASK]
+
+
+def test_fork_and_copy_are_independent() -> None:
+    t = make()
+    for other in (t.fork(), copy.copy(t), copy.deepcopy(t)):
+        other.add_completion([9], [-1.0])
+        assert len(other) == 6
+    assert len(t) == 5
+
+
+segments = st.lists(
+    st.tuples(st.booleans(), st.lists(st.integers(0, VOCAB - 1), max_size=12)),
+    max_size=15,
+)
+
+
+@given(segments)
+def test_random_segments_keep_arrays_aligned(segs: list[tuple[bool, list[int]]]) -> None:
+    t = Trajectory(vocab_size=VOCAB)
+    completion_positions: set[int] = set()
+    for is_completion, ids in segs:
+        if is_completion:
+            completion_positions.update(range(len(t), len(t) + len(ids)))
+            t.add_completion(ids, [-(i % 7) / 3 for i in ids], finish_reason="stop")
+        else:
+            t.add_prompt(ids)
+    tokens, masks, logprobs = t.tokens, t.masks, t.logprobs
+    assert len(tokens) == len(masks) == len(logprobs)
+    for i, (tok, m, lp) in enumerate(zip(tokens, masks, logprobs, strict=True)):
+        if i in completion_positions:
+            assert m == tok and lp == -(tok % 7) / 3
+        else:
+            assert m == MASK and lp == 1.0
+    arrays = t.to_numpy()
+    assert arrays["tokens"].tolist() == tokens and arrays["logprobs"].tolist() == logprobs
+
+
+@given(segments, st.lists(st.integers(0, VOCAB - 1), max_size=8), st.integers(0, 40))
+def test_fork_independence_and_prefix_extension(segs, extra: list[int], cut: int) -> None:
+    t = Trajectory(vocab_size=VOCAB)
+    for is_completion, ids in segs:
+        if is_completion:
+            t.add_completion(ids, [-0.5] * len(ids))
+        else:
+            t.add_prompt(ids)
+    before = snapshot(t)
+    f = t.fork()
+    out = f.extend(t.tokens + extra)
+    assert out["appended"] == len(extra)
+    assert snapshot(t) == before
+    assert f.masks[: len(t)] == t.masks and f.masks[len(t) :] == [MASK] * len(extra)
+    # A prompt that stops agreeing somewhere (or ends early) is refused under "raise".
+    if len(t) > 0:
+        cut = cut % len(t)
+        bad = t.tokens[:cut] + [(t.tokens[cut] + 1) % VOCAB]
+        with pytest.raises(TrajectoryDivergence) as info:
+            t.extend(bad)
+        assert info.value.index == cut
+        assert snapshot(t) == before
+
+
+@given(st.lists(st.integers(-5, VOCAB + 5), min_size=1, max_size=10))
+def test_out_of_range_ids_name_first_bad_index(ids: list[int]) -> None:
+    t = Trajectory(vocab_size=VOCAB)
+    bad = [i for i, x in enumerate(ids) if x < 0 or x >= VOCAB]
+    if not bad:
+        t.add_prompt(ids)
+        assert t.tokens == ids
+        return
+    with pytest.raises(ValueError, match=f"index {bad[0]} "):
+        t.add_completion(ids, [-1.0] * len(ids))
+    assert len(t) == 0
