@@ -1,0 +1,150 @@
+"""``SandboxBackend``: the slot pool and executor behind the framework's ExecutionBackend seam.
+
+Selected with ``terminal_backend: sandbox``; ``terminal_backend_options`` may hold nested
+``pool`` / ``policy`` / ``executor`` sections or flat keys of any of them, e.g.
+``{"slots_per_worker": 16, "max_workers": 8, "allow_network": false}``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from typing import Any
+
+from pydantic import BaseModel
+
+from hermes_env.backends.base import ExecResult, ExecutionBackend
+from hermes_env.sandbox.config import ExecutorConfig, PoolConfig, ResourceLimits, SandboxPolicy
+from hermes_env.sandbox.executor import ToolExecutor, decode_content
+from hermes_env.sandbox.pool import SlotPool
+from hermes_env.sandbox.protocol import ToolResult
+
+
+def _split_options(options: dict[str, Any]) -> tuple[PoolConfig, SandboxPolicy, ExecutorConfig]:
+    sections: dict[str, dict[str, Any]] = {"pool": {}, "policy": {}, "executor": {}, "limits": {}}
+    models: dict[str, type[BaseModel]] = {
+        "pool": PoolConfig,
+        "policy": SandboxPolicy,
+        "executor": ExecutorConfig,
+        "limits": ResourceLimits,
+    }
+    for key, value in options.items():
+        if key in sections:
+            if isinstance(value, BaseModel):
+                value = value.model_dump()
+            if not isinstance(value, dict):
+                raise ValueError(f"sandbox option {key!r} must be a mapping, got {type(value).__name__}")
+            sections[key].update(value)
+            continue
+        owner = next((name for name, model in models.items() if key in model.model_fields), None)
+        if owner is None:
+            known = sorted({f for m in models.values() for f in m.model_fields})
+            raise ValueError(f"unknown sandbox backend option {key!r}; valid options: {', '.join(known)}")
+        sections[owner][key] = value
+    if sections["limits"]:
+        sections["policy"]["limits"] = {**dict(sections["policy"].get("limits") or {}), **sections["limits"]}
+    return (
+        PoolConfig.model_validate(sections["pool"]),
+        SandboxPolicy.model_validate(sections["policy"]),
+        ExecutorConfig.model_validate(sections["executor"]),
+    )
+
+
+def _as_exec_result(r: ToolResult) -> ExecResult:
+    return ExecResult(
+        output=r.output, exit_code=r.exit_code, timed_out=r.timed_out, truncated=r.truncated, error=r.error
+    )
+
+
+def _raise_file_error(r: ToolResult, path: str) -> None:
+    if r.error_type == "not_found":
+        raise FileNotFoundError(r.error or f"{path!r} does not exist in the workspace")
+    if r.error_type == "permission_denied":
+        raise PermissionError(r.error or f"{path!r} is outside the workspace")
+    if r.error_type == "too_large":
+        raise OSError(r.error)
+    if r.error is not None:
+        raise OSError(f"sandbox {r.error_type or 'error'} for {path!r}: {r.error}")
+
+
+class SandboxBackend(ExecutionBackend):
+    """One workspace per task id = one leased slot of the pool (created lazily on first use)."""
+
+    name = "sandbox"
+
+    def __init__(
+        self,
+        pool: SlotPool | None = None,
+        executor: ToolExecutor | None = None,
+        *,
+        pool_config: PoolConfig | None = None,
+        policy: SandboxPolicy | None = None,
+        executor_config: ExecutorConfig | None = None,
+    ) -> None:
+        self.pool = pool or SlotPool(pool_config, policy)
+        self.executor = executor or ToolExecutor(self.pool, executor_config)
+        self._start_lock = asyncio.Lock()
+        self._started = False
+
+    @classmethod
+    def from_options(cls, **options: Any) -> SandboxBackend:
+        pool_config, policy, executor_config = _split_options(options)
+        return cls(pool_config=pool_config, policy=policy, executor_config=executor_config)
+
+    async def _ready(self) -> None:
+        if self._started:
+            return
+        async with self._start_lock:
+            if not self._started:
+                await self.executor.start()
+                self._started = True
+
+    async def start(self, task_id: str) -> None:
+        await self._ready()
+        await self.pool.acquire(task_id)
+
+    async def execute(self, task_id: str, command: str, timeout: float, *, stdin: str | None = None) -> ExecResult:
+        await self._ready()
+        args: dict[str, Any] = {"command": command}
+        if stdin is not None:
+            args["stdin"] = stdin
+        return _as_exec_result(await self.executor.execute(task_id, "bash", args, timeout))
+
+    async def call_tool(
+        self, task_id: str, tool: str, args: dict[str, Any], timeout: float | None = None
+    ) -> ToolResult:
+        """Any sandbox tool (``bash_stateful``, ``tmux`` ...) or external tool, as a raw ToolResult."""
+        await self._ready()
+        return await self.executor.execute(task_id, tool, args, timeout)
+
+    async def read_file(self, task_id: str, path: str) -> bytes:
+        await self._ready()
+        r = await self.executor.execute(task_id, "read_file", {"path": path})
+        _raise_file_error(r, path)
+        return decode_content(r)
+
+    async def write_file(self, task_id: str, path: str, data: bytes) -> None:
+        await self._ready()
+        r = await self.executor.execute(
+            task_id, "write_file", {"path": path, "content_b64": base64.b64encode(data).decode()}
+        )
+        _raise_file_error(r, path)
+
+    async def list_files(self, task_id: str, path: str = ".") -> list[str]:
+        await self._ready()
+        r = await self.executor.list_artifacts(task_id, path)
+        _raise_file_error(r, path)
+        return list(r.data.get("files", []))
+
+    async def cleanup(self, task_id: str) -> None:
+        if self._started:
+            await self.executor.release_trajectory(task_id, reset_workspace=True)
+
+    async def aclose(self) -> None:
+        await self.executor.close()
+        await self.pool.close()
+
+
+def create_backend(**options: Any) -> SandboxBackend:
+    """Factory for ``get_backend("sandbox", **options)``."""
+    return SandboxBackend.from_options(**options)

@@ -1,0 +1,87 @@
+"""Configuration of the sandbox pool: isolation policy, resource limits, pool sizing, batching.
+
+Policy (network, whether isolation is mandatory) is fixed by the environment when the pool is
+created and passed to every worker on its command line; requests from the model cannot change it.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+
+
+class ResourceLimits(BaseModel):
+    """Per-command limits, enforced with rlimits inside the sandbox and by the server reading output."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    cpu_seconds: int = Field(30, ge=1, description="RLIMIT_CPU of each process in a command")
+    memory_mb: int = Field(1024, ge=16, description="RLIMIT_AS (address space) of each process")
+    max_processes: int = Field(64, ge=4, description="RLIMIT_NPROC: processes of the slot's user at once")
+    max_output_bytes: int = Field(64 * 1024, ge=256, description="output kept per call; the rest is dropped")
+    max_file_bytes: int = Field(256 * 1024 * 1024, ge=1024, description="RLIMIT_FSIZE: largest file a command writes")
+    max_read_bytes: int = Field(16 * 1024 * 1024, ge=1024, description="largest file read_file/artifacts return")
+
+
+class SandboxPolicy(BaseModel):
+    """What the environment allows its rollouts; set once per pool."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    allow_network: bool = False
+    require_sandbox: bool = True
+    limits: ResourceLimits = Field(default_factory=ResourceLimits)
+    # Extra host paths mounted read-only inside the sandbox (e.g. a toolchain outside /usr).
+    ro_paths: tuple[str, ...] = ()
+
+
+class PoolConfig(BaseModel):
+    """Sizing and lifecycle of the worker pool."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    backend: Literal["local", "ray"] = "local"
+    slots_per_worker: int = Field(8, ge=1, le=1024)
+    min_workers: int = Field(1, ge=0)
+    max_workers: int = Field(4, ge=1)
+    scale_down_cooldown_s: float = Field(60.0, ge=0.0, description="idle time before a surplus worker stops")
+    health_interval_s: float = Field(2.0, gt=0.0)
+    worker_start_timeout_s: float = Field(60.0, gt=0.0)
+    acquire_timeout_s: float = Field(120.0, gt=0.0, description="default wait for a free slot")
+    root_dir: str | None = Field(None, description="where slot workspaces live; a temp dir when unset")
+    # Ray only: address of an existing cluster ("auto" or "host:port"); None means already initialised.
+    ray_address: str | None = None
+    # Ray only: "node_affinity" balances workers over nodes explicitly; "spread" uses Ray's SPREAD strategy.
+    ray_placement: Literal["node_affinity", "spread"] = "node_affinity"
+
+    @model_validator(mode="after")
+    def _check_bounds(self) -> PoolConfig:
+        if self.min_workers > self.max_workers:
+            raise ValueError(
+                f"min_workers ({self.min_workers}) is larger than max_workers ({self.max_workers}); "
+                "set min_workers <= max_workers"
+            )
+        return self
+
+
+class ExecutorConfig(BaseModel):
+    """Batching and timeouts of the tool executor."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    batch_window_ms: float = Field(5.0, ge=0.0)
+    max_batch_size: int = Field(64, ge=1)
+    default_timeout_s: float = Field(60.0, gt=0.0)
+    max_timeout_s: float = Field(600.0, gt=0.0)
+    min_timeout_s: float = Field(0.1, gt=0.0)
+    # Extra seconds the HTTP request to a worker may take beyond the longest call timeout.
+    transport_grace_s: float = Field(10.0, ge=0.0)
+    tool_server_url: str | None = None
+    tool_server_token: SecretStr | None = None
+    external_tools: frozenset[str] = frozenset()
+
+    def clamp_timeout(self, requested: float | None) -> float:
+        """The timeout a call actually gets: the default when unset, kept within [min, max]."""
+        value = self.default_timeout_s if requested is None else float(requested)
+        return min(max(value, self.min_timeout_s), self.max_timeout_s)

@@ -1,0 +1,269 @@
+"""ToolExecutor: the batching front door to the slot pool.
+
+Calls are queued; a dispatcher takes what arrives within ``batch_window_ms`` (at most
+``max_batch_size``), groups it by worker and sends one ``POST /batch`` per worker. Each
+worker runs a slot's calls in the order they were queued, so one trajectory's calls keep
+their order. Tools named in ``external_tools`` go to the authenticated tool server instead.
+
+Every failure comes back as a :class:`ToolResult` with ``error`` set: a dead worker fails
+its in-flight calls as ``worker_lost`` (and the pool replaces it), a call past its timeout
+is killed by the worker, and a worker that stops answering is given up on after the call's
+timeout plus ``transport_grace_s``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+
+from hermes_env.sandbox.config import ExecutorConfig
+from hermes_env.sandbox.pool import Lease, SlotPool
+from hermes_env.sandbox.protocol import BatchResponse, ToolCall, ToolResult
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Pending:
+    lease: Lease
+    call: ToolCall
+    future: asyncio.Future[ToolResult]
+    queued_at: float = field(default_factory=time.monotonic)
+
+
+class ToolExecutor:
+    def __init__(self, pool: SlotPool, config: ExecutorConfig | None = None) -> None:
+        self.pool = pool
+        self.config = config or ExecutorConfig()
+        self._queue: asyncio.Queue[_Pending] = asyncio.Queue()
+        self._session: aiohttp.ClientSession | None = None
+        self._dispatcher: asyncio.Task[None] | None = None
+        self._inflight: set[asyncio.Task[None]] = set()
+        self._closed = False
+        self.batches_sent = 0
+        self.calls_sent = 0
+
+    async def start(self) -> None:
+        if self._dispatcher is not None:
+            return
+        await self.pool.start()
+        connector = aiohttp.TCPConnector(limit=0, force_close=False)
+        self._session = aiohttp.ClientSession(connector=connector)
+        self._dispatcher = asyncio.create_task(self._dispatch_loop())
+
+    async def __aenter__(self) -> ToolExecutor:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Stop dispatching; queued calls fail with an error result. The pool is not closed."""
+        self._closed = True
+        if self._dispatcher is not None:
+            self._dispatcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._dispatcher
+        while not self._queue.empty():
+            p = self._queue.get_nowait()
+            if not p.future.done():
+                p.future.set_result(ToolResult.failure("internal", "the tool executor was closed before the call ran"))
+        for t in list(self._inflight):
+            t.cancel()
+        await asyncio.gather(*self._inflight, return_exceptions=True)
+        if self._session is not None:
+            await self._session.close()
+
+    # -- public API ------------------------------------------------------------------------
+    async def execute(
+        self, trajectory_id: str, tool: str, args: dict[str, Any] | None = None, timeout: float | None = None
+    ) -> ToolResult:
+        """Run one tool call for ``trajectory_id`` (acquiring its slot on first use)."""
+        return (await self.execute_many(trajectory_id, [(tool, args or {})], timeout))[0]
+
+    async def execute_many(
+        self, trajectory_id: str, calls: list[tuple[str, dict[str, Any]]], timeout: float | None = None
+    ) -> list[ToolResult]:
+        """Several calls of one trajectory, queued together in order; results in the calls' order."""
+        if self._closed:
+            return [ToolResult.failure("internal", "the tool executor is closed; create a new one") for _ in calls]
+        if self._dispatcher is None:
+            await self.start()
+        limit = self.config.clamp_timeout(timeout)
+        waits: list[asyncio.Future[ToolResult] | asyncio.Task[ToolResult]] = []
+        lease: Lease | None = None
+        lost: str | None = None
+        for tool, args in calls:
+            if tool in self.config.external_tools:
+                waits.append(asyncio.ensure_future(self._external(trajectory_id, tool, dict(args), limit)))
+                continue
+            if lease is None:
+                lease = await self.pool.acquire(trajectory_id)
+                lost = self.pool.lost_reason(trajectory_id)
+            future: asyncio.Future[ToolResult] = asyncio.get_running_loop().create_future()
+            self._queue.put_nowait(
+                _Pending(lease, ToolCall(slot=lease.slot, tool=tool, args=dict(args), timeout=limit), future)
+            )
+            waits.append(future)
+        results = list(await asyncio.gather(*waits))
+        if lost:
+            for r in results:
+                r.output = f"[{lost}; this call ran in a fresh workspace]\n" + r.output
+                r.data.setdefault("workspace_replaced", True)
+        return results
+
+    async def release_trajectory(self, trajectory_id: str, reset_workspace: bool = True) -> None:
+        await self.pool.release(trajectory_id, reset_workspace=reset_workspace)
+
+    async def read_artifact(self, trajectory_id: str, path: str) -> ToolResult:
+        """A workspace file; bytes are in ``data["content_b64"]`` (``decode_content`` gets them)."""
+        return await self._artifact(trajectory_id, "read", path)
+
+    async def list_artifacts(self, trajectory_id: str, path: str = ".") -> ToolResult:
+        """Regular files under ``path``, in ``data["files"]``."""
+        return await self._artifact(trajectory_id, "list", path)
+
+    async def archive_artifacts(self, trajectory_id: str, path: str = ".", max_bytes: int | None = None) -> ToolResult:
+        """A tar.gz of ``path`` in ``data["archive_b64"]``."""
+        return await self._artifact(trajectory_id, "archive", path, max_bytes)
+
+    # -- internals -------------------------------------------------------------------------
+    async def _artifact(self, trajectory_id: str, kind: str, path: str, max_bytes: int | None = None) -> ToolResult:
+        lease = await self.pool.acquire(trajectory_id)
+        body: dict[str, Any] = {"slot": lease.slot, "path": path}
+        if max_bytes is not None:
+            body["max_bytes"] = max_bytes
+        return await self._post_result(lease, f"/artifacts/{kind}", body, self.config.default_timeout_s)
+
+    async def _post_result(self, lease: Lease, route: str, body: dict[str, Any], timeout: float) -> ToolResult:
+        assert self._session is not None
+        try:
+            async with self._session.post(
+                lease.url + route,
+                json=body,
+                timeout=aiohttp.ClientTimeout(total=timeout + self.config.transport_grace_s),
+            ) as resp:
+                if resp.status != 200:
+                    return ToolResult.failure("internal", f"worker answered {resp.status}: {(await resp.text())[:500]}")
+                return ToolResult.model_validate_json(await resp.read())
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+            await self.pool.report_failure(lease.worker_id, reason)
+            return ToolResult.failure("worker_lost", f"sandbox worker {lease.worker_id} did not answer ({reason})")
+
+    async def _dispatch_loop(self) -> None:
+        window = self.config.batch_window_ms / 1000.0
+        while True:
+            first = await self._queue.get()
+            batch = [first]
+            deadline = time.monotonic() + window
+            while len(batch) < self.config.max_batch_size:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    # Take whatever is already queued without waiting further.
+                    while len(batch) < self.config.max_batch_size and not self._queue.empty():
+                        batch.append(self._queue.get_nowait())
+                    break
+                try:
+                    batch.append(await asyncio.wait_for(self._queue.get(), remaining))
+                except TimeoutError:
+                    break
+            by_worker: dict[str, list[_Pending]] = {}
+            for p in batch:
+                by_worker.setdefault(p.lease.worker_id, []).append(p)
+            for worker_id, items in by_worker.items():
+                task = asyncio.create_task(self._send(worker_id, items))
+                self._inflight.add(task)
+                task.add_done_callback(self._inflight.discard)
+
+    async def _send(self, worker_id: str, items: list[_Pending]) -> None:
+        assert self._session is not None
+        url = items[0].lease.url
+        if self.pool.worker(worker_id) is None:
+            # The worker died between acquisition and dispatch.
+            for p in items:
+                self._settle(
+                    p, ToolResult.failure("worker_lost", f"sandbox worker {worker_id} is gone; retry the call")
+                )
+            return
+        timeout = max(p.call.timeout for p in items) + self.config.transport_grace_s
+        body = {"calls": [p.call.model_dump() for p in items]}
+        self.batches_sent += 1
+        self.calls_sent += len(items)
+        try:
+            async with self._session.post(
+                url + "/batch", json=body, timeout=aiohttp.ClientTimeout(total=timeout)
+            ) as resp:
+                raw = await resp.read()
+                if resp.status != 200:
+                    detail = raw[:500].decode(errors="replace")
+                    msg = f"sandbox worker {worker_id} rejected the batch ({resp.status}): {detail}"
+                    for p in items:
+                        self._settle(p, ToolResult.failure("internal", msg))
+                    return
+                results = BatchResponse.model_validate_json(raw).results
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            msg = f"sandbox worker {worker_id} was lost while running this call ({reason})"
+            for p in items:
+                self._settle(p, ToolResult.failure("worker_lost", msg, worker_id=worker_id))
+            await self.pool.report_failure(worker_id, reason)
+            return
+        except asyncio.CancelledError:
+            for p in items:
+                self._settle(p, ToolResult.failure("internal", "the tool executor was closed while the call ran"))
+            raise
+        if len(results) != len(items):
+            for p in items:
+                self._settle(p, ToolResult.failure("internal", f"worker {worker_id} returned {len(results)} results"))
+            return
+        for p, r in zip(items, results, strict=True):
+            r.data.setdefault("worker_id", worker_id)
+            if p.lease.node_id is not None:
+                r.data.setdefault("node_id", p.lease.node_id)
+            self._settle(p, r)
+
+    @staticmethod
+    def _settle(p: _Pending, result: ToolResult) -> None:
+        if not p.future.done():
+            p.future.set_result(result)
+
+    async def _external(self, trajectory_id: str, tool: str, args: dict[str, Any], timeout: float) -> ToolResult:
+        url = self.config.tool_server_url
+        if not url:
+            return ToolResult.failure(
+                "tool_server", f"tool {tool!r} runs on the tool server, but no tool_server_url is set"
+            )
+        assert self._session is not None
+        headers = {}
+        if self.config.tool_server_token is not None:
+            headers["Authorization"] = f"Bearer {self.config.tool_server_token.get_secret_value()}"
+        body = {"tool": tool, "args": args, "trajectory_id": trajectory_id, "timeout": timeout}
+        try:
+            async with self._session.post(
+                url.rstrip("/") + "/execute",
+                json=body,
+                headers=headers,
+                timeout=aiohttp.ClientTimeout(total=timeout + self.config.transport_grace_s),
+            ) as resp:
+                raw = await resp.read()
+                if resp.status != 200:
+                    return ToolResult.failure(
+                        "tool_server", f"tool server answered {resp.status}: {raw[:500].decode(errors='replace')}"
+                    )
+                return ToolResult.model_validate_json(raw)
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            return ToolResult.failure("tool_server", f"tool server unreachable at {url}: {type(exc).__name__}: {exc}")
+
+
+def decode_content(result: ToolResult) -> bytes:
+    """The bytes of a read_file / artifacts-read result."""
+    return base64.b64decode(result.data.get("content_b64", ""))

@@ -1,0 +1,168 @@
+"""The sandbox server: one HTTP process per worker, on 127.0.0.1, serving that worker's slots.
+
+Run by the pool as ``python -m hermes_env.sandbox.server --slots N --root DIR --policy JSON``.
+It binds a free port, prints one JSON line ``{"port": ..., "pid": ...}`` on stdout when ready,
+and exits when its parent process goes away (so a killed pool leaves no orphans).
+
+Routes: ``POST /execute`` (one ToolCall), ``POST /batch`` (calls of many slots; each slot's
+calls run in order, different slots concurrently), ``GET /health``, ``POST /reset``,
+``GET /slots``, ``POST /artifacts/{read,list,archive}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+from pydantic import BaseModel, ValidationError
+
+from hermes_env.sandbox.config import SandboxPolicy
+from hermes_env.sandbox.protocol import (
+    ArtifactRequest,
+    BatchRequest,
+    BatchResponse,
+    SlotRequest,
+    ToolCall,
+    ToolResult,
+)
+from hermes_env.sandbox.slots import SlotHost
+
+log = logging.getLogger("hermes_env.sandbox.server")
+MAX_REQUEST_BYTES = 512 * 1024 * 1024
+
+
+def _json(model: BaseModel | dict[str, Any], status: int = 200) -> web.Response:
+    body = model.model_dump_json() if isinstance(model, BaseModel) else json.dumps(model)
+    return web.Response(body=body, status=status, content_type="application/json")
+
+
+async def _parse(request: web.Request, model: type[BaseModel]) -> BaseModel | web.Response:
+    try:
+        raw = await request.read()
+        return model.model_validate_json(raw)
+    except ValidationError as exc:
+        msg = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in exc.errors()[:5])
+        return _json({"error": f"invalid {model.__name__}: {msg}"}, status=422)
+
+
+async def _run_batch(host: SlotHost, calls: list[ToolCall]) -> list[ToolResult]:
+    # Per slot, calls run in request order (the slot lock is FIFO); slots run concurrently.
+    return list(await asyncio.gather(*(host.execute(c) for c in calls)))
+
+
+def build_app(host: SlotHost, worker_id: str) -> web.Application:
+    app = web.Application(client_max_size=MAX_REQUEST_BYTES)
+    Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+    def route(model: type[BaseModel], fn: Callable[[Any], Awaitable[BaseModel]]) -> Handler:
+        async def handler(request: web.Request) -> web.StreamResponse:
+            parsed = await _parse(request, model)
+            if isinstance(parsed, web.Response):
+                return parsed
+            return _json(await fn(parsed))
+
+        return handler
+
+    async def health(_: web.Request) -> web.Response:
+        return _json(
+            {
+                "ok": True,
+                "worker_id": worker_id,
+                "pid": os.getpid(),
+                "slots": len(host.slots),
+                "sandboxed": host.sandboxed,
+                "sandbox_problem": host.sandbox_problem,
+                "allow_network": host.policy.allow_network,
+            }
+        )
+
+    async def slots(_: web.Request) -> web.Response:
+        return _json({"worker_id": worker_id, "slots": host.describe()})
+
+    async def batch(req: BatchRequest) -> BatchResponse:
+        return BatchResponse(results=await _run_batch(host, req.calls))
+
+    def artifact(kind: str) -> Callable[[ArtifactRequest], Awaitable[ToolResult]]:
+        async def fn(req: ArtifactRequest) -> ToolResult:
+            return await host.artifact(req.slot, kind, req.path, req.max_bytes)
+
+        return fn
+
+    async def reset(req: SlotRequest) -> ToolResult:
+        return await host.reset(req.slot)
+
+    app.router.add_get("/health", health)
+    app.router.add_get("/slots", slots)
+    app.router.add_post("/execute", route(ToolCall, host.execute))
+    app.router.add_post("/batch", route(BatchRequest, batch))
+    app.router.add_post("/reset", route(SlotRequest, reset))
+    for kind in ("read", "list", "archive"):
+        app.router.add_post(f"/artifacts/{kind}", route(ArtifactRequest, artifact(kind)))
+    return app
+
+
+async def serve(args: argparse.Namespace) -> int:
+    policy = SandboxPolicy.model_validate_json(args.policy)
+    host = SlotHost(Path(args.root), args.slots, policy, worker_index=args.worker_index)
+    try:
+        await asyncio.to_thread(host.prepare)
+    except (RuntimeError, OSError) as exc:
+        print(json.dumps({"error": str(exc)}), flush=True)
+        return 2
+    app = build_app(host, args.worker_id)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, args.host, args.port, backlog=1024)
+    await site.start()
+    server = site._server  # noqa: SLF001 - aiohttp exposes the bound port only here
+    port = server.sockets[0].getsockname()[1] if server is not None and server.sockets else args.port
+    print(json.dumps({"port": port, "pid": os.getpid(), "sandboxed": host.sandboxed}), flush=True)
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+
+    async def watch_parent() -> None:
+        while not stop.is_set():
+            if args.parent_pid and os.getppid() != args.parent_pid:
+                log.warning("parent %d is gone; shutting down", args.parent_pid)
+                stop.set()
+            await asyncio.sleep(0.5)
+
+    watcher = asyncio.create_task(watch_parent())
+    await stop.wait()
+    watcher.cancel()
+    with contextlib.suppress(Exception):
+        await host.close()
+    await runner.cleanup()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="hermes_env sandbox server (one per worker; started by SlotPool)")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    p.add_argument("--slots", type=int, required=True)
+    p.add_argument("--root", required=True, help="directory holding this worker's slot workspaces")
+    p.add_argument("--policy", default="{}", help="SandboxPolicy as JSON (set by the environment)")
+    p.add_argument("--worker-index", type=int, default=0, help="distinct per worker; picks the slots' uids")
+    p.add_argument("--worker-id", default="worker")
+    p.add_argument("--parent-pid", type=int, default=0, help="exit when this process is no longer our parent")
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
+    return asyncio.run(serve(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
