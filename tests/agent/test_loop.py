@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from hermes_env.agent import AgentResult, HermesAgentLoop, ToolError, ToolWorkerPool, extract_reasoning
+from hermes_env.tools.registry import ToolArgumentError
 from openai.types.chat import ChatCompletion
 
 
@@ -55,10 +56,6 @@ class EchoTool:
         self.calls.append(args)
         await asyncio.sleep(0)
         return f"echo:{args.get('text', '')}"
-
-
-class ToolArgumentError(ValueError):
-    """Same name as hermes_env.tools.registry's, which the loop recognises by name."""
 
 
 class StrictTool(EchoTool):

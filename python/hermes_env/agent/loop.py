@@ -25,6 +25,7 @@ from typing import Any, Literal, Protocol
 
 from hermes_env.agent.reasoning import extract_reasoning
 from hermes_env.agent.tool_pool import ToolWorkerPool
+from hermes_env.tools.registry import ToolArgumentError
 
 logger = logging.getLogger(__name__)
 
@@ -141,9 +142,12 @@ class HermesAgentLoop:
                 break
             try:
                 async with asyncio.timeout(remaining):
-                    completion = await self.server.chat_completion(
-                        messages=messages, tools=self.schemas or None, n=1, **self.sampling
-                    )
+                    if self.schemas:
+                        completion = await self.server.chat_completion(
+                            messages=messages, tools=self.schemas, n=1, **self.sampling
+                        )
+                    else:  # no `tools` key at all: some servers reject tools=null
+                        completion = await self.server.chat_completion(messages=messages, n=1, **self.sampling)
             except TimeoutError:
                 result.budget_exhausted = True
                 result.error = f"model call did not return within the rollout budget of {self.rollout_timeout:g}s"
@@ -226,7 +230,7 @@ class HermesAgentLoop:
         except TimeoutError:
             return fail("timeout", f"Error: {name!r} did not finish within {timeout:.0f}s and was stopped.")
         except Exception as err:  # noqa: BLE001 - a failing tool fails this call only
-            kind: ToolErrorKind = "bad_arguments" if type(err).__name__ == "ToolArgumentError" else "tool_failed"
+            kind: ToolErrorKind = "bad_arguments" if isinstance(err, ToolArgumentError) else "tool_failed"
             detail = str(err) or type(err).__name__
             prefix = "invalid arguments for" if kind == "bad_arguments" else "tool failed:"
             return fail(kind, f"Error: {prefix} {name!r}: {detail}")

@@ -1,0 +1,433 @@
+"""HermesAgentBaseEnv: an atroposlib BaseEnv whose rollouts are tool-using agent loops.
+
+A subclass implements ``setup``, ``get_next_item``, ``format_prompt(item)``,
+``compute_reward(item, result, ctx)`` and ``evaluate``; this class does the rest:
+
+- resolves the toolsets once per group (``enabled_toolsets``/``disabled_toolsets`` or a sampled
+  ``distribution``) and runs ``group_size`` rollouts of :class:`HermesAgentLoop` concurrently,
+  each in its own workspace on the configured backend, sharing one bounded tool pool;
+- Phase 1 or Phase 2 (see :mod:`hermes_env.env.phases`), chosen from the server type;
+- scores each rollout with the rollout's own sandbox still alive (``verify_and_score_trajectory``,
+  by default ``compute_reward``): a rollout in which the model produced nothing scores 0.0
+  without calling the reward, a reward that raises is logged and scores 0.0, and the
+  workspace is always cleaned up;
+- sends only complete groups: if any rollout of a group fails (server error, time budget),
+  the whole group is dropped and counted;
+- ``process`` mode: a progress bar, a jsonl that is never left with a torn line, its HTML, and
+  a summary table; wandb stays optional.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import os
+import random
+import sys
+import time
+import uuid
+from abc import abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from atroposlib.envs.base import BaseEnv, ScoredDataGroup
+
+from hermes_env.agent.loop import AgentResult, HermesAgentLoop
+from hermes_env.agent.tool_pool import ToolWorkerPool
+from hermes_env.env.config import HermesAgentEnvConfig
+from hermes_env.env.output import GroupJsonlWriter, write_html
+from hermes_env.env.phases import ResolvedPhase, phase1_item, phase2_item, prompt_only_item, resolve_phase
+from hermes_env.env.preflight import InferenceServerUnreachable, check_servers
+from hermes_env.env.progress import GroupProgress
+from hermes_env.env.stats import RolloutRecord, RolloutStats, format_summary_table, wandb_table
+
+logger = logging.getLogger(__name__)
+
+
+class RolloutFailed(RuntimeError):
+    """A rollout that produced no usable trajectory; its whole group is dropped."""
+
+
+@dataclass
+class GroupTools:
+    """The tools of one group: resolved once, shared by its rollouts."""
+
+    toolsets: tuple[str, ...]
+    tools: list[Any]
+
+    @property
+    def schemas(self) -> list[dict[str, Any]]:
+        return [tool.schema for tool in self.tools]
+
+
+def _wandb_configured() -> bool:
+    """Whether wandb can log without prompting: an API key, an offline/disabled mode, or a netrc login."""
+    if os.environ.get("WANDB_API_KEY") or os.environ.get("WANDB_MODE") in ("offline", "disabled", "dryrun"):
+        return True
+    netrc = Path(os.environ.get("NETRC", Path.home() / ".netrc"))
+    try:
+        return "api.wandb.ai" in netrc.read_text()
+    except OSError:
+        return False
+
+
+class HermesAgentBaseEnv(BaseEnv):
+    """Base class of hermes_env environments (DESIGN.md §4)."""
+
+    env_config_cls = HermesAgentEnvConfig
+    config: HermesAgentEnvConfig
+
+    def __init__(self, config: HermesAgentEnvConfig, server_configs: Any, slurm: bool = False, testing: bool = False):
+        super().__init__(config, server_configs, slurm=slurm, testing=testing)
+        self.phase: ResolvedPhase = resolve_phase(config.phase, self.server)
+        self.tool_call_parser = config.tool_call_parser or self._detect_parser()
+        self.tool_pool = ToolWorkerPool(config.tool_pool_size)
+        self.rollout_stats = RolloutStats(keep_readable=config.num_rollouts_to_keep)
+        self._rng = random.Random(config.seed)
+        self._backend: Any = None
+        # atroposlib opened a buffered jsonlines writer; replace it with one that writes whole lines.
+        if self.jsonl_writer is not None:
+            self.jsonl_writer.close()
+            self.jsonl_writer = GroupJsonlWriter(self.config.data_path_to_save_groups)
+        logger.info(
+            "%s: phase=%s, tool_call_parser=%s, backend=%s",
+            type(self).__name__,
+            self.phase,
+            self.tool_call_parser,
+            config.terminal_backend,
+        )
+
+    # ------------------------------------------------------------------ subclass API
+    @abstractmethod
+    def format_prompt(self, item: Any) -> str | list[dict[str, Any]]:
+        """The user message for ``item`` (a string), or the whole opening conversation."""
+
+    @abstractmethod
+    async def compute_reward(self, item: Any, result: AgentResult, ctx: Any) -> float:
+        """Score a finished rollout; ``ctx`` is its ToolContext, with the rollout's sandbox still alive."""
+
+    async def setup_trajectory_workspace(self, item: Any, trajectory_id: str, exec_tool: Any) -> None:
+        """Prepare a rollout's workspace before the model's first turn (default: nothing).
+
+        ``exec_tool`` is the rollout's ToolContext: ``await exec_tool.upload_dir(...)``,
+        ``await exec_tool.terminal(...)``, ``await exec_tool.call_tool(name, args)``.
+        """
+
+    async def verify_and_score_trajectory(self, item: Any, result: AgentResult, ctx: Any) -> float:
+        """The rollout's score, computed before its workspace is reset (default: ``compute_reward``)."""
+        return await self.compute_reward(item, result, ctx)
+
+    # ------------------------------------------------------------------ plumbing
+    def _detect_parser(self) -> str:
+        try:
+            from hermes_env.parsers import detect_parser
+        except ImportError:
+            return "hermes"
+        try:
+            return detect_parser(self.tokenizer) or "hermes"
+        except Exception as err:  # noqa: BLE001 - detection is a convenience; fall back loudly
+            logger.warning("could not detect the tool-call parser from the tokenizer (%s); using 'hermes'", err)
+            return "hermes"
+
+    @property
+    def backend(self) -> Any:
+        """The execution backend (created on first use, shared by all rollouts of this process)."""
+        if self._backend is None:
+            from hermes_env.backends import get_backend
+
+            self._backend = get_backend(self.config.terminal_backend, **self.config.terminal_backend_options)
+        return self._backend
+
+    def resolve_group_tools(self) -> GroupTools:
+        """The tools of the next group: sampled from ``distribution`` or ``enabled_toolsets``, minus disabled."""
+        from hermes_env.tools.distributions import sample_toolsets
+        from hermes_env.tools.registry import REGISTRY
+        from hermes_env.tools.toolsets import resolve_toolsets
+
+        if self.config.distribution is not None:
+            drawn = sample_toolsets(self.config.distribution, self._rng)
+            toolsets = resolve_toolsets(drawn, self.config.disabled_toolsets)
+        else:
+            toolsets = resolve_toolsets(self.config.enabled_toolsets, self.config.disabled_toolsets)
+        return GroupTools(toolsets=tuple(toolsets), tools=REGISTRY.tools_for_toolsets(toolsets))
+
+    def build_messages(self, item: Any) -> list[dict[str, Any]]:
+        prompt = self.format_prompt(item)
+        messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else [dict(m) for m in prompt]
+        if self.config.system_prompt and not any(m.get("role") == "system" for m in messages):
+            messages.insert(0, {"role": "system", "content": self.config.system_prompt})
+        return messages
+
+    def make_tool_context(self, trajectory_id: str) -> Any:
+        """The rollout's ToolContext; its ``run_context`` is what the model's tool calls run with."""
+        from hermes_env.tool_context import ToolContext
+
+        return ToolContext(trajectory_id, self.backend, timeout=self.config.terminal_timeout)
+
+    def _loop(self, server: Any, group: GroupTools, ctx: Any, split: str = "train") -> HermesAgentLoop:
+        sampling: dict[str, Any] = {}
+        if self.phase == "openai":
+            sampling["split"] = split  # ServerManager routes eval calls to its eval semaphore
+        return HermesAgentLoop(
+            server,
+            group.tools,
+            ctx.run_context,
+            pool=self.tool_pool,
+            max_turns=self.config.max_agent_turns,
+            temperature=self.config.agent_temperature,
+            max_tokens=self.config.max_tokens_per_turn,
+            tool_timeout=self.config.terminal_timeout,
+            rollout_timeout=self.config.rollout_timeout,
+            extra_body=self.config.extra_body,
+            sampling=sampling,
+        )
+
+    async def run_agent(
+        self, messages: list[dict[str, Any]], group: GroupTools, ctx: Any, split: str = "train"
+    ) -> AgentResult:
+        """One agent loop in the configured phase (the managed session lives exactly as long as the loop)."""
+        if self.phase == "managed":
+            from hermes_env.managed import managed_server
+
+            async with managed_server(self.server, self.tokenizer, tool_parser=self.tool_call_parser) as managed:
+                return await self._loop(managed, group, ctx, split).run(messages)
+        return await self._loop(self.server, group, ctx, split).run(messages)
+
+    async def rollout(
+        self, item: Any, group: GroupTools, index: int, split: str = "train"
+    ) -> tuple[dict[str, Any], RolloutRecord]:
+        """One scored rollout: workspace, agent loop, reward, cleanup. Raises RolloutFailed when unusable."""
+        trajectory_id = f"{self.name or type(self).__name__}-{uuid.uuid4().hex[:12]}-{index}"
+        ctx = self.make_tool_context(trajectory_id)
+        try:
+            async with asyncio.timeout(self.config.terminal_lifetime):
+                await self.setup_trajectory_workspace(item, trajectory_id, ctx)
+                messages = self.build_messages(item)
+                result = await self.run_agent(messages, group, ctx, split)
+                if result.error is not None and not result.produced_output:
+                    raise RolloutFailed(result.error)
+                score, reward_failed = 0.0, False
+                if result.produced_output:
+                    score, reward_failed = await self._score(item, result, ctx, trajectory_id)
+            return self._scored_item(result, group, score, reward_failed)
+        except TimeoutError:
+            raise RolloutFailed(
+                f"rollout {trajectory_id} outlived terminal_lifetime={self.config.terminal_lifetime:g}s"
+            ) from None
+        finally:
+            try:
+                await ctx.cleanup()
+            except Exception:  # noqa: BLE001 - cleanup failure must not hide the rollout's outcome
+                logger.exception("cleanup of %s failed", trajectory_id)
+
+    async def _score(self, item: Any, result: AgentResult, ctx: Any, trajectory_id: str) -> tuple[float, bool]:
+        try:
+            score = float(await self.verify_and_score_trajectory(item, result, ctx))
+        except Exception:  # noqa: BLE001 - a broken reward scores 0.0; the run goes on
+            logger.exception("compute_reward raised for %s; scoring it 0.0", trajectory_id)
+            return 0.0, True
+        if not math.isfinite(score):
+            logger.error("compute_reward returned %r for %s; scoring it 0.0", score, trajectory_id)
+            return 0.0, True
+        return score, False
+
+    def _scored_item(
+        self, result: AgentResult, group: GroupTools, score: float, reward_failed: bool
+    ) -> tuple[dict[str, Any], RolloutRecord]:
+        if not result.produced_output:
+            item = prompt_only_item(self.tokenizer, result.messages, group.schemas)
+        elif self.phase == "managed":
+            item = phase2_item(result.managed_state, score)
+            if item is None:
+                raise RolloutFailed("the managed server recorded no trajectory for a rollout that produced output")
+        else:
+            item = phase1_item(self.tokenizer, result.messages, group.schemas)
+        item["scores"] = score
+        item["messages"] = result.messages
+        record = RolloutRecord.from_result(
+            result, score=score, masks=item["masks"], reward_failed=reward_failed, toolsets=group.toolsets
+        )
+        return item, record
+
+    async def collect_trajectories(self, item: Any) -> tuple[ScoredDataGroup | None, list[Any]]:
+        """``group_size`` concurrent rollouts of ``item``; None (nothing sent) unless all of them succeed."""
+        group_tools = self.resolve_group_tools()
+        outcomes = await asyncio.gather(
+            *(self.rollout(item, group_tools, i) for i in range(self.config.group_size)), return_exceptions=True
+        )
+        failures = [o for o in outcomes if isinstance(o, BaseException)]
+        if failures:
+            self.rollout_stats.groups_dropped += 1
+            for failure in failures:
+                if isinstance(failure, RolloutFailed | asyncio.CancelledError):
+                    logger.warning("dropping group (%d rollouts): %s", len(outcomes), failure)
+                else:
+                    logger.error("dropping group: a rollout raised", exc_info=failure)
+            if any(isinstance(f, asyncio.CancelledError) for f in failures):
+                raise asyncio.CancelledError
+            return None, []
+        group = ScoredDataGroup(tokens=[], masks=[], scores=[], messages=[])
+        if self.phase == "managed" or any("inference_logprobs" in o[0] for o in outcomes):
+            group["inference_logprobs"] = []
+        records = []
+        for scored, record in outcomes:  # type: ignore[misc]
+            group["tokens"].append(scored["tokens"])
+            group["masks"].append(scored["masks"])
+            group["scores"].append(scored["scores"])
+            group["messages"].append(scored["messages"])
+            if "inference_logprobs" in group:
+                group["inference_logprobs"].append(scored.get("inference_logprobs") or [1.0] * len(scored["tokens"]))
+            records.append(record)
+        if not self.config.include_messages:
+            group["messages"] = None
+        self.rollout_stats.add_group(records)
+        best = max(range(len(records)), key=lambda i: records[i].score)
+        self.rollout_stats.add_readable(outcomes[best][0]["messages"], records[best].score)  # type: ignore[index]
+        return group, []
+
+    async def run_eval(
+        self, items: list[Any]
+    ) -> list[tuple[Any, dict[str, Any] | None, RolloutRecord | None, str | None]]:
+        """One rollout per item (eval split, at most ``max_eval_workers`` at once): (item, scored, record, error)."""
+        gate = asyncio.Semaphore(self.config.max_eval_workers)
+
+        async def one(item: Any) -> tuple[Any, dict[str, Any] | None, RolloutRecord | None, str | None]:
+            async with gate:
+                try:
+                    scored, record = await self.rollout(item, self.resolve_group_tools(), 0, split="eval")
+                except RolloutFailed as err:
+                    return item, None, None, str(err)
+                return item, scored, record, None
+
+        return list(await asyncio.gather(*(one(item) for item in items)))
+
+    # ------------------------------------------------------------------ wandb (optional)
+    async def add_rollouts_for_wandb(self, scored_data: Any, item: Any = None) -> None:
+        """Readable conversations are kept by :meth:`collect_trajectories`; nothing to decode here."""
+
+    async def create_rollout_table(self, wandb_metrics: dict[str, Any]) -> dict[str, Any]:
+        if self.config.use_wandb and self.rollout_stats.readable:
+            wandb_metrics["train/rollouts"] = wandb_table(self.rollout_stats.readable)
+            self.rollout_stats.readable = []
+        return wandb_metrics
+
+    async def wandb_log(self, wandb_metrics: dict[str, Any] | None = None) -> None:
+        metrics = dict(wandb_metrics or {})
+        metrics.update(self.rollout_stats.drain_metrics())
+        metrics["train/tool_pool_max_in_flight"] = self.tool_pool.stats.max_in_flight
+        metrics["train/tool_pool_timeouts"] = self.tool_pool.stats.timed_out
+        metrics["train/groups_dropped"] = self.rollout_stats.groups_dropped
+        await super().wandb_log(metrics)
+
+    # ------------------------------------------------------------------ run modes
+    async def preflight(self) -> None:
+        """Fail fast, with a message, when an inference server named in the config does not answer."""
+        if not getattr(self.server, "servers", None) or type(self.server.servers[0]).__name__ == "ServerHarness":
+            return
+        await check_servers(self.server, wait=self.config.server_check_timeout)
+
+    async def env_manager(self) -> None:
+        try:
+            await self.preflight()
+        except InferenceServerUnreachable as err:
+            raise SystemExit(f"error: {err}") from None
+        try:
+            await super().env_manager()
+        finally:
+            await self.close()
+
+    async def _run_evaluate(self) -> None:
+        try:
+            await self.preflight()
+        except InferenceServerUnreachable as err:
+            raise SystemExit(f"error: {err}") from None
+        try:
+            await super()._run_evaluate()
+        finally:
+            await self.close()
+
+    async def close(self) -> None:
+        """Release the backend and close the jsonl (idempotent)."""
+        if self.jsonl_writer is not None:
+            self.jsonl_writer.close()
+        if self._backend is not None:
+            backend, self._backend = self._backend, None
+            await backend.aclose()
+
+    def _init_process_wandb(self) -> None:
+        if not self.config.use_wandb:
+            return
+        if not _wandb_configured():
+            logger.warning(
+                "wandb logging is on but no wandb login was found (WANDB_API_KEY, WANDB_MODE or ~/.netrc): "
+                "continuing without wandb; pass --env.use_wandb false to silence this"
+            )
+            self.config.use_wandb = False
+            return
+        import wandb
+
+        wandb.init(project=self.wandb_project, group=self.wandb_group, name=self.name, config=self.config.model_dump())
+
+    async def process_manager(self) -> None:
+        """``process``: ``total_steps`` complete groups to jsonl + HTML, with a progress bar and a summary."""
+        try:
+            await self.preflight()
+        except InferenceServerUnreachable as err:
+            raise SystemExit(f"error: {err}") from None
+        await self.setup()
+        self._init_process_wandb()
+        total = self.n_groups_to_process
+        self.config.group_size = self.group_size_to_process
+        if self.max_token_len <= 0:
+            self.max_token_len = self.config.max_token_length  # no trainer: use our own limit
+        self.curr_step = 0
+        failures_in_a_row = 0
+        started = time.monotonic()
+        progress = GroupProgress(total=total, desc=self.name or type(self).__name__)
+        stop_reason = None
+        try:
+            while self.curr_step < total:
+                item = await self.get_next_item()
+                if item is None:
+                    stop_reason = "the dataset ran out of items"
+                    break
+                group, _ = await self.collect_trajectories(item)
+                if group is not None:
+                    group = await self.postprocess_histories(group)
+                if not group:
+                    failures_in_a_row += 1
+                    progress.dropped(self.rollout_stats.groups_dropped)
+                    if failures_in_a_row >= self.config.max_failed_groups_in_a_row:
+                        stop_reason = (
+                            f"{failures_in_a_row} groups in a row failed (see the warnings above); stopping. "
+                            "Check the inference server and --env.rollout_timeout"
+                        )
+                        break
+                    continue
+                failures_in_a_row = 0
+                await self.handle_send_to_api(group, item, do_send_to_api=False, abort_on_any_max_length_exceeded=False)
+                if self.config.use_wandb:
+                    await self.wandb_log()
+                self.curr_step += 1
+                summary = self.rollout_stats.summary()
+                progress.advance(summary["mean_reward"], self.rollout_stats.groups_dropped)
+        finally:
+            progress.close()
+            await self.close()
+        self._report(started, stop_reason)
+
+    def _report(self, started: float, stop_reason: str | None) -> None:
+        path = self.config.data_path_to_save_groups
+        summary = self.rollout_stats.summary()
+        out = sys.stdout
+        print(format_summary_table(summary, elapsed=time.monotonic() - started), file=out)
+        if path and summary["groups"] > 0:
+            html = write_html(path)
+            print(f"scored groups: {path}\nhtml view:     {html}", file=out)
+        if stop_reason:
+            print(f"stopped early: {stop_reason}", file=out)
+        out.flush()
+        if stop_reason and summary["groups"] == 0:
+            raise SystemExit(f"error: no groups were produced: {stop_reason}")

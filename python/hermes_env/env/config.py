@@ -1,0 +1,133 @@
+"""HermesAgentEnvConfig: the fields a researcher sets for a tool-using environment.
+
+It extends atroposlib's ``BaseEnvConfig``, so every field is also a ``--env.<name>`` flag and a
+key under ``env:`` in the YAML file beside each environment. Validation happens here, at
+parse time, so a typo in a toolset name or a dataset path stops the run before any server,
+sandbox or tokenizer is touched.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from atroposlib.envs.base import BaseEnvConfig
+from pydantic import Field, field_validator, model_validator
+
+Phase = Literal["auto", "openai", "managed"]
+
+# File suffixes read as local datasets; anything else is a Hugging Face dataset name.
+LOCAL_DATASET_SUFFIXES = (".jsonl", ".json")
+
+
+def is_local_dataset(name: str) -> bool:
+    """True when ``name`` names a local file rather than a Hugging Face dataset id."""
+    return name.endswith(LOCAL_DATASET_SUFFIXES) or name.startswith((".", "/", "~")) or Path(name).exists()
+
+
+class HermesAgentEnvConfig(BaseEnvConfig):
+    """Configuration shared by every hermes_env environment (see DESIGN.md §4)."""
+
+    # --- tools ---------------------------------------------------------------------------
+    enabled_toolsets: list[str] | None = Field(
+        default=None,
+        description="Toolsets offered to the model (e.g. terminal, file, todo). None: every available toolset. "
+        "Mutually exclusive with `distribution`.",
+    )
+    disabled_toolsets: list[str] | None = Field(
+        default=None, description="Toolsets removed after `enabled_toolsets`/`distribution` are resolved."
+    )
+    distribution: str | None = Field(
+        default=None,
+        description="Named toolset distribution sampled once per group (independent inclusion probabilities). "
+        "Mutually exclusive with `enabled_toolsets`.",
+    )
+    tool_pool_size: int = Field(
+        default=64, ge=1, description="Tool calls executing at once across all rollouts of this process."
+    )
+    tool_call_parser: str | None = Field(
+        default=None,
+        description="hermes_env.parsers name used in Phase 2 to turn raw model text into tool calls. "
+        "None: detected from the tokenizer's chat template (falls back to 'hermes').",
+    )
+
+    # --- agent loop ------------------------------------------------------------------------
+    max_agent_turns: int = Field(default=10, ge=1, description="Model turns per rollout before it is cut off.")
+    system_prompt: str | None = Field(default=None, description="System message put before the task prompt.")
+    agent_temperature: float = Field(default=1.0, ge=0.0, description="Sampling temperature of the policy.")
+    max_tokens_per_turn: int | None = Field(
+        default=None, ge=1, description="max_tokens per model call; None lets the server decide."
+    )
+    rollout_timeout: float = Field(
+        default=600.0, gt=0, description="Wall-clock budget of one rollout (model calls and tools), in seconds."
+    )
+    extra_body: dict[str, Any] | None = Field(
+        default=None, description="Extra request fields sent with every model call (e.g. chat_template_kwargs)."
+    )
+    phase: Phase = Field(
+        default="auto",
+        description="'openai': the server parses tool calls (Phase 1, masks from assistant spans); 'managed': "
+        "hermes_env's managed server (Phase 2, exact tokens and logprobs); 'auto': managed unless "
+        "--openai.server_type is openai.",
+    )
+
+    # --- sandbox ---------------------------------------------------------------------------
+    terminal_backend: str = Field(default="local", description="Where tools run: local, bwrap or sandbox.")
+    terminal_timeout: float = Field(default=60.0, gt=0, description="Time limit of one tool call, in seconds.")
+    terminal_backend_options: dict[str, Any] = Field(
+        default_factory=dict, description="Keyword options for the backend (e.g. allow_network for bwrap)."
+    )
+    terminal_lifetime: float = Field(
+        default=3600.0, gt=0, description="Longest a rollout's workspace may live before it is destroyed, in seconds."
+    )
+
+    # --- data ------------------------------------------------------------------------------
+    dataset_name: str | None = Field(
+        default=None, description="A local .jsonl/.json file, or a Hugging Face dataset name."
+    )
+    dataset_split: str = Field(default="train", description="Split of a Hugging Face dataset.")
+    prompt_field: str = Field(default="prompt", description="Field of each dataset row that holds the task prompt.")
+    server_check_timeout: float = Field(
+        default=10.0, ge=0, description="Seconds to wait for the inference server to answer before the run starts."
+    )
+    max_failed_groups_in_a_row: int = Field(
+        default=3, ge=1, description="process mode stops (cleanly) after this many consecutive dropped groups."
+    )
+    seed: int = Field(default=0, description="Seed for dataset shuffling and toolset sampling.")
+
+    @field_validator("enabled_toolsets", "disabled_toolsets", mode="before")
+    @classmethod
+    def _split_comma_list(cls, value: Any) -> Any:
+        # `--env.enabled_toolsets terminal,file` and YAML lists both work.
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @model_validator(mode="after")
+    def _check_tools_and_data(self) -> HermesAgentEnvConfig:
+        if self.distribution is not None and self.enabled_toolsets is not None:
+            raise ValueError(
+                "set either enabled_toolsets or distribution, not both: a distribution samples the toolsets "
+                f"itself (got enabled_toolsets={self.enabled_toolsets}, distribution={self.distribution!r})"
+            )
+        from hermes_env.tools.distributions import get_distribution
+        from hermes_env.tools.toolsets import resolve_toolsets
+
+        if self.enabled_toolsets is not None or self.disabled_toolsets is not None:
+            # Raises ValueError naming the unknown toolset and listing the valid ones.
+            resolve_toolsets(self.enabled_toolsets, self.disabled_toolsets)
+        if self.distribution is not None:
+            probs = get_distribution(self.distribution)  # ValueError listing the valid distributions
+            if set(probs) <= set(self.disabled_toolsets or ()):
+                raise ValueError(
+                    f"distribution {self.distribution!r} only draws from {sorted(probs)}, all of which are in "
+                    "disabled_toolsets: every group would get no tools; drop one from disabled_toolsets"
+                )
+        if self.dataset_name is not None and is_local_dataset(self.dataset_name):
+            path = Path(self.dataset_name).expanduser()
+            if not path.is_file():
+                raise ValueError(
+                    f"dataset file {self.dataset_name!r} not found (resolved to {path.resolve()}); "
+                    "pass --env.dataset_name with an existing .jsonl/.json file or a Hugging Face dataset name"
+                )
+        return self

@@ -1,0 +1,77 @@
+"""Loading task rows from a local .jsonl/.json file or a Hugging Face dataset.
+
+Every error names the file (and line) and says what to fix; nothing is silently skipped.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from hermes_env.env.config import is_local_dataset
+
+
+class DatasetError(ValueError):
+    """A dataset that cannot be used as given (missing file, bad line, missing prompt field)."""
+
+
+def load_rows(name: str, split: str = "train", prompt_field: str = "prompt") -> list[dict[str, Any]]:
+    """All rows of the dataset ``name``; each row is checked to carry ``prompt_field``."""
+    rows = _load_local(Path(name).expanduser(), split) if is_local_dataset(name) else _load_hub(name, split)
+    if not rows:
+        raise DatasetError(f"dataset {name!r} (split {split!r}) has no rows")
+    for index, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise DatasetError(f"dataset {name!r}: row {index} is a {type(row).__name__}, expected a JSON object")
+        if prompt_field not in row:
+            raise DatasetError(
+                f"dataset {name!r}: row {index} has no field {prompt_field!r} (fields: {sorted(row)}); "
+                "set --env.prompt_field to the field that holds the prompt"
+            )
+    return rows
+
+
+def _load_local(path: Path, split: str) -> list[dict[str, Any]]:
+    if not path.is_file():
+        raise DatasetError(
+            f"dataset file {str(path)!r} not found; pass --env.dataset_name with an existing .jsonl or .json file"
+        )
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise DatasetError(f"{path}: not valid JSON ({err})") from None
+        if isinstance(data, dict):
+            # {"train": [...], "test": [...]}: pick the split.
+            if split not in data:
+                raise DatasetError(f"{path}: no split {split!r} (splits: {sorted(data)}); set --env.dataset_split")
+            data = data[split]
+        if not isinstance(data, list):
+            raise DatasetError(f"{path}: expected a list of objects or an object of splits")
+        return data
+    rows = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError as err:
+            raise DatasetError(f"{path}:{lineno}: not valid JSON ({err.msg} at column {err.colno})") from None
+    return rows
+
+
+def _load_hub(name: str, split: str) -> list[dict[str, Any]]:
+    try:
+        import datasets
+    except ImportError:
+        raise DatasetError(
+            f"{name!r} is not a local file and the `datasets` package is not installed; "
+            "pip install datasets, or point --env.dataset_name at a .jsonl file"
+        ) from None
+    try:
+        ds = datasets.load_dataset(name, split=split)
+    except Exception as err:  # noqa: BLE001 - datasets raises many kinds; all mean "cannot load"
+        raise DatasetError(f"could not load Hugging Face dataset {name!r} split {split!r}: {err}") from err
+    return [dict(row) for row in ds]

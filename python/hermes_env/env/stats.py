@@ -1,0 +1,159 @@
+"""Per-rollout records, their aggregates for wandb and the end-of-run summary, and readable text.
+
+wandb is optional: nothing here imports it; :meth:`RolloutStats.wandb_table` is only called by
+the environment when ``use_wandb`` is on.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from hermes_env.agent.loop import AgentResult
+
+
+@dataclass(frozen=True, slots=True)
+class RolloutRecord:
+    """What one finished rollout contributes to the statistics."""
+
+    score: float
+    turns: int
+    tool_calls: int
+    tool_error_kinds: tuple[str, ...]
+    trained_tokens: int
+    total_tokens: int
+    finished_naturally: bool
+    budget_exhausted: bool
+    reward_failed: bool
+    toolsets: tuple[str, ...] = ()
+
+    @classmethod
+    def from_result(
+        cls,
+        result: AgentResult,
+        *,
+        score: float,
+        masks: list[int],
+        reward_failed: bool = False,
+        toolsets: tuple[str, ...] = (),
+    ) -> RolloutRecord:
+        return cls(
+            score=score,
+            turns=result.turns_used,
+            tool_calls=result.tool_calls_made,
+            tool_error_kinds=tuple(e.kind for e in result.tool_errors),
+            trained_tokens=sum(1 for m in masks if m != -100),
+            total_tokens=len(masks),
+            finished_naturally=result.finished_naturally,
+            budget_exhausted=result.budget_exhausted,
+            reward_failed=reward_failed,
+            toolsets=toolsets,
+        )
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+@dataclass
+class RolloutStats:
+    """Accumulates records; ``drain_metrics`` empties the window used for one wandb step."""
+
+    window: list[RolloutRecord] = field(default_factory=list)
+    total: list[RolloutRecord] = field(default_factory=list)
+    groups: int = 0
+    groups_dropped: int = 0
+    readable: list[tuple[str, float]] = field(default_factory=list)
+    keep_readable: int = 32
+
+    def add_group(self, records: list[RolloutRecord]) -> None:
+        self.groups += 1
+        self.window.extend(records)
+        self.total.extend(records)
+
+    def add_readable(self, messages: list[dict[str, Any]], score: float) -> None:
+        self.readable.append((render_conversation(messages), score))
+        del self.readable[: -self.keep_readable]
+
+    def drain_metrics(self) -> dict[str, float]:
+        records, self.window = self.window, []
+        if not records:
+            return {}
+        metrics = summarize(records)
+        out = {f"train/{k}": v for k, v in metrics.items() if not isinstance(v, dict)}
+        for kind, rate in metrics["tool_error_kinds"].items():
+            out[f"train/tool_errors/{kind}"] = rate
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        return {"groups": self.groups, "groups_dropped": self.groups_dropped, **summarize(self.total)}
+
+
+def summarize(records: list[RolloutRecord]) -> dict[str, Any]:
+    """Means over rollouts (tool error kinds: errors per rollout)."""
+    n = len(records)
+    kinds: Counter[str] = Counter(k for r in records for k in r.tool_error_kinds)
+    return {
+        "rollouts": n,
+        "mean_reward": _mean([r.score for r in records]),
+        "mean_turns": _mean([r.turns for r in records]),
+        "mean_tool_calls": _mean([r.tool_calls for r in records]),
+        "tool_errors_per_rollout": _mean([len(r.tool_error_kinds) for r in records]),
+        "finished_naturally_rate": _mean([float(r.finished_naturally) for r in records]),
+        "budget_exhausted_rate": _mean([float(r.budget_exhausted) for r in records]),
+        "reward_failures": sum(r.reward_failed for r in records),
+        "trained_tokens": sum(r.trained_tokens for r in records),
+        "total_tokens": sum(r.total_tokens for r in records),
+        "tool_error_kinds": {k: v / n for k, v in sorted(kinds.items())} if n else {},
+    }
+
+
+def render_conversation(messages: list[dict[str, Any]]) -> str:
+    """A conversation as plain text: roles, reasoning, content, tool calls and results."""
+    lines = []
+    for message in messages:
+        role = message.get("role", "?")
+        if message.get("reasoning_content"):
+            lines.append(f"[{role} reasoning] {message['reasoning_content']}")
+        if message.get("content"):
+            lines.append(f"[{role}] {message['content']}")
+        for call in message.get("tool_calls") or []:
+            function = call.get("function", {})
+            lines.append(f"[{role} -> {function.get('name')}] {function.get('arguments')}")
+    return "\n".join(lines)
+
+
+def wandb_table(readable: list[tuple[str, float]]) -> Any:
+    """A wandb.Table of readable rollouts (wandb imported only here)."""
+    import wandb
+
+    table = wandb.Table(columns=["conversation", "score"])
+    for text, score in readable:
+        table.add_data(text, score)
+    return table
+
+
+def format_summary_table(summary: dict[str, Any], *, elapsed: float | None = None) -> str:
+    """The end-of-run table printed by process mode."""
+    rows = [
+        ("groups written", f"{summary['groups']}"),
+        ("groups dropped", f"{summary['groups_dropped']}"),
+        ("rollouts", f"{summary['rollouts']}"),
+        ("mean reward", f"{summary['mean_reward']:.3f}"),
+        ("mean turns", f"{summary['mean_turns']:.2f}"),
+        ("tool calls / rollout", f"{summary['mean_tool_calls']:.2f}"),
+        ("tool errors / rollout", f"{summary['tool_errors_per_rollout']:.2f}"),
+        ("finished naturally", f"{100 * summary['finished_naturally_rate']:.0f}%"),
+        ("reward failures", f"{summary['reward_failures']}"),
+        ("trained tokens", f"{summary['trained_tokens']} of {summary['total_tokens']}"),
+    ]
+    if summary["tool_error_kinds"]:
+        rows.append(("tool error kinds", json.dumps(summary["tool_error_kinds"])))
+    if elapsed is not None:
+        rows.append(("elapsed", f"{elapsed:.1f}s"))
+    width = max(len(k) for k, _ in rows)
+    body = "\n".join(f"  {k.ljust(width)}  {v}" for k, v in rows)
+    rule = "-" * (width + 4 + max(len(v) for _, v in rows))
+    return f"{rule}\n{body}\n{rule}"

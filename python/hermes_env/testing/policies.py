@@ -1,0 +1,179 @@
+"""Scripted policies: stand-ins for a model that turn task solutions into model output.
+
+No model is involved. A policy reads the conversation so far, recognises the task by its
+prompt, and writes the next assistant turn as a Qwen3/Hermes model would: an optional
+``<think>...</think>`` block, then either ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``
+blocks or a final answer. Each rollout follows one of a few scripted plans, drawn at its first
+turn, so that rewards vary within a group:
+
+- ``solve``: run the task's solution, then answer;
+- ``explore``: look around (``ls``), then solve;
+- ``typo``: call a tool that does not exist, read the error, then solve;
+- ``wrong``: run a command that does not solve the task, then answer (reward 0);
+- ``give_up``: answer without calling any tool (reward 0).
+
+The plan is recoverable from the conversation (the first assistant turn), so the policy
+keeps no per-rollout state and works behind any server, including several rollouts of the
+same prompt in flight at once.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+PLANS = ("solve", "explore", "typo", "wrong", "give_up")
+DEFAULT_WEIGHTS = {"solve": 0.45, "explore": 0.15, "typo": 0.1, "wrong": 0.2, "give_up": 0.1}
+
+# What the plans write; the markers let a later turn recognise the plan from the transcript.
+EXPLORE_COMMAND = "ls -la"
+WRONG_COMMAND = "echo 'I am not sure how to do this' > attempt.txt"
+TYPO_TOOL = "shell"
+GIVE_UP_TEXT = "I cannot complete this task."
+DONE_TEXT = "The task is complete."
+
+
+def tool_call_text(name: str, arguments: Mapping[str, Any]) -> str:
+    """One call in the Hermes/Qwen3 format."""
+    return f"<tool_call>\n{json.dumps({'name': name, 'arguments': dict(arguments)})}\n</tool_call>"
+
+
+def think(text: str) -> str:
+    return f"<think>\n{text}\n</think>\n\n"
+
+
+@dataclass(frozen=True)
+class ScriptedTask:
+    """What the policy needs of a task: how to recognise it and how to solve it."""
+
+    id: str
+    prompt: str
+    solution: str  # a shell command (terminal tool)
+
+
+def _commands(text: str) -> list[str]:
+    """The terminal commands already issued in a transcript (either rendering)."""
+    found = []
+    for match in re.finditer(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", text, re.DOTALL):
+        try:
+            call = json.loads(match.group(1))
+        except json.JSONDecodeError:
+            continue
+        args = call.get("arguments") or {}
+        if isinstance(args, dict) and "command" in args:
+            found.append(f"{call.get('name')}:{args['command']}")
+    return found
+
+
+class SolutionPolicy:
+    """Answers each turn from the task's solution, following a plan drawn per rollout."""
+
+    def __init__(
+        self,
+        tasks: Iterable[ScriptedTask | Mapping[str, Any]],
+        *,
+        weights: Mapping[str, float] | None = None,
+        seed: int = 0,
+        tool_name: str = "terminal",
+    ) -> None:
+        self.tasks = [
+            t if isinstance(t, ScriptedTask) else ScriptedTask(t["id"], t["prompt"], t["solution"]) for t in tasks
+        ]
+        if not self.tasks:
+            raise ValueError("SolutionPolicy needs at least one task")
+        weights = dict(weights or DEFAULT_WEIGHTS)
+        unknown = sorted(set(weights) - set(PLANS))
+        if unknown:
+            raise ValueError(f"unknown plan(s) {unknown}; plans are {list(PLANS)}")
+        self.plans = [p for p in PLANS if weights.get(p, 0) > 0]
+        self.weights = [weights[p] for p in self.plans]
+        self.tool_name = tool_name
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()  # servers may call from several threads
+        # Longest prompts first, so a prompt that contains another still matches itself.
+        self._by_prompt = sorted(self.tasks, key=lambda t: len(t.prompt), reverse=True)
+
+    def find_task(self, text: str) -> ScriptedTask:
+        for task in self._by_prompt:
+            if task.prompt in text:
+                return task
+        raise LookupError("the conversation matches no scripted task prompt")
+
+    def draw_plan(self) -> str:
+        with self._lock:
+            return self._rng.choices(self.plans, self.weights)[0]
+
+    def next_turn(self, task: ScriptedTask, history: Sequence[str]) -> str:
+        """The next assistant turn, given the texts of the assistant turns so far (raw, with tool calls)."""
+        if not history:
+            plan = self.draw_plan()
+            if plan == "solve":
+                return think("I know how to do this; running the command.") + self._solve(task)
+            if plan == "explore":
+                return think("Let me look at the workspace first.") + tool_call_text(
+                    self.tool_name, {"command": EXPLORE_COMMAND}
+                )
+            if plan == "typo":
+                return think("I'll use the shell.") + tool_call_text(TYPO_TOOL, {"command": task.solution})
+            if plan == "wrong":
+                return think("I'll try something.") + tool_call_text(self.tool_name, {"command": WRONG_COMMAND})
+            return think("This looks too hard.") + GIVE_UP_TEXT
+        first = history[0]
+        solved = any(f"{self.tool_name}:{task.solution}" in _commands(turn) for turn in history)
+        if not solved and (f'"{TYPO_TOOL}"' in first or EXPLORE_COMMAND in first):
+            return think("Now I can do it properly.") + self._solve(task)
+        return think("Done.") + DONE_TEXT
+
+    def _solve(self, task: ScriptedTask) -> str:
+        return tool_call_text(self.tool_name, {"command": task.solution})
+
+    # -- adapters for the two scripted servers ---------------------------------------------
+    def respond_to_messages(self, messages: Sequence[Mapping[str, Any]], tools: Any = None) -> str:
+        """Chat-completions form (ScriptedOpenAIServer): OpenAI messages in, raw model text out."""
+        user_text = "\n".join(str(m.get("content") or "") for m in messages if m.get("role") in ("user", "system"))
+        task = self.find_task(user_text)
+        history = []
+        for m in messages:
+            if m.get("role") != "assistant":
+                continue
+            calls = "".join(
+                tool_call_text(c["function"]["name"], _loads(c["function"].get("arguments")))
+                for c in m.get("tool_calls") or []
+            )
+            history.append(f"{m.get('content') or ''}{calls}")
+        return self.next_turn(task, history)
+
+    def respond_to_prompt(self, prompt: str) -> str:
+        """Raw-prompt form (vLLM ``/generate``): the rendered ChatML prompt in, raw model text out."""
+        task = self.find_task(prompt)
+        turns = prompt.split("<|im_start|>assistant")
+        # turns[0] is system/user; the last piece is the open generation prompt.
+        history = [t.split("<|im_end|>")[0] for t in turns[1:-1]]
+        return self.next_turn(task, history)
+
+
+def _loads(arguments: Any) -> dict[str, Any]:
+    if isinstance(arguments, dict):
+        return arguments
+    try:
+        value = json.loads(arguments or "{}")
+    except json.JSONDecodeError:
+        return {"_raw": arguments}
+    return value if isinstance(value, dict) else {"_raw": arguments}
+
+
+def expected_success(task: ScriptedTask, messages: Sequence[Mapping[str, Any]], tool_name: str = "terminal") -> bool:
+    """Whether a finished conversation ran the task's solution through the real tool (for tests)."""
+    for m in messages:
+        for call in m.get("tool_calls") or []:
+            if (
+                call["function"]["name"] == tool_name
+                and _loads(call["function"]["arguments"]).get("command") == task.solution
+            ):
+                return True
+    return False

@@ -1,0 +1,166 @@
+"""ScriptedOpenAIServer: a scripted stand-in for an OpenAI-compatible chat server (no model).
+
+It speaks the parts of the chat-completions API that Phase 1 uses (``POST /v1/chat/completions``,
+``GET /v1/models``, ``GET /health``) on 127.0.0.1, and answers every request with text from a
+*responder* — e.g. :meth:`hermes_env.testing.policies.SolutionPolicy.respond_to_messages`. Like
+``vllm serve --enable-auto-tool-choice --tool-call-parser hermes --reasoning-parser qwen3``, it
+moves a leading ``<think>`` block into ``reasoning_content`` and turns ``<tool_call>`` blocks into
+OpenAI ``tool_calls`` with ``hermes_env.parsers``. It runs its own event loop in a thread, so
+it serves both in-process tests and a CLI run in the same process.
+
+    with ScriptedOpenAIServer(policy.respond_to_messages) as server:
+        ...  # --openai.base_url {server.base_url} --openai.server_type openai
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+import threading
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from aiohttp import web
+
+Responder = Callable[[list[dict[str, Any]], list[dict[str, Any]] | None], "str | Awaitable[str]"]
+
+_LEADING_THINK = re.compile(r"^\s*<think>(.*?)</think>\s*", re.DOTALL)
+
+
+def split_reasoning(text: str) -> tuple[str | None, str]:
+    """(reasoning, rest) for text that starts with a ``<think>`` block, else (None, text)."""
+    match = _LEADING_THINK.match(text)
+    if match is None:
+        return None, text
+    return match.group(1).strip(), text[match.end() :]
+
+
+class ScriptedOpenAIServer:
+    """A scripted chat-completions server on 127.0.0.1; ``requests`` records what it was sent."""
+
+    def __init__(
+        self,
+        responder: Responder,
+        *,
+        tool_parser: str = "hermes",
+        model: str = "scripted-policy",
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        self.responder = responder
+        self.tool_parser = tool_parser
+        self.model = model
+        self.host = host
+        self.port = port
+        self.requests: list[dict[str, Any]] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._runner: web.AppRunner | None = None
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    # -- HTTP handlers ------------------------------------------------------------------------
+    async def _models(self, request: web.Request) -> web.Response:
+        return web.json_response(
+            {"object": "list", "data": [{"id": self.model, "object": "model", "owned_by": "scripted"}]}
+        )
+
+    async def _health(self, request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def _chat(self, request: web.Request) -> web.Response:
+        try:
+            body = await request.json()
+        except ValueError:
+            return web.json_response(
+                {"error": {"message": "request body is not JSON", "type": "invalid_request"}}, status=400
+            )
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages:
+            return web.json_response({"error": {"message": "messages must be a non-empty list"}}, status=400)
+        tools = body.get("tools")
+        self.requests.append(body)
+        choices = []
+        for index in range(int(body.get("n") or 1)):
+            try:
+                text = self.responder(messages, tools)
+                if inspect.isawaitable(text):
+                    text = await text
+            except Exception as err:  # noqa: BLE001 - a responder bug becomes an HTTP 500 the client sees
+                return web.json_response({"error": {"message": f"responder failed: {err}"}}, status=500)
+            choices.append(self._choice(index, str(text), tools))
+        return web.json_response(
+            {
+                "id": f"chatcmpl-{uuid.uuid4().hex[:16]}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model") or self.model,
+                "choices": choices,
+                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+            }
+        )
+
+    def _choice(self, index: int, text: str, tools: Sequence[dict[str, Any]] | None) -> dict[str, Any]:
+        from hermes_env.parsers import get_parser
+
+        reasoning, rest = split_reasoning(text)
+        parsed = get_parser(self.tool_parser, tools=tools).parse(rest)
+        message = parsed.to_message()
+        if reasoning is not None:
+            message["reasoning_content"] = reasoning
+        finish = "tool_calls" if parsed.tool_calls else "stop"
+        return {"index": index, "message": message, "finish_reason": finish, "logprobs": None}
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def _serve(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        app = web.Application()
+        app.router.add_get("/v1/models", self._models)
+        app.router.add_get("/health", self._health)
+        app.router.add_post("/v1/chat/completions", self._chat)
+        runner = web.AppRunner(app, access_log=None)
+        try:
+            loop.run_until_complete(runner.setup())
+            site = web.TCPSite(runner, self.host, self.port)
+            loop.run_until_complete(site.start())
+            self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+            self._runner = runner
+        except BaseException as err:  # noqa: BLE001 - reported to start()
+            self._error = err
+            self._ready.set()
+            return
+        self._ready.set()
+        loop.run_forever()
+        loop.run_until_complete(runner.cleanup())
+        loop.close()
+
+    def start(self) -> ScriptedOpenAIServer:
+        if self._thread is not None:
+            raise RuntimeError("server already started")
+        self._thread = threading.Thread(target=self._serve, name="scripted-openai", daemon=True)
+        self._thread.start()
+        self._ready.wait(30)
+        if self._error is not None:
+            raise RuntimeError(f"scripted OpenAI server could not listen on {self.host}:{self.port}: {self._error}")
+        return self
+
+    def stop(self) -> None:
+        if self._loop is not None and self._thread is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(30)
+        self._thread = None
+        self._loop = None
+
+    def __enter__(self) -> ScriptedOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

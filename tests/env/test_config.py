@@ -1,0 +1,86 @@
+"""HermesAgentEnvConfig validation and dataset loading: every bad input gets a message saying what to fix."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hermes_env.env.config import HermesAgentEnvConfig
+from hermes_env.env.dataset import DatasetError, load_rows
+from pydantic import ValidationError
+
+
+def test_defaults_are_valid_and_extend_base_env_config() -> None:
+    config = HermesAgentEnvConfig()
+    assert config.max_agent_turns == 10 and config.tool_call_parser is None and config.phase == "auto"
+    assert config.group_size == 4  # inherited from atroposlib's BaseEnvConfig
+
+
+def test_distribution_and_enabled_toolsets_are_exclusive() -> None:
+    with pytest.raises(ValidationError, match="either enabled_toolsets or distribution, not both"):
+        HermesAgentEnvConfig(enabled_toolsets=["terminal"], distribution="default")
+
+
+def test_unknown_toolset_names_the_valid_ones() -> None:
+    with pytest.raises(ValidationError, match=r"unknown toolset\(s\) in enabled_toolsets: 'termnal'.*terminal"):
+        HermesAgentEnvConfig(enabled_toolsets=["termnal"])
+    with pytest.raises(ValidationError, match="disabled_toolsets: 'nope'"):
+        HermesAgentEnvConfig(disabled_toolsets=["nope"])
+
+
+def test_unknown_distribution_names_the_valid_ones() -> None:
+    with pytest.raises(ValidationError, match="unknown toolset distribution 'nope'; valid distributions: default"):
+        HermesAgentEnvConfig(distribution="nope")
+
+
+def test_distribution_fully_disabled_is_rejected() -> None:
+    with pytest.raises(ValidationError, match="every group would get no tools"):
+        HermesAgentEnvConfig(distribution="terminal_only", disabled_toolsets=["terminal"])
+
+
+def test_comma_separated_toolsets_from_the_command_line() -> None:
+    assert HermesAgentEnvConfig(enabled_toolsets="terminal, file").enabled_toolsets == ["terminal", "file"]
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("max_agent_turns", 0), ("tool_pool_size", 0), ("terminal_timeout", 0), ("rollout_timeout", -1)],
+)
+def test_out_of_range_numbers(field: str, value: float) -> None:
+    with pytest.raises(ValidationError, match=field):
+        HermesAgentEnvConfig(**{field: value})
+
+
+def test_missing_dataset_file_is_reported_at_config_time(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.jsonl"
+    with pytest.raises(ValidationError, match=r"dataset file .*nope.jsonl' not found.*--env.dataset_name"):
+        HermesAgentEnvConfig(dataset_name=str(missing))
+
+
+def test_load_rows_jsonl_and_json(tmp_path: Path) -> None:
+    jsonl = tmp_path / "d.jsonl"
+    jsonl.write_text('{"prompt": "a"}\n\n{"prompt": "b", "x": 1}\n')
+    assert [r["prompt"] for r in load_rows(str(jsonl))] == ["a", "b"]
+    js = tmp_path / "d.json"
+    js.write_text(json.dumps({"train": [{"q": "1"}], "test": [{"q": "2"}]}))
+    assert load_rows(str(js), split="test", prompt_field="q") == [{"q": "2"}]
+    with pytest.raises(DatasetError, match="no split 'dev'"):
+        load_rows(str(js), split="dev", prompt_field="q")
+
+
+def test_load_rows_bad_inputs(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"prompt": "a"}\n{"prompt": \n')
+    with pytest.raises(DatasetError, match=r"bad.jsonl:2: not valid JSON"):
+        load_rows(str(bad))
+    nofield = tmp_path / "nofield.jsonl"
+    nofield.write_text('{"question": "a"}\n')
+    with pytest.raises(DatasetError, match=r"row 0 has no field 'prompt' \(fields: \['question'\]\).*prompt_field"):
+        load_rows(str(nofield))
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    with pytest.raises(DatasetError, match="has no rows"):
+        load_rows(str(empty))
+    with pytest.raises(DatasetError, match="not found"):
+        load_rows(str(tmp_path / "missing.jsonl"))
