@@ -113,6 +113,21 @@ def _root_links() -> list[str]:
     return args
 
 
+def _first_untraversable(path: Path, uid: int, gid: int) -> Path | None:
+    """The first directory on ``path`` (ancestors included) that ``uid`` cannot search."""
+    for candidate in [*reversed(path.parents), path]:
+        st = candidate.stat()
+        if st.st_uid == uid:
+            bit = 0o100
+        elif st.st_gid == gid:
+            bit = 0o010
+        else:
+            bit = 0o001
+        if not st.st_mode & bit:
+            return candidate
+    return None
+
+
 class BwrapBackend(HostWorkspaceBackend):
     name = "bwrap"
 
@@ -161,6 +176,13 @@ class BwrapBackend(HostWorkspaceBackend):
         if self._as_root:
             # mkdtemp makes 0700 dirs; the unprivileged sandbox uid must be able to traverse the root.
             self.root.chmod(0o711)
+            blocked = _first_untraversable(self.root, self._uid, self._gid)
+            if blocked is not None:
+                raise ValueError(
+                    f"bwrap root {str(self.root)!r} is not reachable by the sandbox uid {self._uid}: "
+                    f"{str(blocked)!r} has no search permission for it (mode {blocked.stat().st_mode & 0o777:o}); "
+                    "use a root under a world-traversable directory such as /tmp, or chmod o+x that directory"
+                )
 
     @classmethod
     def is_available(cls) -> bool:

@@ -1,0 +1,167 @@
+"""Behaviour every host-workspace backend shares: commands, files, timeouts, output limits, cleanup."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+from hermes_env.backends import ExecutionBackend, get_backend, register_backend
+from hermes_env.backends.local import LocalBackend
+from hermes_env.backends.registry import backend_names
+
+
+async def test_command_runs_in_workspace_and_sees_written_files(backend: ExecutionBackend) -> None:
+    await backend.write_file("t", "dir/hello.txt", b"hi there\n")
+    res = await backend.execute("t", "cat dir/hello.txt && echo made > out.txt", 10)
+    assert res.ok, res
+    assert res.output == "hi there\n"
+    assert await backend.read_file("t", "out.txt") == b"made\n"
+    assert await backend.list_files("t") == ["dir/hello.txt", "out.txt"]
+    assert await backend.list_files("t", "dir") == ["dir/hello.txt"]
+
+
+async def test_exit_code_and_stderr_are_reported(backend: ExecutionBackend) -> None:
+    res = await backend.execute("t", "echo out; echo err >&2; exit 7", 10)
+    assert res.exit_code == 7 and not res.ok and not res.timed_out and res.error is None
+    assert "out" in res.output and "err" in res.output
+
+
+async def test_stdin_is_fed(backend: ExecutionBackend) -> None:
+    res = await backend.execute("t", "tr a-z A-Z", 10, stdin="shout\n")
+    assert res.output == "SHOUT\n"
+
+
+async def test_tasks_are_isolated_from_each_other(backend: ExecutionBackend) -> None:
+    await backend.write_file("a", "secret.txt", b"A")
+    assert await backend.list_files("b") == []
+    with pytest.raises(FileNotFoundError):
+        await backend.read_file("b", "secret.txt")
+    res = await backend.execute("b", "cat secret.txt", 10)
+    assert res.exit_code != 0
+
+
+async def test_hanging_command_times_out_and_is_killed(backend: ExecutionBackend, tmp_path: Path) -> None:
+    # The command records its pid, then hangs; after the timeout neither it nor its child may be alive.
+    res = await backend.execute("t", "sleep 300 & echo $! > child.pid; echo $$ > main.pid; wait", 1.0)
+    assert res.timed_out and not res.ok
+    assert "timed out" in res.output
+    if isinstance(backend, LocalBackend):  # host-visible pids
+        for name in ("child.pid", "main.pid"):
+            pid = int((await backend.read_file("t", name)).decode())
+            await _wait_gone(pid)
+    else:  # bwrap: pids are namespaced; the namespace is gone, so no 'sleep 300' of ours remains
+        await _wait_no_process_with_cmdline("sleep 300")
+
+
+async def _wait_gone(pid: int) -> None:
+    for _ in range(100):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        if _is_zombie(pid):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"process {pid} still alive after the timeout kill")
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
+    except OSError:
+        return True
+
+
+async def _wait_no_process_with_cmdline(needle: str) -> None:
+    for _ in range(100):
+        alive = []
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                except OSError:
+                    continue
+                if needle in cmd and not _is_zombie(int(entry.name)):
+                    alive.append(entry.name)
+        if not alive:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"processes running {needle!r} survived: {alive}")
+
+
+async def test_background_job_does_not_make_a_finished_command_hang(backend: ExecutionBackend) -> None:
+    res = await backend.execute("t", "sleep 300 & echo started", 30)
+    assert res.ok and not res.timed_out and res.output == "started\n"
+
+
+async def test_output_is_truncated_with_a_note(tmp_path: Path) -> None:
+    b = LocalBackend(tmp_path, max_output_bytes=1000, kill_output_bytes=100_000)
+    res = await b.execute("t", "head -c 5000 /dev/zero | tr '\\0' x", 10)
+    assert res.truncated and res.ok
+    assert res.output.startswith("x" * 1000)
+    assert "showing the first 1000 of 5000 bytes" in res.output
+    # A command that never stops writing is killed once past the kill limit, long before its timeout.
+    res = await b.execute("t", "yes", 120)
+    assert res.truncated and not res.timed_out and not res.ok
+    assert "command killed" in res.output
+    await b.aclose()
+
+
+async def test_crashed_command_fails_only_that_call(backend: ExecutionBackend) -> None:
+    res = await backend.execute("t", "kill -SEGV $$", 10)
+    assert not res.ok
+    res = await backend.execute("t", "echo still fine", 10)
+    assert res.ok and res.output == "still fine\n"
+
+
+async def test_cleanup_removes_workspace_and_is_idempotent(backend: ExecutionBackend) -> None:
+    await backend.write_file("t", "f.txt", b"x")
+    ws = backend.workspace_path("t")  # type: ignore[attr-defined]
+    assert ws.is_dir()
+    await backend.cleanup("t")
+    await backend.cleanup("t")
+    assert not ws.exists()
+    assert await backend.list_files("t") == []  # a fresh, empty workspace on next use
+
+
+async def test_cleanup_kills_running_command(backend: ExecutionBackend) -> None:
+    task = asyncio.create_task(backend.execute("t", "sleep 300", 120))
+    await asyncio.sleep(0.5)
+    await backend.cleanup("t")
+    res = await asyncio.wait_for(task, 30)
+    assert not res.ok
+
+
+async def test_binary_round_trip(backend: ExecutionBackend) -> None:
+    blob = bytes(range(256)) * 40
+    await backend.write_file("t", "bin/blob.dat", blob)
+    assert await backend.read_file("t", "bin/blob.dat") == blob
+    res = await backend.execute("t", "sha256sum bin/blob.dat | cut -c1-64", 10)
+    import hashlib
+
+    assert res.output.strip() == hashlib.sha256(blob).hexdigest()
+
+
+async def test_get_backend_errors_and_registration(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="unknown terminal backend 'nope'.*local"):
+        get_backend("nope")
+    assert {"local", "bwrap", "sandbox"} <= set(backend_names())
+    made: list[dict[str, object]] = []
+
+    def factory(**options: object) -> LocalBackend:
+        made.append(options)
+        return LocalBackend(tmp_path / "custom")
+
+    register_backend("custom-test", factory)
+    b = get_backend("custom-test", flag=1)
+    assert isinstance(b, LocalBackend) and made == [{"flag": 1}]
+    with pytest.raises(ValueError, match="already registered"):
+        register_backend("custom-test", lambda **_: b)
+    await b.aclose()
+
+
+async def test_many_concurrent_commands(backend: ExecutionBackend) -> None:
+    results = await asyncio.gather(*(backend.execute(f"t{i}", f"echo {i}", 30) for i in range(24)))
+    assert [r.output for r in results] == [f"{i}\n" for i in range(24)]
