@@ -156,6 +156,10 @@ class SolutionPolicy:
         history = [t.split("<|im_end|>")[0] for t in turns[1:-1]]
         return self.next_turn(task, history)
 
+    def vllm_responder(self, request: Any) -> str:
+        """Responder for ScriptedVLLMServer: answers a ``ScriptedRequest`` from its decoded prompt."""
+        return self.respond_to_prompt(request.prompt_text)
+
 
 def _loads(arguments: Any) -> dict[str, Any]:
     if isinstance(arguments, dict):

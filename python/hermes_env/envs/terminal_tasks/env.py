@@ -1,0 +1,136 @@
+"""terminal_tasks: shell and file tasks whose result a shell check verifies inside the sandbox.
+
+Each row of ``tasks.jsonl`` has ``id``, ``prompt``, ``setup`` (a shell command that prepares the
+workspace, may be empty), ``check`` (a shell command that exits 0 when the task is done) and
+``solution`` (a reference command, used by the scripted demo policy and the tests). The
+reward is 1.0 when ``check`` passes in the rollout's own workspace after the model stops,
+else 0.0.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+from atroposlib.envs.server_handling.server_baseline import APIServerConfig
+from pydantic import Field
+
+from hermes_env.agent.loop import AgentResult
+from hermes_env.env.base_env import HermesAgentBaseEnv, RolloutFailed
+from hermes_env.env.config import HermesAgentEnvConfig
+from hermes_env.env.dataset import load_rows
+from hermes_env.env.stats import summarize
+from hermes_env.envs import DEFAULT_MODEL, default_tokenizer_name
+
+logger = logging.getLogger(__name__)
+
+HERE = Path(__file__).resolve().parent
+TASKS_PATH = HERE / "tasks.jsonl"
+CONFIG_PATH = HERE / "config.yaml"
+
+SYSTEM_PROMPT = (
+    "You are an agent working in a Linux shell. Your current directory is your workspace. "
+    "Use the tools to complete the task, then reply with a short summary and no tool call."
+)
+
+
+class TerminalTasksConfig(HermesAgentEnvConfig):
+    """Defaults for terminal_tasks; every field can be overridden from YAML or the command line."""
+
+    dataset_name: str | None = Field(default=str(TASKS_PATH), description="Tasks file (.jsonl).")
+    enabled_toolsets: list[str] | None = Field(default=["terminal", "file"], description="Toolsets offered.")
+    system_prompt: str | None = Field(default=SYSTEM_PROMPT, description="System message.")
+    max_agent_turns: int = Field(default=8, ge=1, description="Model turns per rollout.")
+    check_timeout: float = Field(default=30.0, gt=0, description="Time limit of a task's check, in seconds.")
+
+
+class TerminalTasksEnv(HermesAgentBaseEnv):
+    name = "terminal_tasks"
+    env_config_cls = TerminalTasksConfig
+    config: TerminalTasksConfig
+
+    @classmethod
+    def config_init(cls) -> tuple[TerminalTasksConfig, list[APIServerConfig]]:
+        tokenizer = default_tokenizer_name()
+        config = TerminalTasksConfig(
+            tokenizer_name=tokenizer,
+            group_size=4,
+            total_steps=8,
+            use_wandb=False,
+            max_token_length=8192,
+            wandb_name=cls.name,
+        )
+        server = APIServerConfig(
+            model_name=DEFAULT_MODEL,
+            tokenizer_name=tokenizer,
+            base_url="http://127.0.0.1:9000/v1",
+            api_key="x",
+            server_type="vllm",
+            num_requests_for_eval=32,
+            timeout=120,
+        )
+        return config, [server]
+
+    async def setup(self) -> None:
+        self.tasks = load_rows(
+            self.config.dataset_name or str(TASKS_PATH), self.config.dataset_split, self.config.prompt_field
+        )
+        for task in self.tasks:
+            missing = [k for k in ("id", "check") if k not in task]
+            if missing:
+                raise ValueError(f"task {task.get('id', '?')!r} in {self.config.dataset_name} lacks {missing}")
+        self.order = list(range(len(self.tasks)))
+        random.Random(self.config.seed).shuffle(self.order)
+        self.cursor = 0
+        logger.info("terminal_tasks: %d tasks from %s", len(self.tasks), self.config.dataset_name)
+
+    async def get_next_item(self) -> dict[str, Any]:
+        task = self.tasks[self.order[self.cursor % len(self.order)]]
+        self.cursor += 1
+        return task
+
+    def format_prompt(self, item: dict[str, Any]) -> str:
+        return str(item[self.config.prompt_field])
+
+    async def setup_trajectory_workspace(self, item: dict[str, Any], trajectory_id: str, exec_tool: Any) -> None:
+        setup = item.get("setup")
+        if setup:
+            result = await exec_tool.terminal(setup, timeout=self.config.check_timeout)
+            if not result.ok:
+                raise RolloutFailed(
+                    f"setup of task {item['id']!r} failed (exit {result.exit_code}): {result.output[-500:]}"
+                )
+
+    async def compute_reward(self, item: dict[str, Any], result: AgentResult, ctx: Any) -> float:
+        check = await ctx.terminal(item["check"], timeout=self.config.check_timeout)
+        return 1.0 if check.ok else 0.0
+
+    async def evaluate(self, *args: Any, **kwargs: Any) -> dict[str, float]:
+        """Every task once; success rate and agent statistics, saved with evaluate_log."""
+        if not hasattr(self, "tasks"):
+            await self.setup()
+        started = time.time()
+        outcomes = await self.run_eval(self.tasks)
+        records = [record for _, _, record, _ in outcomes if record is not None]
+        stats = summarize(records)
+        metrics = {
+            "eval/success_rate": sum(r.score for r in records) / len(outcomes),
+            "eval/failed_rollouts": float(sum(1 for *_, err in outcomes if err is not None)),
+            "eval/mean_turns": stats["mean_turns"],
+            "eval/mean_tool_calls": stats["mean_tool_calls"],
+            "eval/tool_errors_per_rollout": stats["tool_errors_per_rollout"],
+        }
+        samples = [
+            {
+                "id": item["id"],
+                "score": record.score if record else None,
+                "error": err,
+                "messages": scored["messages"] if scored else None,
+            }
+            for item, scored, record, err in outcomes
+        ]
+        await self.evaluate_log(metrics, start_time=started, end_time=time.time(), samples=samples)
+        return metrics

@@ -1,0 +1,162 @@
+"""HermesAgentBaseEnv in Phase 1 against an in-process chat server, tools on the local backend."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from env_fixtures import TASKS, completion
+from hermes_env.testing import qwen3_tokenizer
+
+
+async def test_group_is_complete_with_real_phase1_masks(make_env: Any, tmp_path: Path) -> None:
+    env = make_env()
+    await env.setup()
+    group, backlog = await env.collect_trajectories(await env.get_next_item())
+    assert backlog == [] and group is not None
+    assert len(group["tokens"]) == len(group["masks"]) == len(group["scores"]) == len(group["messages"]) == 4
+    assert sorted(group["scores"]) == [0.0, 0.0, 1.0, 1.0]
+    assert "inference_logprobs" not in group  # Phase 1 has no sampler logprobs
+    tok = qwen3_tokenizer()
+    for tokens, masks, messages in zip(group["tokens"], group["masks"], group["messages"], strict=True):
+        assert len(tokens) == len(masks)
+        trained = [t for t, m in zip(tokens, masks, strict=True) if m != -100]
+        assert all(m in (-100, t) for t, m in zip(tokens, masks, strict=True))
+        text = tok.decode(trained)
+        # Exactly the assistant turns are trained: their tool calls and answers, not the prompt or tool output.
+        assert "Done." in text and "<tool_call>" in text and text.count("<|im_end|>") == 2
+        assert TASKS[0]["prompt"] not in text and "<|im_start|>user" not in text
+        assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "assistant"] or [
+            m["role"] for m in messages
+        ] == ["user", "assistant", "tool", "assistant"]
+    # Success/failure follows what was run, and every workspace is gone afterwards.
+    for score, messages in zip(group["scores"], group["messages"], strict=True):
+        command = json.loads(messages[1]["tool_calls"][0]["function"]["arguments"])["command"]
+        assert score == (1.0 if command == TASKS[0]["solution"] else 0.0)
+    assert os.listdir(tmp_path / "ws") == []
+    # Hooks ran in order for each rollout: workspace setup, then scoring.
+    by_id: dict[str, list[str]] = {}
+    for event, tid in env.events:
+        by_id.setdefault(tid, []).append(event)
+    assert len(by_id) == 4 and all(v == ["setup", "verify"] for v in by_id.values())
+
+
+async def test_same_tools_within_a_group_and_sampled_per_group(make_env: Any) -> None:
+    env = make_env(enabled_toolsets=None, distribution="balanced", group_size=2)
+    await env.setup()
+    seen = []
+    for _ in range(6):
+        before = len(env.server.requests)
+        group, _ = await env.collect_trajectories(await env.get_next_item())
+        tool_sets = {
+            tuple(sorted(t["function"]["name"] for t in r.get("tools", []))) for r in env.server.requests[before:]
+        }
+        assert len(tool_sets) == 1  # resolved once for the group
+        seen.append(tool_sets.pop())
+    assert len(set(seen)) > 1  # and drawn again for each group
+
+
+async def test_reward_that_raises_scores_zero_and_the_group_goes_on(make_env: Any, caplog: Any) -> None:
+    env = make_env()
+    env.reward_error = RuntimeError("reward bug")
+    await env.setup()
+    group, _ = await env.collect_trajectories(await env.get_next_item())
+    assert group is not None and group["scores"] == [0.0] * 4
+    assert "compute_reward raised" in caplog.text and "reward bug" in caplog.text
+    assert env.rollout_stats.summary()["reward_failures"] == 4
+
+
+async def test_nothing_produced_skips_the_reward_and_trains_nothing(make_env: Any) -> None:
+    from openai.types.chat import ChatCompletion
+
+    def length_cut(messages: list[dict[str, Any]], call: int) -> ChatCompletion:
+        return completion("solving..." if call % 2 else None, [("terminal", {"command": "echo hi > hello.txt"})])
+
+    env = make_env(length_cut, max_agent_turns=1, group_size=2)
+    env.reward_error = AssertionError("reward must not run for an empty rollout")
+    await env.setup()
+    # Zero turns: a budget exhausted before the first answer.
+    env.config.rollout_timeout = 1e-9
+    group, _ = await env.collect_trajectories(await env.get_next_item())
+    assert group is not None and group["scores"] == [0.0, 0.0]
+    assert all(all(m == -100 for m in masks) for masks in group["masks"])
+    assert env.rollout_stats.summary()["reward_failures"] == 0
+
+
+async def test_a_failed_rollout_drops_the_whole_group(make_env: Any, caplog: Any) -> None:
+    def flaky(messages: list[dict[str, Any]], call: int) -> Any:
+        if call == 3:
+            raise ConnectionError("server went away")
+        return completion("Done.")
+
+    env = make_env(flaky)
+    await env.setup()
+    group, _ = await env.collect_trajectories(await env.get_next_item())
+    assert group is None
+    assert env.rollout_stats.groups_dropped == 1 and "server went away" in caplog.text
+
+
+async def test_bad_tool_calls_are_counted_per_kind(make_env: Any) -> None:
+    def clumsy(messages: list[dict[str, Any]], call: int) -> Any:
+        if messages[-1]["role"] == "user":
+            return completion(None, [("shell", {"command": "ls"}), ("terminal", '{"command": ')])
+        return completion("Done.")
+
+    env = make_env(clumsy, group_size=2)
+    await env.setup()
+    group, _ = await env.collect_trajectories(await env.get_next_item())
+    assert group is not None
+    tool_replies = [m["content"] for m in group["messages"][0] if m["role"] == "tool"]
+    assert "unknown tool 'shell'" in tool_replies[0] and "not valid JSON" in tool_replies[1]
+    metrics = env.rollout_stats.drain_metrics()
+    assert metrics["train/tool_errors/unknown_tool"] == 1.0 and metrics["train/tool_errors/invalid_json"] == 1.0
+    assert metrics["train/tool_errors_per_rollout"] == 2.0
+
+
+@pytest.mark.parametrize("phase", ["managed"])
+def test_managed_phase_needs_token_ids(make_env: Any, phase: str) -> None:
+    from hermes_env.env.phases import PhaseError
+
+    with pytest.raises(PhaseError, match="needs token ids and logprobs.*server_type vllm"):
+        make_env(phase=phase)
+
+
+async def test_process_writes_whole_lines_html_and_summary(make_env: Any, tmp_path: Path, capsys: Any) -> None:
+    out = tmp_path / "out" / "groups.jsonl"
+    env = make_env(data_path_to_save_groups=str(out), ensure_scores_are_not_same=False)
+    env.n_groups_to_process, env.group_size_to_process = 3, 4
+    env.preflight = _no_preflight  # type: ignore[method-assign]
+    await env.process_manager()
+    lines = out.read_text().splitlines()
+    assert len(lines) == 3 and all(json.loads(line)["scores"] for line in lines)
+    assert out.with_suffix(".html").is_file() and "terminal" in out.with_suffix(".html").read_text()
+    printed = capsys.readouterr().out
+    assert "groups written" in printed and "mean reward" in printed and "trained tokens" in printed
+
+
+async def test_process_stops_cleanly_when_every_group_fails(make_env: Any, tmp_path: Path) -> None:
+    def down(messages: list[dict[str, Any]], call: int) -> Any:
+        raise ConnectionError("connection refused")
+
+    out = tmp_path / "groups.jsonl"
+    env = make_env(down, data_path_to_save_groups=str(out), max_failed_groups_in_a_row=2)
+    env.n_groups_to_process, env.group_size_to_process = 5, 2
+    env.preflight = _no_preflight  # type: ignore[method-assign]
+    with pytest.raises(SystemExit, match="no groups were produced: 2 groups in a row failed"):
+        await env.process_manager()
+    assert out.read_text() == ""
+
+
+async def test_unreachable_server_is_reported_before_anything_runs(make_env: Any) -> None:
+    from hermes_env.env.preflight import InferenceServerUnreachable, check_servers
+
+    env = make_env()
+    with pytest.raises(InferenceServerUnreachable, match=r"cannot reach the inference server at http://127.0.0.1:9/v1"):
+        await check_servers(env.server, wait=0.0)
+
+
+async def _no_preflight() -> None:
+    return None
