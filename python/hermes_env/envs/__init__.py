@@ -9,6 +9,8 @@
 from __future__ import annotations
 
 import importlib.util
+import logging
+import os
 from pathlib import Path
 
 DEFAULT_MODEL = "Qwen/Qwen3-8B"
@@ -22,3 +24,14 @@ def default_tokenizer_name() -> str:
         if folder.is_dir():
             return str(folder)
     return DEFAULT_MODEL
+
+
+def configure_logging() -> None:
+    """Warnings and errors only (``HERMES_LOG_LEVEL=INFO`` for more), so the progress bar stays readable.
+
+    atroposlib sets its base-env logger to DEBUG itself; it is brought down to the same level.
+    """
+    level = os.environ.get("HERMES_LOG_LEVEL", "WARNING").upper()
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    for name in ("atroposlib", "atroposlib.envs.base", "httpx"):
+        logging.getLogger(name).setLevel(level)

@@ -10,11 +10,10 @@ tokenizer, tools sandboxed by bubblewrap (``--backend local`` where bwrap is una
 from __future__ import annotations
 
 import argparse
-import logging
-import os
 import sys
 from collections.abc import Sequence
 
+from hermes_env.envs import configure_logging
 from hermes_env.envs.terminal_tasks.env import CONFIG_PATH, TASKS_PATH, TerminalTasksEnv
 
 
