@@ -32,7 +32,7 @@ TASKS = [
         "id": "upper",
         "prompt": "Write the contents of words.txt in upper case to upper.txt.",
         "setup": "printf 'alpha\\nbeta\\n' > words.txt",
-        "check": "test \"$(cat upper.txt)\" = \"$(printf 'ALPHA\\nBETA')\"",
+        "check": 'test "$(cat upper.txt)" = "$(printf \'ALPHA\\nBETA\')"',
         "solution": "tr a-z A-Z < words.txt > upper.txt",
     },
 ]

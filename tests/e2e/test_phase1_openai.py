@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 from e2e_helpers import TASKS, assistant_text_of, read_groups, run_env, write_tasks
-
 from hermes_env.testing import qwen3_tokenizer
 from hermes_env.testing.policies import ScriptedTask, SolutionPolicy, expected_success
 from hermes_env.testing.scripted_openai import ScriptedOpenAIServer

@@ -67,9 +67,7 @@ def demo(argv: Sequence[str]) -> None:
 
 
 def main() -> None:
-    logging.basicConfig(
-        level=os.environ.get("HERMES_LOG_LEVEL", "WARNING"), format="%(levelname)s %(name)s: %(message)s"
-    )
+    configure_logging()
     if len(sys.argv) > 1 and sys.argv[1] == "demo":
         demo(sys.argv[2:])
     else:
