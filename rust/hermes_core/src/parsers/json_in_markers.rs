@@ -25,7 +25,7 @@
 //!   start marker included, with an issue (`missing_name`, `missing_arguments`,
 //!   `malformed_json`, `malformed_markup`). After a start marker that is not followed by `{`,
 //!   scanning resumes right after the marker, so `<tool_call><tool_call>{...}` still yields the
-//!   inner call.
+//!   inner call. An end marker outside any block is plain content.
 //! - JSON that breaks inside arguments already streamed: the call stays; the rest of the block
 //!   up to the end marker is appended to its arguments verbatim (so `arguments` is the raw text,
 //!   not JSON) and a `malformed_json` issue gives the offset. Tool consumers should answer the
@@ -131,7 +131,8 @@ enum Member {
 
 struct JimStream {
     cfg: JsonInMarkers,
-    /// Outside blocks: only the start marker matters (a stray end marker is text).
+    /// Outside blocks only the start marker matters: a stray end marker is prose (models write
+    /// about their own format), so it is content without an issue.
     text_markers: MarkerSet,
     /// After the object or after broken JSON: end marker (index 0) or a new start (index 1).
     block_markers: MarkerSet,
@@ -318,9 +319,8 @@ impl JimStream {
                     if !self.started {
                         self.raw.push_str(&rest[..n]);
                     }
-                    let at = base + i;
                     i += n;
-                    self.object_event(ev, at, base + i, out);
+                    self.object_event(ev, base + i, out);
                     if ev == Walk::NeedMore {
                         return input.len();
                     }
@@ -380,8 +380,8 @@ impl JimStream {
         i
     }
 
-    /// Handle one walker event; `at` is where the event's text began, `now` where it ended.
-    fn object_event(&mut self, ev: Walk<'_>, at: usize, now: usize, out: &mut Emitter<'_>) {
+    /// Handle one walker event; `now` is the absolute offset where the event's text ended.
+    fn object_event(&mut self, ev: Walk<'_>, now: usize, out: &mut Emitter<'_>) {
         match ev {
             Walk::NeedMore => {}
             Walk::Key => {
@@ -401,7 +401,7 @@ impl JimStream {
             }
             Walk::Value(t) => match self.member {
                 Member::Name => self.name_raw.push_str(t),
-                Member::Args => self.args_text(t, at, out),
+                Member::Args => self.args_text(t, now - t.len(), out),
                 Member::Other => {}
             },
             Walk::ValueEnd => match self.member {

@@ -19,6 +19,14 @@ pub struct ParserSpec {
 /// `list_parsers` sorts anyway).
 pub static REGISTRY: &[ParserSpec] = &[
     ParserSpec {
+        name: "glm45",
+        make: formats::glm::glm45,
+    },
+    ParserSpec {
+        name: "glm47",
+        make: formats::glm::glm47,
+    },
+    ParserSpec {
         name: "hermes",
         make: formats::hermes::hermes,
     },
@@ -29,6 +37,14 @@ pub static REGISTRY: &[ParserSpec] = &[
     ParserSpec {
         name: "qwen",
         make: formats::hermes::qwen,
+    },
+    ParserSpec {
+        name: "qwen3_coder",
+        make: formats::qwen3_coder::qwen3_coder,
+    },
+    ParserSpec {
+        name: "qwen3_xml",
+        make: formats::qwen3_coder::qwen3_coder,
     },
 ];
 

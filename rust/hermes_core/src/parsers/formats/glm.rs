@@ -1,0 +1,644 @@
+//! `glm45` and `glm47`: GLM-4.5 / GLM-4.7 XML tool calls (one parser in vLLM, two names).
+//!
+//! ```text
+//! <tool_call>NAME
+//! <arg_key>KEY</arg_key>
+//! <arg_value>VALUE</arg_value>
+//! </tool_call>
+//! ```
+//!
+//! GLM-4.5 puts a newline after the name and after each pair; GLM-4.7 writes a call on one line.
+//! The name and keys are trimmed; values are raw text taken exactly as written (no newline
+//! framing, no escaping) and converted to JSON by the tool schema's parameter type, as vLLM
+//! 0.33.0 does (see [`super::schema_values`]). Text before the first call is content; whitespace
+//! around calls is framing.
+//!
+//! Streaming: `ToolCallStart` comes when the name is complete (at `<arg_key>` or
+//! `</tool_call>`); `{"KEY": ` is released at `<arg_value>`; a string-typed value streams as
+//! JSON-string fragments, holding back only a possible `</arg_value>` prefix; a value of any other
+//! type is held until `</arg_value>`, because its conversion needs the whole text. Plain text is
+//! held back only while it may be the start of `<tool_call>`, plus whitespace runs (see
+//! [`super::xml_content`]). A name is held until it is complete (at most 256 bytes).
+//!
+//! Where this parser departs from vLLM on purpose:
+//! - vLLM drops calls to tools that are not in the request. Here they are kept, with an
+//!   `unknown_tool` issue, so nothing is lost and an environment can still count them.
+//! - Inside a value only `</arg_value>` ends it, so `</tool_call>` in a value is kept as text
+//!   (vLLM ends the call there). A value cannot contain `</arg_value>`; `render` refuses it.
+//! - Malformed markup never loses text: a `<tool_call>` whose name is missing, broken or cut off is
+//!   returned as content with an issue. A key without a value, and stray text between pairs, are
+//!   dropped as vLLM drops them, with an issue giving the offset. A truncated call is kept with
+//!   what arrived and a `truncated` issue. Text after the calls is kept as content.
+
+use std::sync::Arc;
+
+use super::super::marker::{MarkerHit, MarkerSet};
+use super::super::stream::{Emitter, Format, FormatStream};
+use super::super::tools::Tools;
+use super::super::types::{IssueKind, Pos, RenderError, ToolCall};
+use super::schema_values::{coerce, ArgsWriter, TypeSet};
+use super::xml_content::FramedContent;
+
+const TOOL_CALL: &str = "<tool_call>";
+const TOOL_CALL_END: &str = "</tool_call>";
+const KEY: &str = "<arg_key>";
+const KEY_END: &str = "</arg_key>";
+const VALUE: &str = "<arg_value>";
+const VALUE_END: &str = "</arg_value>";
+
+const MAX_NAME: usize = 256;
+
+/// `glm45`: renders GLM-4.5's layout (a newline after the name and after each pair).
+pub fn glm45() -> Arc<dyn Format> {
+    Arc::new(Glm { compact: false })
+}
+
+/// `glm47`: renders GLM-4.7's layout (each call on one line). Parsing is the same as `glm45`.
+pub fn glm47() -> Arc<dyn Format> {
+    Arc::new(Glm { compact: true })
+}
+
+struct Glm {
+    compact: bool,
+}
+
+impl Format for Glm {
+    fn stream(&self, tools: &Arc<Tools>) -> Box<dyn FormatStream> {
+        Box::new(GlmStream::new(Arc::clone(tools)))
+    }
+
+    fn render(&self, calls: &[ToolCall], content: Option<&str>) -> Result<String, RenderError> {
+        render(calls, content, self.compact)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum St {
+    Content,
+    /// After `<tool_call>`: the tool name, up to `<arg_key>` or `</tool_call>`.
+    Name,
+    /// Between pairs.
+    Args,
+    /// Inside `<arg_key>...`.
+    Key,
+    /// After `</arg_key>`: whitespace, then `<arg_value>`.
+    AfterKey,
+    /// Inside `<arg_value>...`.
+    Value,
+    /// After `</arg_value>`: it ends the value only if the next non-whitespace text is markup.
+    ValueEnd,
+}
+
+struct GlmStream {
+    tools: Arc<Tools>,
+    buf: String,
+    base: usize,
+    st: St,
+    content: FramedContent,
+    content_markers: MarkerSet,
+    name_markers: MarkerSet,
+    args_markers: MarkerSet,
+    key_end: MarkerSet,
+    value_end: MarkerSet,
+    raw: String,
+    raw_at: Pos,
+    name: String,
+    call_name: String,
+    key: String,
+    args: ArgsWriter,
+    streaming: bool,
+    types: TypeSet,
+    value: String,
+    in_junk: bool,
+    after_call_reported: bool,
+    /// The value's end marker and the whitespace after it, while it is not yet known to end it.
+    pending_end: String,
+    keys: Vec<String>,
+}
+
+impl GlmStream {
+    fn new(tools: Arc<Tools>) -> GlmStream {
+        GlmStream {
+            tools,
+            buf: String::new(),
+            base: 0,
+            st: St::Content,
+            content: FramedContent::default(),
+            content_markers: MarkerSet::new(&[TOOL_CALL, KEY]),
+            name_markers: MarkerSet::new(&[KEY, TOOL_CALL_END]),
+            args_markers: MarkerSet::new(&[KEY, TOOL_CALL_END, TOOL_CALL]),
+            key_end: MarkerSet::new(&[KEY_END]),
+            value_end: MarkerSet::new(&[VALUE_END]),
+            raw: String::new(),
+            raw_at: Pos::default(),
+            name: String::new(),
+            call_name: String::new(),
+            key: String::new(),
+            args: ArgsWriter::default(),
+            streaming: true,
+            types: TypeSet::STRING,
+            value: String::new(),
+            in_junk: false,
+            after_call_reported: false,
+            pending_end: String::new(),
+            keys: Vec::new(),
+        }
+    }
+
+    fn at(&self, out: &mut Emitter<'_>, i: usize) -> Pos {
+        out.pos(self.base + i)
+    }
+
+    fn run(&mut self, buf: &str, eof: bool, out: &mut Emitter<'_>) -> usize {
+        let mut i = 0;
+        while i < buf.len() {
+            let rest = &buf[i..];
+            let step = match self.st {
+                St::Content => self.on_content(rest, i, eof, out),
+                St::Name => self.on_name(rest, i, eof, out),
+                St::Args => self.on_args(rest, i, eof, out),
+                St::Key => self.on_key(rest, i, eof, out),
+                St::AfterKey => self.on_after_key(rest, i, eof, out),
+                St::Value => self.on_value(rest, eof, out),
+                St::ValueEnd => self.on_value_end(rest, eof, out),
+            };
+            match step {
+                Some(n) => i += n,
+                None => break,
+            }
+        }
+        i
+    }
+
+    fn text_after_calls(&mut self, out: &mut Emitter<'_>, text: &str, i: usize) {
+        if out.calls_started() > 0 && !self.after_call_reported {
+            if let Some(k) = text.find(|c: char| !c.is_whitespace()) {
+                self.after_call_reported = true;
+                let at = self.at(out, i + k);
+                out.issue(IssueKind::UnexpectedText, at, "text after a tool call; kept as content");
+            }
+        }
+    }
+
+    fn on_content(&mut self, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
+        let (text_end, next) = match self.content_markers.find(rest, eof) {
+            MarkerHit::Full { at, end, marker: 1 } => {
+                // `<arg_key>` outside a call: kept as text, but it is broken call markup.
+                self.text_after_calls(out, &rest[..end], i);
+                self.content.text(out, &rest[..end]);
+                let pos = self.at(out, i + at);
+                out.issue(
+                    IssueKind::MalformedMarkup,
+                    pos,
+                    "<arg_key> outside a <tool_call>; kept as content",
+                );
+                return Some(end);
+            }
+            MarkerHit::Full { at, end, .. } => (at, Some(end)),
+            MarkerHit::Partial { at } => (at, None),
+            MarkerHit::None => (rest.len(), None),
+        };
+        self.text_after_calls(out, &rest[..text_end], i);
+        self.content.text(out, &rest[..text_end]);
+        match next {
+            Some(end) => {
+                self.raw_at = self.at(out, i + text_end);
+                self.raw.clear();
+                self.raw.push_str(TOOL_CALL);
+                self.name.clear();
+                self.st = St::Name;
+                Some(end)
+            }
+            None if text_end == 0 => None,
+            None => Some(text_end),
+        }
+    }
+
+    /// `<tool_call>NAME` cannot be a call: its markup goes back to content.
+    fn broken_name(&mut self, out: &mut Emitter<'_>, i: usize, kind: IssueKind, why: &str) {
+        let at = self.at(out, i);
+        self.broken_name_at(out, at, kind, why);
+    }
+
+    fn broken_name_at(&mut self, out: &mut Emitter<'_>, at: Pos, kind: IssueKind, why: &str) {
+        let mut raw = std::mem::take(&mut self.raw);
+        raw.push_str(&self.name);
+        self.name.clear();
+        self.content.text(out, &raw);
+        out.issue(kind, at, format!("{why}; the markup is kept as content"));
+        self.st = St::Content;
+    }
+
+    fn start_call(&mut self, out: &mut Emitter<'_>) {
+        let name = self.name.trim().to_owned();
+        self.name.clear();
+        self.raw.clear();
+        self.content.call_starts();
+        self.after_call_reported = false;
+        out.start_call(&name, None, self.raw_at);
+        self.call_name = name;
+        self.keys.clear();
+        self.in_junk = false;
+    }
+
+    fn end_call(&mut self, out: &mut Emitter<'_>) {
+        self.args.finish(out);
+        out.end_call();
+    }
+
+    fn on_name(&mut self, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
+        let lt = memchr::memchr(b'<', rest.as_bytes());
+        let mut take = lt.unwrap_or(rest.len());
+        // A name is one word: whitespace inside it, or a name longer than MAX_NAME, means this
+        // is not a call. Decided at a fixed position, whatever the chunking.
+        let mut had_word = !self.name.trim().is_empty();
+        let mut ws_after_word = had_word && self.name.ends_with(char::is_whitespace);
+        let mut bad = None;
+        for (k, c) in rest[..take].char_indices() {
+            if self.name.len() + k >= MAX_NAME {
+                bad = Some(k);
+                break;
+            }
+            if c.is_whitespace() {
+                ws_after_word = had_word;
+            } else if ws_after_word {
+                bad = Some(k);
+                break;
+            } else {
+                had_word = true;
+            }
+        }
+        if let Some(k) = bad {
+            self.name.push_str(&rest[..k]);
+            let at = self.raw_at;
+            self.broken_name_at(
+                out,
+                at,
+                IssueKind::MalformedMarkup,
+                "the text after <tool_call> is not a tool name",
+            );
+            return Some(k);
+        }
+        self.name.push_str(&rest[..take]);
+        let trimmed = self.name.trim();
+        if lt.is_none() {
+            take = rest.len();
+        }
+        let Some(lt) = lt else {
+            return if take == 0 { None } else { Some(take) };
+        };
+        let at_lt = &rest[lt..];
+        match self.name_markers.find(at_lt, eof) {
+            MarkerHit::Full { at: 0, end, marker } => {
+                if trimmed.is_empty() {
+                    self.broken_name(out, i + lt, IssueKind::MissingName, "<tool_call> has no tool name");
+                    return Some(lt);
+                }
+                self.start_call(out);
+                if marker == 0 {
+                    self.key.clear();
+                    self.st = St::Key;
+                } else {
+                    self.end_call(out);
+                    self.st = St::Content;
+                }
+                Some(lt + end)
+            }
+            MarkerHit::Partial { at: 0 } => {
+                if lt == 0 {
+                    None
+                } else {
+                    Some(lt)
+                }
+            }
+            _ => {
+                self.broken_name(
+                    out,
+                    i + lt,
+                    IssueKind::MalformedMarkup,
+                    "the tool name is not followed by <arg_key> or </tool_call>",
+                );
+                Some(lt)
+            }
+        }
+    }
+
+    fn on_args(&mut self, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
+        let ws = rest.len() - rest.trim_start().len();
+        if ws > 0 {
+            return Some(ws);
+        }
+        match self.args_markers.find(rest, eof) {
+            MarkerHit::Full { at: 0, end, marker } => {
+                self.in_junk = false;
+                match marker {
+                    0 => {
+                        self.key.clear();
+                        self.st = St::Key;
+                    }
+                    1 => {
+                        self.end_call(out);
+                        self.st = St::Content;
+                    }
+                    _ => {
+                        let at = self.at(out, i);
+                        out.issue(
+                            IssueKind::MalformedMarkup,
+                            at,
+                            "<tool_call> inside a call; the open call ends here",
+                        );
+                        self.end_call(out);
+                        self.raw_at = at;
+                        self.raw.clear();
+                        self.raw.push_str(TOOL_CALL);
+                        self.name.clear();
+                        self.st = St::Name;
+                    }
+                }
+                Some(end)
+            }
+            MarkerHit::Partial { at: 0 } => None,
+            hit => {
+                let stop = match hit {
+                    MarkerHit::Full { at, .. } | MarkerHit::Partial { at } => at,
+                    MarkerHit::None => rest.len(),
+                };
+                if !self.in_junk {
+                    self.in_junk = true;
+                    let at = self.at(out, i);
+                    out.issue(
+                        IssueKind::UnexpectedText,
+                        at,
+                        format!(
+                            "text in call {:?} outside any <arg_key>/<arg_value> pair was ignored",
+                            self.call_name
+                        ),
+                    );
+                }
+                Some(stop)
+            }
+        }
+    }
+
+    fn on_key(&mut self, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
+        let (take, next) = match self.key_end.find(rest, eof) {
+            MarkerHit::Full { at, end, .. } => (at, Some(end)),
+            MarkerHit::Partial { at } => (at, None),
+            MarkerHit::None => (rest.len(), None),
+        };
+        if self.key.len() + take > MAX_NAME {
+            // Cut at a fixed position (MAX_NAME bytes into the key), whatever the chunking.
+            let mut cut = MAX_NAME.saturating_sub(self.key.len()).min(take);
+            while !rest.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            self.key.clear();
+            self.in_junk = true;
+            let at = self.at(out, i + cut);
+            out.issue(
+                IssueKind::MalformedMarkup,
+                at,
+                "<arg_key> is not closed by </arg_key> within 256 bytes; the pair is ignored",
+            );
+            self.st = St::Args;
+            return Some(cut);
+        }
+        self.key.push_str(&rest[..take]);
+        match next {
+            Some(end) => {
+                self.st = St::AfterKey;
+                Some(end)
+            }
+            None if take == 0 => None,
+            None => Some(take),
+        }
+    }
+
+    fn on_after_key(&mut self, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
+        let ws = rest.len() - rest.trim_start().len();
+        if ws > 0 {
+            return Some(ws);
+        }
+        if rest.starts_with(VALUE) {
+            let key = self.key.trim().to_owned();
+            if self.keys.contains(&key) {
+                let at = self.at(out, i);
+                out.issue(
+                    IssueKind::BadArguments,
+                    at,
+                    format!("argument {key:?} is given twice; the last value wins"),
+                );
+            } else {
+                self.keys.push(key.clone());
+            }
+            self.types = TypeSet::of_param(&self.tools, &self.call_name, &key);
+            self.streaming = self.types.is_plain_string();
+            self.args.open(out, &key, self.streaming);
+            self.value.clear();
+            self.st = St::Value;
+            return Some(VALUE.len());
+        }
+        if !eof && VALUE.starts_with(rest) {
+            return None;
+        }
+        let at = self.at(out, i);
+        out.issue(
+            IssueKind::MalformedMarkup,
+            at,
+            format!(
+                "<arg_key>{}</arg_key> is not followed by <arg_value>; the key is ignored",
+                self.key.trim()
+            ),
+        );
+        self.st = St::Args;
+        Some(0)
+    }
+
+    fn close_value(&mut self, out: &mut Emitter<'_>) {
+        if self.streaming {
+            self.args.close_string(out);
+        } else {
+            let json = coerce(&self.value, self.types);
+            self.args.value(out, &json);
+            self.value.clear();
+        }
+    }
+
+    fn value_text(&mut self, out: &mut Emitter<'_>, seg: &str) {
+        if self.streaming {
+            self.args.fragment(out, seg);
+        } else {
+            self.value.push_str(seg);
+        }
+    }
+
+    fn on_value(&mut self, rest: &str, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
+        match self.value_end.find(rest, eof) {
+            MarkerHit::Full { at, end, .. } => {
+                self.value_text(out, &rest[..at]);
+                self.pending_end.clear();
+                self.pending_end.push_str(&rest[at..end]);
+                self.st = St::ValueEnd;
+                Some(end)
+            }
+            MarkerHit::Partial { at } => {
+                self.value_text(out, &rest[..at]);
+                if at == 0 {
+                    None
+                } else {
+                    Some(at)
+                }
+            }
+            MarkerHit::None => {
+                self.value_text(out, rest);
+                Some(rest.len())
+            }
+        }
+    }
+
+    /// After a value's end marker: markup (or the end of the output) confirms it; any other text
+    /// means the marker was part of the value (e.g. `echo '</arg_value>'`), which then goes on.
+    fn on_value_end(&mut self, rest: &str, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
+        let ws = rest.len() - rest.trim_start().len();
+        if ws > 0 {
+            self.pending_end.push_str(&rest[..ws]);
+            return Some(ws);
+        }
+        match self.args_markers.find(rest, eof) {
+            MarkerHit::Full { at: 0, .. } => {
+                self.pending_end.clear();
+                self.close_value(out);
+                self.st = St::Args;
+                Some(0)
+            }
+            MarkerHit::Partial { at: 0 } => None,
+            _ => {
+                let held = std::mem::take(&mut self.pending_end);
+                self.value_text(out, &held);
+                self.st = St::Value;
+                Some(0)
+            }
+        }
+    }
+
+    fn process(&mut self, eof: bool, out: &mut Emitter<'_>) {
+        let buf = std::mem::take(&mut self.buf);
+        let used = self.run(&buf, eof, out);
+        self.buf = buf;
+        self.buf.drain(..used);
+        self.base += used;
+    }
+}
+
+impl FormatStream for GlmStream {
+    fn feed(&mut self, chunk: &str, out: &mut Emitter<'_>) {
+        if chunk.is_empty() {
+            return;
+        }
+        self.buf.push_str(chunk);
+        self.process(false, out);
+    }
+
+    fn finish(&mut self, out: &mut Emitter<'_>) {
+        self.process(true, out);
+        let end = out.pos(self.base + self.buf.len());
+        let left = std::mem::take(&mut self.buf);
+        match self.st {
+            St::Content => self.content.text(out, &left),
+            St::Name => {
+                let mut raw = std::mem::take(&mut self.raw);
+                raw.push_str(&self.name);
+                raw.push_str(&left);
+                self.name.clear();
+                self.content.text(out, &raw);
+                out.issue(
+                    IssueKind::Truncated,
+                    end,
+                    "the output ends inside <tool_call> before the tool name is complete; kept as content",
+                );
+            }
+            St::Args | St::Key | St::AfterKey | St::Value | St::ValueEnd => {
+                if self.st == St::Value {
+                    self.value_text(out, &left);
+                }
+                if matches!(self.st, St::Value | St::ValueEnd) {
+                    self.close_value(out);
+                }
+                self.end_call(out);
+                out.issue(
+                    IssueKind::Truncated,
+                    end,
+                    format!(
+                        "the output ends inside call {:?} (no </tool_call>); the call keeps the arguments that arrived",
+                        self.call_name
+                    ),
+                );
+            }
+        }
+        self.st = St::Content;
+        self.content.finish(out);
+    }
+}
+
+fn render(calls: &[ToolCall], content: Option<&str>, compact: bool) -> Result<String, RenderError> {
+    let content = content.unwrap_or("");
+    if content.contains(TOOL_CALL) {
+        return Err(RenderError(
+            "glm cannot render content containing \"<tool_call>\": it would be read as a tool call".into(),
+        ));
+    }
+    if !calls.is_empty() && content.trim_end().len() != content.len() {
+        return Err(RenderError(
+            "glm cannot render content that ends in whitespace before tool calls: that whitespace is framing".into(),
+        ));
+    }
+    let nl = if compact { "" } else { "\n" };
+    let mut s = String::from(content);
+    for (n, call) in calls.iter().enumerate() {
+        let name = call.name.as_str();
+        if name.is_empty() || name.contains(char::is_whitespace) || name.contains('<') {
+            return Err(RenderError(format!(
+                "glm cannot render tool name {name:?} (call {n}): it must be non-empty, without whitespace or '<'"
+            )));
+        }
+        let args: serde_json::Value = serde_json::from_str(&call.arguments)
+            .map_err(|e| RenderError(format!("call {n} ({name}): arguments are not valid JSON ({e})")))?;
+        let serde_json::Value::Object(map) = args else {
+            return Err(RenderError(format!(
+                "call {n} ({name}): arguments must be a JSON object to render as <arg_key>/<arg_value> pairs"
+            )));
+        };
+        if !s.is_empty() {
+            s.push('\n');
+        }
+        s.push_str(TOOL_CALL);
+        s.push_str(name);
+        s.push_str(nl);
+        for (key, value) in &map {
+            if key.trim() != key || key.contains(KEY_END) {
+                return Err(RenderError(format!(
+                    "call {n} ({name}): key {key:?} cannot be written in <arg_key> (surrounding whitespace or \"</arg_key>\")"
+                )));
+            }
+            let text = match value {
+                serde_json::Value::String(v) => v.clone(),
+                other => other.to_string(),
+            };
+            if text.contains(VALUE_END) {
+                return Err(RenderError(format!(
+                    "call {n} ({name}): the value of {key:?} contains \"</arg_value>\", which glm cannot express (values are not escaped)"
+                )));
+            }
+            s.push_str(KEY);
+            s.push_str(key);
+            s.push_str(KEY_END);
+            s.push_str(nl);
+            s.push_str(VALUE);
+            s.push_str(&text);
+            s.push_str(VALUE_END);
+            s.push_str(nl);
+        }
+        s.push_str(TOOL_CALL_END);
+    }
+    Ok(s)
+}

@@ -1,0 +1,421 @@
+//! Small pieces shared by the JSON-argument formats (mistral, llama3_json, deepseek, kimi_k2,
+//! granite, jamba, internlm, xlam):
+//!
+//! - [`Machine`] + [`Driven`]: the "held tail + chunk" feeding loop of `parsers`' module doc,
+//!   written once, so each format only writes `run` (consume what it can) and `end`.
+//! - [`Gate`]: content with the whitespace policy the vLLM parsers apply around call markup
+//!   (e.g. the engine-based parsers `strip()` content when calls were found). Whitespace is the
+//!   only text it ever holds back.
+//! - [`ArgsValue`]: one raw JSON arguments value streamed as it arrives (P1's [`JsonScanner`]),
+//!   with the `bad_arguments` check on its first byte.
+//! - [`CallObject`]: one `{"name": ..., "arguments": {...}}` object (P1's [`ObjectWalker`]) for
+//!   formats that carry calls as JSON objects, alone or in a JSON array.
+//! - [`skip_ws`], [`json_string`] and [`render_args`] helpers.
+
+use crate::parsers::json_scan::{validate, JsonScanner, ObjectWalker, Status, Walk};
+use crate::parsers::stream::{Emitter, FormatStream};
+use crate::parsers::types::{IssueKind, Pos, RenderError, ToolCall};
+
+/// A format's state machine over "held tail + new chunk".
+pub(crate) trait Machine: Send {
+    /// Consume as much of `input` (which starts at absolute byte `base`) as can be decided now;
+    /// return the number of bytes consumed. The rest is handed back, prefixed, next time. With
+    /// `eof`, no more text will come: partial markers are no longer possible.
+    fn run(&mut self, input: &str, base: usize, eof: bool, out: &mut Emitter<'_>) -> usize;
+    /// End of output, after a last `run(.., eof = true)`: `leftover` is what that run did not
+    /// consume. Flush everything (content, arguments) and report what was unfinished.
+    fn end(&mut self, leftover: &str, out: &mut Emitter<'_>);
+}
+
+/// Adapts a [`Machine`] to [`FormatStream`]; keeps the unconsumed tail between feeds.
+pub(crate) struct Driven<M> {
+    machine: M,
+    held: String,
+}
+
+impl<M: Machine> Driven<M> {
+    pub(crate) fn new(machine: M) -> Driven<M> {
+        Driven { machine, held: String::new() }
+    }
+
+    fn feed_input(&mut self, chunk: &str, eof: bool, out: &mut Emitter<'_>) {
+        let base = out.chunk_offset().saturating_sub(self.held.len());
+        let mut buf = std::mem::take(&mut self.held);
+        if buf.is_empty() {
+            let n = self.machine.run(chunk, base, eof, out);
+            buf.push_str(chunk.get(n..).unwrap_or_default());
+        } else {
+            buf.push_str(chunk);
+            let n = self.machine.run(&buf, base, eof, out);
+            buf.drain(..n.min(buf.len()));
+        }
+        self.held = buf;
+    }
+}
+
+impl<M: Machine> FormatStream for Driven<M> {
+    fn feed(&mut self, chunk: &str, out: &mut Emitter<'_>) {
+        self.feed_input(chunk, false, out);
+    }
+
+    fn finish(&mut self, out: &mut Emitter<'_>) {
+        self.feed_input("", true, out);
+        let leftover = std::mem::take(&mut self.held);
+        self.machine.end(&leftover, out);
+    }
+}
+
+#[inline]
+pub(crate) fn is_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+/// Index of the first non-whitespace byte of `s` (`None`: all whitespace).
+#[inline]
+pub(crate) fn skip_ws(s: &str) -> Option<usize> {
+    s.bytes().position(|b| !is_ws(b))
+}
+
+/// Content with the whitespace policy around call markup.
+///
+/// - `strip_edges` (vLLM's engine parsers, which `strip()` content when calls are found):
+///   whitespace right before markup is dropped, and whitespace right after markup is dropped
+///   when no content has been released yet.
+/// - `drop_tail_ws`: whitespace at the very end of the output is dropped once markup was seen
+///   (vLLM returns `content: null` for an output that is only calls and a trailing newline).
+///
+/// Only whitespace is ever held back, and only while it may still turn out to be framing.
+/// Outputs without markup come out verbatim.
+pub(crate) struct Gate {
+    strip_edges: bool,
+    drop_tail_ws: bool,
+    ws: String,
+    after_markup: bool,
+    saw_markup: bool,
+    emitted: bool,
+}
+
+impl Gate {
+    pub(crate) fn new(strip_edges: bool, drop_tail_ws: bool) -> Gate {
+        Gate { strip_edges, drop_tail_ws, ws: String::new(), after_markup: false, saw_markup: false, emitted: false }
+    }
+
+    /// Plain text for content.
+    pub(crate) fn text(&mut self, s: &str, out: &mut Emitter<'_>) {
+        if s.is_empty() {
+            return;
+        }
+        if !self.strip_edges && !self.saw_markup {
+            // Nothing can make this whitespace framing except later markup, which keeps it.
+            out.content(s);
+            self.emitted = true;
+            return;
+        }
+        let body_end = s.bytes().rposition(|b| !is_ws(b)).map_or(0, |i| i + 1);
+        if body_end == 0 {
+            self.ws.push_str(s);
+            return;
+        }
+        if !self.ws.is_empty() {
+            let framing = self.strip_edges && self.after_markup && !self.emitted;
+            if !framing {
+                out.content(&self.ws);
+            }
+            self.ws.clear();
+        }
+        let (body, tail) = s.split_at(body_end);
+        out.content(body);
+        self.ws.push_str(tail);
+        self.after_markup = false;
+        self.emitted = true;
+    }
+
+    /// Markup (a marker, a call) follows the text so far.
+    pub(crate) fn markup(&mut self, out: &mut Emitter<'_>) {
+        if !self.strip_edges {
+            out.content(&self.ws);
+        }
+        self.ws.clear();
+        self.after_markup = true;
+        self.saw_markup = true;
+    }
+
+    /// End of output.
+    pub(crate) fn finish(&mut self, out: &mut Emitter<'_>) {
+        if !(self.saw_markup && self.drop_tail_ws) {
+            out.content(&self.ws);
+        }
+        self.ws.clear();
+    }
+}
+
+/// One JSON arguments value, streamed raw as it arrives. Feed it from the value's first byte
+/// (callers skip the whitespace before it, so `arguments` is exactly the value's text).
+pub(crate) struct ArgsValue {
+    scanner: JsonScanner,
+    first: bool,
+}
+
+impl ArgsValue {
+    pub(crate) fn new() -> ArgsValue {
+        ArgsValue { scanner: JsonScanner::new(), first: true }
+    }
+
+    pub(crate) fn reset(&mut self) {
+        self.scanner.reset();
+        self.first = true;
+    }
+
+    /// Scan `input` (at absolute `base`), sending what belongs to the value to the open call.
+    pub(crate) fn feed(&mut self, input: &str, base: usize, out: &mut Emitter<'_>) -> (usize, Status) {
+        if self.first && !input.is_empty() {
+            self.first = false;
+            if !input.starts_with('{') {
+                let pos = out.pos(base);
+                out.issue(IssueKind::BadArguments, pos, "the tool call's arguments are not a JSON object; they are passed on as written");
+            }
+        }
+        let (n, status) = self.scanner.feed(input.as_bytes());
+        out.args(input.get(..n).unwrap_or_default());
+        (n, status)
+    }
+
+    /// The output ended: a bare top-level number completes here; anything else is cut short.
+    pub(crate) fn end(&mut self) -> Status {
+        self.scanner.end()
+    }
+}
+
+/// `s` as a JSON string literal.
+pub(crate) fn json_string(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| String::from("\"\""))
+}
+
+/// A call's arguments for rendering: trimmed, checked to be one JSON value (empty means `{}`).
+pub(crate) fn render_args<'a>(i: usize, call: &'a ToolCall) -> Result<&'a str, RenderError> {
+    let args = call.arguments.trim_matches(|c| matches!(c, ' ' | '\t' | '\n' | '\r'));
+    if args.is_empty() {
+        return Ok("{}");
+    }
+    validate(args).map_err(|e| {
+        RenderError(format!(
+            "call {i} ({}) arguments are not valid JSON ({} at byte {}); pass a JSON object",
+            call.name,
+            e.kind.description(),
+            e.offset
+        ))
+    })?;
+    Ok(args)
+}
+
+/// Which member of a call object is being read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Member {
+    Name,
+    Args,
+    Other,
+}
+
+/// How one call object ended (see [`CallObject::step`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ObjEnd {
+    /// Not finished; the whole input was consumed.
+    NeedMore,
+    /// The object closed and its call was emitted (and ended).
+    Call,
+    /// The object closed but is not a call (no string name, or no arguments key): nothing was
+    /// emitted; [`CallObject::take_raw`] gives its text, which the caller returns as content.
+    NotACall { kind: IssueKind, message: String },
+    /// The JSON broke before the call started; like `NotACall` (the raw text read so far is in
+    /// `take_raw`, the offending byte was not consumed).
+    BrokenBeforeStart { message: String },
+    /// The JSON broke inside the arguments of a started call (still open): the caller decides
+    /// where the raw arguments end and calls `Emitter::end_call`.
+    BrokenArgs { message: String },
+    /// The JSON broke after the arguments were complete; the call was ended and is valid.
+    BrokenAfterArgs { message: String },
+}
+
+/// Reads one `{"name": ..., "arguments": ...}` object (keys in any order), starting the call
+/// when both the name and the arguments key are known and streaming the arguments' raw text.
+/// If the arguments come before the name they are held until the name arrives (the one
+/// unbounded hold-back of these formats; it ends with the object).
+pub(crate) struct CallObject {
+    name_key: &'static str,
+    args_keys: &'static [&'static str],
+    walker: ObjectWalker,
+    member: Member,
+    name: Option<String>,
+    name_raw: String,
+    name_seen: bool,
+    args_seen: bool,
+    args_done: bool,
+    args_first: bool,
+    args_held: String,
+    started: bool,
+    raw: String,
+    at: Pos,
+}
+
+impl CallObject {
+    pub(crate) fn new(name_key: &'static str, args_keys: &'static [&'static str]) -> CallObject {
+        CallObject {
+            name_key,
+            args_keys,
+            walker: ObjectWalker::new(),
+            member: Member::Other,
+            name: None,
+            name_raw: String::new(),
+            name_seen: false,
+            args_seen: false,
+            args_done: false,
+            args_first: true,
+            args_held: String::new(),
+            started: false,
+            raw: String::new(),
+            at: Pos::default(),
+        }
+    }
+
+    /// Start a new object whose `{` is the next byte fed; `at` is where it starts.
+    pub(crate) fn reset(&mut self, at: Pos) {
+        self.walker.reset();
+        self.member = Member::Other;
+        self.name = None;
+        self.name_raw.clear();
+        self.name_seen = false;
+        self.args_seen = false;
+        self.args_done = false;
+        self.args_first = true;
+        self.args_held.clear();
+        self.started = false;
+        self.raw.clear();
+        self.at = at;
+    }
+
+    /// True once the call has been emitted (`ToolCallStart` sent).
+    pub(crate) fn started(&self) -> bool {
+        self.started
+    }
+
+    /// The object's text read so far, while the call has not started.
+    pub(crate) fn take_raw(&mut self) -> String {
+        std::mem::take(&mut self.raw)
+    }
+
+    /// The tool name, once read.
+    pub(crate) fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    fn maybe_start(&mut self, out: &mut Emitter<'_>) {
+        if self.started || !self.args_seen {
+            return;
+        }
+        let Some(name) = self.name.as_deref() else { return };
+        out.start_call(name, None, self.at);
+        self.started = true;
+        self.raw.clear();
+        let held = std::mem::take(&mut self.args_held);
+        out.args(&held);
+    }
+
+    /// Feed `input` (at absolute `base`) until the object ends or the input is used up.
+    /// Returns the bytes consumed and how the object ended.
+    pub(crate) fn step(&mut self, input: &str, base: usize, out: &mut Emitter<'_>) -> (usize, ObjEnd) {
+        let mut i = 0;
+        loop {
+            let rest = input.get(i..).unwrap_or_default();
+            let (n, ev) = self.walker.step(rest);
+            if !self.started {
+                self.raw.push_str(rest.get(..n).unwrap_or_default());
+            }
+            let at = base + i;
+            i += n;
+            match ev {
+                Walk::NeedMore => return (i, ObjEnd::NeedMore),
+                Walk::Key => {
+                    let key = self.walker.key();
+                    self.member = if key == self.name_key && !self.name_seen {
+                        self.name_seen = true;
+                        Member::Name
+                    } else if !self.args_seen && self.args_keys.contains(&key) {
+                        self.args_seen = true;
+                        Member::Args
+                    } else {
+                        Member::Other
+                    };
+                    if self.member == Member::Args {
+                        self.maybe_start(out);
+                    }
+                }
+                Walk::Value(t) => match self.member {
+                    Member::Name => self.name_raw.push_str(t),
+                    Member::Args => {
+                        if self.args_first {
+                            self.args_first = false;
+                            if !t.starts_with('{') {
+                                let pos = out.pos(at);
+                                let msg = format!(
+                                    "the call's {:?} is not a JSON object; it is passed on as written",
+                                    self.walker.key()
+                                );
+                                out.issue(IssueKind::BadArguments, pos, msg);
+                            }
+                        }
+                        if self.started {
+                            out.args(t);
+                        } else {
+                            self.args_held.push_str(t);
+                        }
+                    }
+                    Member::Other => {}
+                },
+                Walk::ValueEnd => match self.member {
+                    Member::Name => {
+                        if self.name_raw.starts_with('"') {
+                            self.name = serde_json::from_str::<String>(&self.name_raw).ok();
+                        }
+                        self.maybe_start(out);
+                    }
+                    Member::Args => self.args_done = true,
+                    Member::Other => {}
+                },
+                Walk::End => {
+                    if self.started {
+                        out.end_call();
+                        return (i, ObjEnd::Call);
+                    }
+                    let end = if self.name.is_none() {
+                        let what = if self.name_seen { "is not a string" } else { "is missing" };
+                        ObjEnd::NotACall {
+                            kind: IssueKind::MissingName,
+                            message: format!("tool call object's {:?} {what}; it is kept as content", self.name_key),
+                        }
+                    } else {
+                        ObjEnd::NotACall {
+                            kind: IssueKind::MissingArguments,
+                            message: format!(
+                                "tool call object has no {:?} key; it is kept as content",
+                                self.args_keys.first().copied().unwrap_or("arguments")
+                            ),
+                        }
+                    };
+                    return (i, end);
+                }
+                Walk::Error(e) => {
+                    let msg = format!("malformed JSON in tool call: {}", e.kind.description());
+                    let end = if !self.started {
+                        ObjEnd::BrokenBeforeStart { message: msg }
+                    } else if self.member == Member::Args && !self.args_done {
+                        ObjEnd::BrokenArgs { message: msg }
+                    } else {
+                        out.end_call();
+                        ObjEnd::BrokenAfterArgs { message: msg }
+                    };
+                    return (i, end);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,136 @@
+"""Every registered parser x every case of its conformance file x whole-text and streaming modes.
+
+Table-driven: a parser is tested here as soon as it is registered and
+`../shared/conformance/<name>.jsonl` exists (names sharing a file: `CONFORMANCE_FILE` in
+parser_checks.py). A conformance file with no registered parser yet is skipped with a reason.
+
+Checks (see parser_checks.py for the exact rules):
+- every case, every mode: no exception; the streaming invariants; `stream.result() == parse()`;
+  nothing lost;
+- well-formed cases: calls and content equal vLLM's `expected` or the text's `intended`;
+  issues only of kind `unknown_tool`;
+- malformed and truncated cases: at least one issue says what is wrong, unless the parser took
+  nothing of the text for a call (no calls, content == text: e.g. a stray end marker, or output
+  cut inside a start marker, which is just text).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hermes_env.parsers import get_parser, list_parsers
+
+from .parser_checks import (
+    CONFORMANCE_FILE,
+    check_nothing_lost,
+    check_stream,
+    chunks_fixed,
+    chunks_random,
+    conformance_mismatch,
+    conformance_name,
+    run_stream,
+)
+
+try:
+    from tests.conftest import CONFORMANCE_DIR, load_conformance
+except ImportError:  # tests/ is not a package in this checkout
+    from conftest import CONFORMANCE_DIR, load_conformance  # type: ignore[no-redef]
+
+MODES = ["parse", "stream_whole", "stream_1char", "stream_random"]
+
+
+def _targets() -> list[str]:
+    names = set(list_parsers())
+    files = {p.stem for p in Path(CONFORMANCE_DIR).glob("*.jsonl")} if Path(CONFORMANCE_DIR).is_dir() else set()
+    names |= files
+    names |= {alias for alias, target in CONFORMANCE_FILE.items() if target in files and alias in list_parsers()}
+    return sorted(names)
+
+
+def _cases(parser: str) -> list[Any]:
+    """(parser, case) params; resolved at collection so each case is its own test id."""
+    file = conformance_name(parser)
+    path = Path(CONFORMANCE_DIR) / f"{file}.jsonl"
+    if parser not in list_parsers():
+        return [pytest.param(parser, None, marks=pytest.mark.skip(reason=f"{parser}: not implemented yet"), id=parser)]
+    if not path.is_file():
+        return [pytest.param(parser, None, marks=pytest.mark.skip(reason=f"no conformance file {path}"), id=parser)]
+    return [pytest.param(parser, i, id=f"{parser}-{i:04d}") for i in range(_count_lines(path))]
+
+
+def _count_lines(path: Path) -> int:
+    with path.open(encoding="utf-8") as f:
+        return sum(1 for line in f if line.strip())
+
+
+_CACHE: dict[str, list[dict[str, Any]]] = {}
+
+
+def _case(parser: str, index: int) -> dict[str, Any]:
+    file = conformance_name(parser)
+    if file not in _CACHE:
+        _CACHE[file] = load_conformance(file)
+    return _CACHE[file][index]
+
+
+PARAMS = [p for name in _targets() for p in _cases(name)]
+
+
+@pytest.mark.conformance
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(("parser_name", "index"), PARAMS)
+def test_case(parser_name: str, index: int, mode: str) -> None:
+    case = _case(parser_name, index)
+    parser = get_parser(parser_name, tools=case["tools"])
+    text: str = case["text"]
+    whole = parser.parse(text)
+    if mode == "parse":
+        result = whole
+    else:
+        chunks = {
+            "stream_whole": [text],
+            "stream_1char": chunks_fixed(text, 1),
+            "stream_random": chunks_random(text, case["id"]),
+        }[mode]
+        events, result = run_stream(parser, chunks)
+        check_stream(events, result)
+        assert result == whole, f"{case['id']}: stream result differs from parse()"
+    check_nothing_lost(text, result)
+    if case["well_formed"]:
+        problem = conformance_mismatch(case, result)
+        assert problem is None, f"{case['id']} ({case['category']}, {case.get('note')}): {problem}"
+        kinds = {i.kind for i in result.issues}
+        assert kinds <= {"unknown_tool"}, f"{case['id']}: well-formed output reported {result.issues!r}"
+    elif case["category"] in ("malformed", "truncated"):
+        untouched = not result.tool_calls and result.content == (text or None)
+        assert result.issues or untouched, f"{case['id']} ({case.get('note')}): malformed output without a ParseIssue"
+
+
+def test_unknown_tool_cases_are_reported() -> None:
+    """With the request's tools given, calls to other names are kept and reported."""
+    if "hermes" not in list_parsers() or not (Path(CONFORMANCE_DIR) / "hermes.jsonl").is_file():
+        pytest.skip("needs hermes and its conformance file")
+    cases = [c for c in load_conformance("hermes") if c["category"] == "unknown_tool"]
+    assert cases
+    for case in cases:
+        r = get_parser("hermes", tools=case["tools"]).parse(case["text"])
+        known = {t["function"]["name"] for t in case["tools"]}
+        unknown = [c.name for c in r.tool_calls if c.name not in known]
+        assert unknown and len([i for i in r.issues if i.kind == "unknown_tool"]) == len(unknown), case["id"]
+
+
+if os.environ.get("HERMES_CONFORMANCE_REPORT"):  # pragma: no cover - a debugging aid
+
+    def test_print_disagreements_with_vllm() -> None:
+        for name in list_parsers():
+            path = Path(CONFORMANCE_DIR) / f"{conformance_name(name)}.jsonl"
+            if not path.is_file():
+                continue
+            for case in load_conformance(conformance_name(name)):
+                if case["well_formed"] and conformance_mismatch(
+                    {**case, "intended": None}, get_parser(name, tools=case["tools"]).parse(case["text"])
+                ):
+                    print(name, case["id"], case["category"], case.get("note"))
