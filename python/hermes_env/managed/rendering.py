@@ -1,0 +1,70 @@
+"""Chat-template rendering for the managed server: earlier assistant turns replayed raw.
+
+The managed server never asks the template to re-serialise what the model produced: an
+assistant message it generated is rendered from the exact raw text the model emitted
+(reasoning and tool-call markup included), so the rendered prompt re-tokenises to the tokens
+the model already has whenever the template leaves that text alone. When it does not (Qwen3
+drops ``<think>`` blocks of turns before the last user message), the trajectory's divergence
+policy decides; ``new_turn_ids`` gives ``keep_raw`` the tokens of only the new messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+# Stands in for the branch's last assistant turn when locating where new messages begin. It
+# has no whitespace or markup, so templates (which may strip or split content) keep it whole.
+SENTINEL = "hermesenvsplitmarker7f3a9c"
+
+
+def render_text(
+    tokenizer: Any,
+    messages: Sequence[Mapping[str, Any]],
+    tools: Sequence[Mapping[str, Any]] | None,
+    template_kwargs: Mapping[str, Any],
+) -> str:
+    """The prompt text for ``messages`` with the generation prompt appended."""
+    kwargs = dict(template_kwargs)
+    if tools:
+        kwargs["tools"] = list(tools)
+    text = tokenizer.apply_chat_template(
+        [dict(m) for m in messages], tokenize=False, add_generation_prompt=True, **kwargs
+    )
+    if not isinstance(text, str):
+        raise TypeError(f"apply_chat_template(tokenize=False) returned {type(text).__name__}, expected str")
+    return text
+
+
+def encode(tokenizer: Any, text: str) -> list[int]:
+    """Token ids of rendered template text; the template already wrote any BOS it wants."""
+    return list(tokenizer.encode(text, add_special_tokens=False))
+
+
+def new_turn_ids(
+    tokenizer: Any,
+    messages: Sequence[Mapping[str, Any]],
+    last_assistant: int,
+    tools: Sequence[Mapping[str, Any]] | None,
+    template_kwargs: Mapping[str, Any],
+    produced_end: str | None,
+) -> list[int]:
+    """Tokens of everything after message ``last_assistant`` (plus the generation prompt).
+
+    Renders once more with that assistant message's content replaced by :data:`SENTINEL` and
+    tokenises the text after it. ``produced_end`` is the end-of-turn text the model itself
+    generated (e.g. ``<|im_end|>``); it is already in the trajectory, so it is skipped here.
+    """
+    probe = [dict(m) for m in messages]
+    probe[last_assistant] = {"role": "assistant", "content": SENTINEL}
+    text = render_text(tokenizer, probe, tools, template_kwargs)
+    at = text.rfind(SENTINEL)
+    if at < 0:
+        raise ValueError(
+            "the chat template dropped an assistant message's content, so the new turn cannot be located; "
+            "use divergence_policy='warn_and_restart'"
+        )
+    after = text[at + len(SENTINEL) :]
+    if produced_end and after.startswith(produced_end):
+        after = after[len(produced_end) :]
+    return encode(tokenizer, after)

@@ -1,0 +1,352 @@
+"""A SCRIPTED stand-in for a vLLM server: no model, answers from a script of completion texts.
+
+It speaks the ``/generate`` protocol exactly as atroposlib 0.4.0's ``VLLMServer`` calls it
+(the custom API server of atropos's ``example_trainer``), plus ``/health``:
+
+- request: ``POST /generate`` with JSON ``{"prompt": {"prompt_token_ids": [...]}, "logprobs": 0,
+  "n": ..., "max_tokens": ..., <other sampling params>}`` (a plain string prompt also works);
+- response: ``{"text": [...], "prompt": str, "finish_reasons": [...], "logprobs":
+  [[[{"<id>": logprob}], ...], ...], "prompt_token_ids": [...], "token_ids": [[...], ...]}``,
+  one entry per sample; ``logprobs`` / ``token_ids`` only when the request asked for logprobs.
+
+Each completion text comes from ``responder(request)`` and is tokenized with the real
+tokenizer; a completion that stops normally ends with the tokenizer's EOS id (as vLLM returns
+it), one cut by ``max_tokens`` has ``finish_reason="length"`` and no EOS. Logprobs are a fixed
+function of (token id, position), so tests can check they line up.
+
+Usage::
+
+    with ScriptedVLLMServer(tokenizer, ["first reply", "second reply"]) as srv:
+        config = srv.server_config()   # atroposlib APIServerConfig(server_type="vllm", ...)
+        ...
+
+``responder`` is a callable ``(ScriptedRequest) -> str | ScriptedCompletion`` or a sequence of
+texts served in order. ``KeyedScript`` serves one script per conversation. Command line:
+``python -m hermes_env.testing.scripted_vllm --port 9001 --texts replies.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+__all__ = ["KeyedScript", "ScriptedCompletion", "ScriptedRequest", "ScriptedVLLMServer", "scripted_logprob"]
+
+
+@dataclass(frozen=True)
+class ScriptedRequest:
+    """One sample the responder must answer (a request with ``n=3`` gives three, ``index`` 0..2)."""
+
+    prompt_token_ids: list[int]
+    prompt_text: str  # decoded with special tokens kept
+    index: int
+    n: int
+    params: dict[str, Any]  # the sampling parameters as sent (max_tokens, temperature, stop, ...)
+
+
+@dataclass(frozen=True)
+class ScriptedCompletion:
+    """Full control over one sample: explicit token ids (e.g. a non-canonical tokenization)."""
+
+    text: str | None = None
+    token_ids: list[int] | None = None
+    finish_reason: str = "stop"
+    logprobs: list[float] | None = None
+
+
+Responder = Callable[[ScriptedRequest], "str | ScriptedCompletion"]
+
+
+def scripted_logprob(token_id: int, position: int) -> float:
+    """The logprob the server reports for ``token_id`` at output ``position``: in (-1, 0]."""
+    return -((token_id * 7919 + position * 104729) % 1000) / 1000.0
+
+
+@dataclass
+class KeyedScript:
+    """One script per conversation: the key is a text the prompt contains (e.g. the task).
+
+    The turn within a script is the number of finished assistant turns in the prompt, counted
+    with ``turn_marker`` (ChatML's assistant header by default), so ``n > 1`` forks and
+    restarted conversations read the same script positions.
+    """
+
+    scripts: Mapping[str, Sequence[str]]
+    turn_marker: str = "<|im_start|>assistant"
+
+    def __call__(self, request: ScriptedRequest) -> str:
+        matches = [k for k in self.scripts if k in request.prompt_text]
+        if len(matches) != 1:
+            raise LookupError(f"prompt matches {len(matches)} script keys ({matches[:3]}); expected exactly one")
+        script = self.scripts[matches[0]]
+        turn = request.prompt_text.count(self.turn_marker) - 1
+        if not 0 <= turn < len(script):
+            raise LookupError(f"script {matches[0]!r} has {len(script)} turns; the prompt asks for turn {turn}")
+        return script[turn]
+
+
+class _SequenceResponder:
+    def __init__(self, texts: Sequence[str | ScriptedCompletion], cycle: bool) -> None:
+        self._texts = list(texts)
+        self._cycle = cycle
+        self._next = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, request: ScriptedRequest) -> str | ScriptedCompletion:
+        with self._lock:
+            if self._next >= len(self._texts):
+                if not self._cycle or not self._texts:
+                    raise LookupError(f"the script's {len(self._texts)} completions are used up")
+                self._next = 0
+            text = self._texts[self._next]
+            self._next += 1
+            return text
+
+
+@dataclass
+class _Sample:
+    text: str
+    token_ids: list[int]
+    logprobs: list[float]
+    finish_reason: str
+
+
+@dataclass
+class RecordedRequest:
+    body: dict[str, Any]
+    samples: list[_Sample] = field(default_factory=list)
+
+
+class ScriptedVLLMServer:
+    """Scripted (no model) HTTP server on 127.0.0.1 speaking vLLM's ``/generate`` as atroposlib uses it.
+
+    ``tokenizer``: a Hugging Face tokenizer (completions are tokenized with it).
+    ``responder``: ``(ScriptedRequest) -> str | ScriptedCompletion``, or a sequence of texts /
+    ``ScriptedCompletion`` served in order (``cycle=True`` to wrap around).
+    ``port=0`` picks a free port. Start with ``start()`` or ``with``; ``requests`` records what
+    was asked and answered.
+    """
+
+    def __init__(
+        self,
+        tokenizer: Any,
+        responder: Responder | Sequence[str | ScriptedCompletion],
+        *,
+        port: int = 0,
+        model_name: str = "scripted",
+        cycle: bool = False,
+        logprob_fn: Callable[[int, int], float] = scripted_logprob,
+    ) -> None:
+        self.tokenizer = tokenizer
+        if callable(responder):
+            self._responder: Responder = responder
+        elif isinstance(responder, Sequence) and not isinstance(responder, str):
+            self._responder = _SequenceResponder(responder, cycle)
+        else:
+            raise TypeError("responder must be a callable (ScriptedRequest) -> str or a sequence of completion texts")
+        self.model_name = model_name
+        self.logprob_fn = logprob_fn
+        self.requests: list[RecordedRequest] = []
+        self._port = port
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        if not self._ready.is_set():
+            raise RuntimeError("ScriptedVLLMServer is not running; call start() or use it as a context manager")
+        return self._port
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:<port>`` (where ``/generate`` and ``/health`` live)."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI-style base URL atroposlib configs expect (``VLLMServer`` strips ``/v1``)."""
+        return f"{self.url}/v1"
+
+    def server_config(self, **overrides: Any) -> Any:
+        """An atroposlib ``APIServerConfig`` pointing ``VLLMServer`` at this server."""
+        from atroposlib.envs.server_handling.server_baseline import APIServerConfig
+
+        fields: dict[str, Any] = {
+            "server_type": "vllm",
+            "base_url": self.base_url,
+            "api_key": "scripted",  # the openai client refuses an empty key; the server ignores it
+            "model_name": self.model_name,
+            "tokenizer_name": str(getattr(self.tokenizer, "name_or_path", "none")),
+            "timeout": 30,
+        }
+        fields.update(overrides)
+        return APIServerConfig(**fields)
+
+    def start(self) -> ScriptedVLLMServer:
+        if self._thread is not None:
+            raise RuntimeError("ScriptedVLLMServer already started")
+        self._thread = threading.Thread(target=self._serve, name="scripted-vllm", daemon=True)
+        self._thread.start()
+        self._ready.wait(timeout=30)
+        if self._error is not None:
+            raise RuntimeError(f"ScriptedVLLMServer failed to start: {self._error}") from self._error
+        if not self._ready.is_set():
+            raise RuntimeError("ScriptedVLLMServer did not start within 30 s")
+        return self
+
+    def stop(self) -> None:
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        if self._runner is not None:
+            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), loop).result(timeout=10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=10)
+        self._thread = None
+        self._loop = None
+
+    def __enter__(self) -> ScriptedVLLMServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _serve(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_until_complete(self._open())
+        except BaseException as e:  # reported to start()
+            self._error = e
+            self._ready.set()
+            loop.close()
+            return
+        self._ready.set()
+        try:
+            loop.run_forever()
+        finally:
+            loop.close()
+
+    async def _open(self) -> None:
+        app = web.Application()
+        app.router.add_get("/health", self._health)
+        app.router.add_post("/generate", self._generate)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", self._port)
+        await site.start()
+        sockets = site._server.sockets if site._server is not None else []  # type: ignore[union-attr]
+        self._port = sockets[0].getsockname()[1]
+
+    # -- handlers ----------------------------------------------------------------------------
+
+    async def _health(self, _request: web.Request) -> web.Response:
+        return web.Response(status=200)
+
+    async def _generate(self, request: web.Request) -> web.Response:
+        try:
+            body = await request.json()
+        except json.JSONDecodeError as e:
+            return web.json_response({"error": f"request body is not JSON: {e}"}, status=400)
+        if not isinstance(body, dict) or "prompt" not in body:
+            return web.json_response({"error": "request needs a 'prompt' field"}, status=400)
+        try:
+            return web.json_response(self._answer(body))
+        except (LookupError, ValueError, TypeError) as e:
+            return web.json_response({"error": f"{type(e).__name__}: {e}"}, status=400)
+
+    def _answer(self, body: dict[str, Any]) -> dict[str, Any]:
+        prompt = body["prompt"]
+        if isinstance(prompt, dict) and "prompt_token_ids" in prompt:
+            prompt_ids = [int(i) for i in prompt["prompt_token_ids"]]
+        elif isinstance(prompt, str):
+            prompt_ids = list(self.tokenizer.encode(prompt, add_special_tokens=False))
+        else:
+            raise TypeError("'prompt' must be {'prompt_token_ids': [...]} or a string")
+        params = {k: v for k, v in body.items() if k != "prompt"}
+        n = int(params.get("n", 1) or 1)
+        max_tokens = params.get("max_tokens")
+        prompt_text = self.tokenizer.decode(prompt_ids, skip_special_tokens=False)
+        record = RecordedRequest(body=body)
+        for index in range(n):
+            answer = self._responder(ScriptedRequest(prompt_ids, prompt_text, index, n, params))
+            record.samples.append(self._sample(answer, max_tokens))
+        self.requests.append(record)
+        out: dict[str, Any] = {
+            "text": [s.text for s in record.samples],
+            "prompt": prompt_text,
+            "finish_reasons": [s.finish_reason for s in record.samples],
+        }
+        if params.get("logprobs") is not None:
+            out["logprobs"] = [
+                [[{str(tid): lp}] for tid, lp in zip(s.token_ids, s.logprobs, strict=True)] for s in record.samples
+            ]
+            out["prompt_token_ids"] = prompt_ids
+            out["token_ids"] = [s.token_ids for s in record.samples]
+        return out
+
+    def _sample(self, answer: str | ScriptedCompletion, max_tokens: Any) -> _Sample:
+        if isinstance(answer, str):
+            answer = ScriptedCompletion(text=answer)
+        if not isinstance(answer, ScriptedCompletion):
+            raise TypeError(f"responder returned {type(answer).__name__}; return a str or ScriptedCompletion")
+        finish = answer.finish_reason
+        if answer.token_ids is not None:
+            ids = list(answer.token_ids)
+        else:
+            ids = list(self.tokenizer.encode(answer.text or "", add_special_tokens=False))
+            eos = self.tokenizer.eos_token_id
+            if finish == "stop" and eos is not None:
+                ids.append(int(eos))  # vLLM returns the EOS token it stopped on
+        logprobs = (
+            list(answer.logprobs) if answer.logprobs is not None else [self.logprob_fn(t, i) for i, t in enumerate(ids)]
+        )
+        if len(logprobs) != len(ids):
+            raise ValueError(f"scripted completion has {len(ids)} token ids but {len(logprobs)} logprobs")
+        if isinstance(max_tokens, int) and len(ids) > max_tokens:
+            ids, logprobs, finish = ids[:max_tokens], logprobs[:max_tokens], "length"
+        text = self.tokenizer.decode(ids, skip_special_tokens=True)
+        return _Sample(text=text, token_ids=ids, logprobs=logprobs, finish_reason=finish)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Serve a scripted vLLM ``/generate`` on 127.0.0.1 until interrupted."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--port", type=int, default=9001)
+    parser.add_argument("--tokenizer", default=None, help="tokenizer folder or hub name (default: bundled Qwen3)")
+    parser.add_argument("--texts", type=Path, default=None, help="JSON file with a list of completion texts")
+    parser.add_argument("--cycle", action="store_true", help="wrap around when the texts are used up")
+    args = parser.parse_args(argv)
+    from transformers import AutoTokenizer
+
+    from hermes_env.testing import qwen3_tokenizer_dir
+
+    tokenizer = AutoTokenizer.from_pretrained(args.tokenizer or str(qwen3_tokenizer_dir()))
+    texts = json.loads(args.texts.read_text()) if args.texts else ["This is a scripted reply."]
+    if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+        raise SystemExit(f"{args.texts} must hold a JSON list of strings")
+    server = ScriptedVLLMServer(tokenizer, texts, port=args.port, cycle=args.cycle or args.texts is None)
+    with server:
+        print(f"scripted vLLM (no model) on {server.url}: POST /generate, GET /health; Ctrl-C to stop", flush=True)
+        try:
+            threading.Event().wait()
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,262 @@
+"""ManagedServer end to end: atroposlib's ServerManager/VLLMServer -> scripted vLLM /generate.
+
+Everything is real except the model: the Qwen3 tokenizer and chat template, atroposlib 0.4.0's
+HTTP client code, hermes_env's parsers and trajectories.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hermes_env.managed import managed_server
+from hermes_env.testing.scripted_vllm import ScriptedCompletion, ScriptedRequest, scripted_logprob
+from hermes_env.trajectory import MASK, TrajectoryDivergence, TrajectoryDivergenceWarning
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "terminal",
+            "description": "Run a shell command",
+            "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+        },
+    }
+]
+SYSTEM = {"role": "system", "content": "You are a careful agent."}
+
+
+def tool_turn(k: int) -> str:
+    call = json.dumps({"name": "terminal", "arguments": {"command": f"echo step {k}"}})
+    return f"<think>\nStep {k}: run a command.\n</think>\n\n<tool_call>\n{call}\n</tool_call>"
+
+
+def assistant_turn(request: ScriptedRequest) -> int:
+    """How many assistant turns the prompt already holds (Qwen3 ChatML)."""
+    return request.prompt_text.count("<|im_start|>assistant") - 1
+
+
+def assert_aligned(traj: Any, requests: list[Any], samples: list[int] | None = None) -> None:
+    """Masks/logprobs are the generated tokens exactly where each request's sample landed."""
+    tokens, masks, logprobs = traj.tokens, traj.masks, traj.logprobs
+    assert len(tokens) == len(masks) == len(logprobs)
+    trained: dict[int, float] = {}
+    for r, sample in zip(requests, samples or [0] * len(requests), strict=True):
+        prompt = r.body["prompt"]["prompt_token_ids"]
+        out = r.samples[sample].token_ids
+        assert tokens[: len(prompt)] == prompt, "each prompt sent is a prefix of the trajectory"
+        assert tokens[len(prompt) : len(prompt) + len(out)] == out
+        for j, t in enumerate(out):
+            trained[len(prompt) + j] = scripted_logprob(t, j)
+    for i, (t, m, lp) in enumerate(zip(tokens, masks, logprobs, strict=True)):
+        if i in trained:
+            assert m == t and lp == pytest.approx(trained[i]), i
+        else:
+            assert m == MASK and lp == 1.0, i
+
+
+async def run_tool_loop(m: Any, turns: int, **sampling: Any) -> tuple[list[dict[str, Any]], list[Any]]:
+    messages: list[dict[str, Any]] = [SYSTEM, {"role": "user", "content": "Run the steps."}]
+    replies = []
+    for _ in range(turns):
+        completion = await m.chat_completion(messages=messages, tools=TOOLS, n=1, max_tokens=256, **sampling)
+        message = completion.choices[0].message
+        replies.append(completion.choices[0])
+        messages.append(message.model_dump(exclude_none=True))
+        if not message.tool_calls:
+            break
+        for call in message.tool_calls:
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": f"ran {call.function.arguments}"})
+    return messages, replies
+
+
+@pytest.mark.parametrize("turns", [2, 7, 30])
+async def test_tool_calling_rollout_is_token_exact(server_manager, scripted, tok, turns: int) -> None:
+    server, script = scripted
+    script.fn = lambda r: tool_turn(assistant_turn(r)) if assistant_turn(r) < turns - 1 else "All steps done."
+    async with managed_server(server_manager, tok, tool_parser="hermes") as m:
+        messages, replies = await run_tool_loop(m, turns)
+        state = m.get_state()
+    assert len(replies) == turns and len(server.requests) == turns
+    for k, choice in enumerate(replies[:-1]):
+        assert choice.finish_reason == "tool_calls"
+        assert choice.message.reasoning_content == f"Step {k}: run a command."
+        (call,) = choice.message.tool_calls
+        assert call.function.name == "terminal"
+        assert json.loads(call.function.arguments) == {"command": f"echo step {k}"}
+        assert not choice.message.content
+    assert replies[-1].message.content == "All steps done." and replies[-1].finish_reason == "stop"
+    (branch,) = state["branches"]
+    assert_aligned(branch.trajectory, server.requests)
+    # every generated token (EOS included) is trained, nothing else
+    generated = sum(len(r.samples[0].token_ids) for r in server.requests)
+    assert branch.trajectory.num_trained == generated
+    assert branch.messages == messages
+    item = branch.to_scored_item(1.0)
+    assert item["tokens"] == branch.tokens and item["messages"] == messages
+    assert state["nodes"] == [branch] and branch.masked_tokens == branch.trajectory.masks
+
+
+async def test_n_greater_than_one_forks(server_manager, scripted, tok) -> None:
+    server, script = scripted
+
+    def respond(r: ScriptedRequest) -> str:
+        turn = assistant_turn(r)
+        if turn == 0:
+            return tool_turn(10 + r.index)  # three different first moves
+        return f"finished branch {r.prompt_text.count('echo step 1')}"
+
+    script.fn = respond
+    base = [SYSTEM, {"role": "user", "content": "Go."}]
+    async with managed_server(server_manager, tok) as m:
+        first = await m.chat_completion(messages=base, tools=TOOLS, n=3, max_tokens=128)
+        assert len(first.choices) == 3
+        for choice in first.choices:
+            msg = choice.message
+            convo = [*base, msg.model_dump(exclude_none=True)]
+            convo.append({"role": "tool", "tool_call_id": msg.tool_calls[0].id, "content": "ok"})
+            await m.chat_completion(messages=convo, tools=TOOLS, max_tokens=128)
+        branches = m.get_state()["branches"]
+    assert len(branches) == 3
+    prompt0 = server.requests[0].body["prompt"]["prompt_token_ids"]
+    for i, b in enumerate(branches):
+        assert b.tokens[: len(prompt0)] == prompt0
+        assert_aligned(b.trajectory, [server.requests[0], server.requests[1 + i]], samples=[i, 0])
+        assert len(b.completion_ids) == 2
+    assert len({tuple(b.tokens) for b in branches}) == 3
+
+
+THINK_REPLY = "<think>\nThe user greets me.\n</think>\n\nHello!"
+
+
+def chat_script(r: ScriptedRequest) -> str:
+    return THINK_REPLY if assistant_turn(r) == 0 else "Goodbye!"
+
+
+async def two_user_turns(m: Any) -> None:
+    msgs: list[dict[str, Any]] = [{"role": "user", "content": "Hi"}]
+    first = await m.chat_completion(messages=msgs, max_tokens=64)
+    msgs += [first.choices[0].message.model_dump(exclude_none=True), {"role": "user", "content": "Bye"}]
+    await m.chat_completion(messages=msgs, max_tokens=64)
+
+
+async def test_think_stripping_template_raises(server_manager, scripted, tok) -> None:
+    server, script = scripted
+    script.fn = chat_script
+    async with managed_server(server_manager, tok, divergence_policy="raise") as m:
+        with pytest.raises(TrajectoryDivergence) as info:
+            await two_user_turns(m)
+        (branch,) = m.get_state()["branches"]
+        first = server.requests[0]
+        prompt = first.body["prompt"]["prompt_token_ids"]
+        # Qwen3 drops the earlier <think> block: the first generated token no longer matches.
+        assert info.value.index == len(prompt)
+        assert "<think>" in info.value.window["ours_text"]
+        assert len(branch.trajectory) == len(prompt) + len(first.samples[0].token_ids), "branch unchanged"
+        assert len(server.requests) == 1, "nothing was sent for the divergent prompt"
+
+
+async def test_think_stripping_template_warn_and_restart(server_manager, scripted, tok) -> None:
+    server, script = scripted
+    script.fn = chat_script
+    async with managed_server(server_manager, tok, divergence_policy="warn_and_restart") as m:
+        with pytest.warns(TrajectoryDivergenceWarning, match="new sequence"):
+            await two_user_turns(m)
+        state = m.get_state()
+    closed, current = state["nodes"]
+    assert closed is state["branches"][0].restarted[0]
+    assert_aligned(closed.trajectory, server.requests[:1])
+    # the new sequence is the re-rendered prompt (think block gone, all masked) + the new reply
+    assert_aligned(current.trajectory, server.requests[1:])
+    assert "The user greets me" not in tok.decode(current.tokens)
+    assert current.trajectory.num_trained == len(server.requests[1].samples[0].token_ids)
+
+
+async def test_think_stripping_template_keep_raw(server_manager, scripted, tok) -> None:
+    server, script = scripted
+    script.fn = chat_script
+    async with managed_server(server_manager, tok, divergence_policy="keep_raw") as m:
+        await two_user_turns(m)
+        (branch,) = m.get_state()["branches"]
+    first, second = server.requests
+    raw = first.body["prompt"]["prompt_token_ids"] + first.samples[0].token_ids
+    traj = branch.trajectory
+    assert traj.tokens[: len(raw)] == raw, "the model's exact raw tokens are kept"
+    assert_aligned(traj, [first, second])
+    new_turn = traj.tokens[len(raw) : len(second.body["prompt"]["prompt_token_ids"])]
+    assert tok.decode(new_turn) == "\n<|im_start|>user\nBye<|im_end|>\n<|im_start|>assistant\n"
+    assert "The user greets me" in tok.decode(second.body["prompt"]["prompt_token_ids"])
+
+
+async def test_non_canonical_tokens_are_kept_raw(server_manager, scripted, tok) -> None:
+    """The sampler may emit a split the tokenizer would not produce; keep_raw keeps it."""
+    server, script = scripted
+    split = tok.encode("Hel", add_special_tokens=False) + tok.encode("lo there", add_special_tokens=False)
+    assert split != tok.encode("Hello there", add_special_tokens=False)
+    eos = tok.eos_token_id
+
+    def respond(r: ScriptedRequest) -> Any:
+        if assistant_turn(r) == 0:
+            return ScriptedCompletion(token_ids=[*split, eos])
+        return "ok"
+
+    script.fn = respond
+    msgs = [{"role": "user", "content": "greet"}]
+    async with managed_server(server_manager, tok, divergence_policy="keep_raw") as m:
+        first = await m.chat_completion(messages=msgs, max_tokens=32)
+        assert first.choices[0].message.content == "Hello there"
+        msgs += [first.choices[0].message.model_dump(exclude_none=True), {"role": "user", "content": "again"}]
+        await m.chat_completion(messages=msgs, max_tokens=32)
+        (branch,) = m.get_state()["branches"]
+    assert_aligned(branch.trajectory, server.requests)
+    server.requests.clear()
+    async with managed_server(server_manager, tok, divergence_policy="raise") as m:
+        msgs = msgs[:1]
+        first = await m.chat_completion(messages=msgs, max_tokens=32)
+        msgs += [first.choices[0].message.model_dump(exclude_none=True), {"role": "user", "content": "again"}]
+        with pytest.raises(TrajectoryDivergence):
+            await m.chat_completion(messages=msgs, max_tokens=32)
+
+
+async def test_length_cut_reply_extends_with_masked_end_token(server_manager, scripted, tok) -> None:
+    server, script = scripted
+    script.fn = lambda r: "one two three four five six seven eight" if assistant_turn(r) == 0 else "fine"
+    msgs: list[dict[str, Any]] = [{"role": "user", "content": "count"}]
+    async with managed_server(server_manager, tok) as m:
+        first = await m.chat_completion(messages=msgs, max_tokens=3)
+        assert first.choices[0].finish_reason == "length"
+        msgs += [first.choices[0].message.model_dump(exclude_none=True), {"role": "user", "content": "ok?"}]
+        await m.chat_completion(messages=msgs, max_tokens=16)
+        (branch,) = m.get_state()["branches"]
+    assert_aligned(branch.trajectory, server.requests)
+    first_req = server.requests[0]
+    end = len(first_req.body["prompt"]["prompt_token_ids"]) + 3
+    assert branch.tokens[end] == tok.eos_token_id and branch.masks[end] == MASK  # template's <|im_end|>, not trained
+
+
+async def test_unknown_assistant_message_starts_a_new_branch(server_manager, scripted, tok) -> None:
+    server, script = scripted
+    script.fn = lambda r: "reply"
+    async with managed_server(server_manager, tok) as m:
+        await m.chat_completion(messages=[{"role": "user", "content": "a"}])
+        edited = [
+            {"role": "user", "content": "a"},
+            {"role": "assistant", "content": "something the model never said"},
+            {"role": "user", "content": "b"},
+        ]
+        await m.chat_completion(messages=edited)
+        branches = m.get_state()["branches"]
+    assert len(branches) == 2
+    assert branches[1].trajectory.num_trained == len(server.requests[1].samples[0].token_ids)
+
+
+async def test_bad_arguments(server_manager, tok) -> None:
+    async with managed_server(server_manager, tok) as m:
+        with pytest.raises(ValueError, match="messages is empty"):
+            await m.chat_completion(messages=[])
+        with pytest.raises(ValueError, match="n must be a positive integer"):
+            await m.chat_completion(messages=[{"role": "user", "content": "x"}], n=0)
+    with pytest.raises(TypeError, match="tokens_and_logprobs_completion"):
+        async with managed_server(object(), tok):
+            pass
