@@ -191,7 +191,12 @@ class HermesAgentBaseEnv(BaseEnv):
         if self.phase == "managed":
             from hermes_env.managed import managed_server
 
-            async with managed_server(self.server, self.tokenizer, tool_parser=self.tool_call_parser) as managed:
+            async with managed_server(
+                self.server,
+                self.tokenizer,
+                tool_parser=self.tool_call_parser,
+                divergence_policy=self.config.divergence_policy,
+            ) as managed:
                 return await self._loop(managed, group, ctx, split).run(messages)
         return await self._loop(self.server, group, ctx, split).run(messages)
 

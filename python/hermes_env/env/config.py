@@ -64,6 +64,11 @@ class HermesAgentEnvConfig(BaseEnvConfig):
     extra_body: dict[str, Any] | None = Field(
         default=None, description="Extra request fields sent with every model call (e.g. chat_template_kwargs)."
     )
+    divergence_policy: Literal["raise", "warn_and_restart", "keep_raw"] = Field(
+        default="keep_raw",
+        description="Phase 2: what the managed server does when a re-rendered prompt disagrees with the tokens "
+        "already sampled (keep_raw: keep the exact sampled tokens, what training needs).",
+    )
     phase: Phase = Field(
         default="auto",
         description="'openai': the server parses tool calls (Phase 1, masks from assistant spans); 'managed': "
