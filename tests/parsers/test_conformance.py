@@ -16,7 +16,6 @@ Checks (see parser_checks.py for the exact rules):
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -122,15 +121,26 @@ def test_unknown_tool_cases_are_reported() -> None:
         assert unknown and len([i for i in r.issues if i.kind == "unknown_tool"]) == len(unknown), case["id"]
 
 
-if os.environ.get("HERMES_CONFORMANCE_REPORT"):  # pragma: no cover - a debugging aid
+# Where each parser is allowed to answer `intended` instead of vLLM's `expected` on well-formed
+# output (README "vLLM behaviour worth knowing"); everywhere else it must equal vLLM.
+INTENDED_OVER_EXPECTED: dict[str, set[str]] = {
+    "hermes": {"end_marker_in_string"},
+    "qwen": {"end_marker_in_string"},
+    "longcat": {"end_marker_in_string"},
+}
 
-    def test_print_disagreements_with_vllm() -> None:
-        for name in list_parsers():
-            path = Path(CONFORMANCE_DIR) / f"{conformance_name(name)}.jsonl"
-            if not path.is_file():
-                continue
-            for case in load_conformance(conformance_name(name)):
-                if case["well_formed"] and conformance_mismatch(
-                    {**case, "intended": None}, get_parser(name, tools=case["tools"]).parse(case["text"])
-                ):
-                    print(name, case["id"], case["category"], case.get("note"))
+
+@pytest.mark.conformance
+@pytest.mark.parametrize("parser_name", sorted(INTENDED_OVER_EXPECTED))
+def test_differs_from_vllm_only_where_documented(parser_name: str) -> None:
+    if parser_name not in list_parsers():
+        pytest.skip(f"{parser_name}: not implemented yet")
+    differing = []
+    for case in load_conformance(conformance_name(parser_name)):
+        if not case["well_formed"]:
+            continue
+        result = get_parser(parser_name, tools=case["tools"]).parse(case["text"])
+        if conformance_mismatch({**case, "intended": None}, result) is not None:
+            differing.append((case["id"], case["category"]))
+    unexpected = [d for d in differing if d[1] not in INTENDED_OVER_EXPECTED[parser_name]]
+    assert not unexpected, f"differs from vLLM outside the documented categories: {unexpected}"

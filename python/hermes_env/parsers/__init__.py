@@ -20,14 +20,14 @@ never raises: what is not a call is content, and a ``ParseIssue`` (kind, byte ``
 
 from __future__ import annotations
 
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 from hermes_env._core import (
     ISSUE_KINDS,
     ContentDelta,
     ParseIssue,
-    ParseResult,
     Parser,
+    ParseResult,
     ParseStream,
     ToolCall,
     ToolCallArgsDelta,
@@ -42,6 +42,7 @@ Event: TypeAlias = ContentDelta | ToolCallStart | ToolCallArgsDelta | ToolCallEn
 
 __all__ = [
     "ISSUE_KINDS",
+    "detect_parser",
     "ContentDelta",
     "Event",
     "ParseIssue",
@@ -55,3 +56,12 @@ __all__ = [
     "get_parser",
     "list_parsers",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # detect_parser pulls in tokenizer helpers; import it only when asked for.
+    if name == "detect_parser":
+        from hermes_env.parsers.detect import detect_parser
+
+        return detect_parser
+    raise AttributeError(f"module 'hermes_env.parsers' has no attribute {name!r}")
