@@ -142,9 +142,10 @@ def code(rng: random.Random, size: int) -> str:
                 f"    return {{'k': [x, y, {rng.random():.6f}], \"path\": r'C:\\\\tmp\\\\{name}'}}",
             ]
         elif choice < 0.5:
+            nums = ", ".join(str(rng.randint(0, 999)) for _ in range(6))
             block = [
                 f"class {name.title().replace('_', '')}:",
-                f'    items: dict[str, list[int]] = {{"{word}": [{", ".join(str(rng.randint(0, 999)) for _ in range(6))}]}}',
+                f'    items: dict[str, list[int]] = {{"{word}": [{nums}]}}',
                 "    def __repr__(self) -> str:",
                 f'        return f"<{name} {{self.items!r}}>"',
             ]
