@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import os
 import signal
+from typing import Any
 
 from hermes_env.sandbox.isolation import SlotIdentity
 from hermes_env.sandbox.protocol import ToolResult
@@ -18,6 +20,57 @@ from hermes_env.sandbox.protocol import ToolResult
 # on the command (so "print a lot, then exit 0" still finishes, while `yes` is stopped).
 _DRAIN_FACTOR = 16
 _CHUNK = 65536
+
+# Children this process started through asyncio (their statuses belong to asyncio's watcher);
+# any other zombie child is an orphan reparented to us as subreaper, which ``reap_orphans`` collects.
+_MANAGED: dict[int, asyncio.subprocess.Process] = {}
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+async def spawn(*argv: str, **kwargs: Any) -> asyncio.subprocess.Process:
+    """``asyncio.create_subprocess_exec`` that records the child as managed (see ``reap_orphans``)."""
+    proc = await asyncio.create_subprocess_exec(*argv, **kwargs)
+    _MANAGED[proc.pid] = proc
+    return proc
+
+
+def become_subreaper() -> bool:
+    """Make orphaned descendants (a sandbox's init whose bwrap was killed) reparent to this process."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def reap_orphans() -> int:
+    """waitpid every zombie child that asyncio does not manage; returns how many were reaped."""
+    for pid in [pid for pid, proc in _MANAGED.items() if proc.returncode is not None]:
+        _MANAGED.pop(pid, None)
+    me = str(os.getpid())
+    reaped = 0
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) in _MANAGED:
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 1 and fields[0] == b"Z" and fields[1].decode() == me:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(int(entry.name), os.WNOHANG)
+                reaped += 1
+    return reaped
+
+
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    with contextlib.suppress(OSError):
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{tid}/children") as f:
+                out += [int(c) for c in f.read().split()]
+    return out
 
 
 def kill_tree(proc: asyncio.subprocess.Process) -> None:
@@ -30,6 +83,37 @@ def kill_tree(proc: asyncio.subprocess.Process) -> None:
         proc.kill()
 
 
+async def terminate(proc: asyncio.subprocess.Process, grace: float = 3.0) -> None:
+    """Stop ``proc`` and everything under it, and wait for it.
+
+    The sandbox's init (bwrap's child) is killed first: its PID namespace dies with it and the
+    outer bwrap reaps it and exits, so nothing is orphaned. Killing the outer bwrap first would
+    leave the inner one to be reparented, and a zombie that nobody reaps still counts against
+    the slot user's process limit. The output pipe is drained meanwhile: asyncio only reports a
+    process as finished once its pipes are closed, and it stops reading when its buffer is full.
+    """
+    if proc.returncode is None:
+        inner = _children(proc.pid)
+        for pid in inner:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        if not inner:
+            kill_tree(proc)
+
+    async def drain_and_wait() -> None:
+        if proc.stdout is not None:
+            while await proc.stdout.read(_CHUNK):
+                pass
+        await proc.wait()
+
+    try:
+        await asyncio.wait_for(drain_and_wait(), grace)
+    except TimeoutError:
+        kill_tree(proc)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(drain_and_wait(), grace)
+
+
 async def run_process(
     argv: list[str],
     *,
@@ -40,7 +124,7 @@ async def run_process(
     stdin: bytes | None = None,
 ) -> ToolResult:
     try:
-        proc = await asyncio.create_subprocess_exec(
+        proc = await spawn(
             *argv,
             cwd=cwd,
             stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
@@ -78,8 +162,7 @@ async def run_process(
             dropped += max(0, len(chunk) - max(room, 0))
             if dropped > _DRAIN_FACTOR * max_output:
                 stopped_for_output = True
-                kill_tree(proc)
-                break
+                return
         await proc.wait()
 
     feeder = asyncio.ensure_future(feed()) if stdin is not None else None
@@ -88,18 +171,14 @@ async def run_process(
         await asyncio.wait_for(pump(), timeout)
     except TimeoutError:
         timed_out = True
-        kill_tree(proc)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(proc.wait(), 5.0)
     except asyncio.CancelledError:
-        kill_tree(proc)
+        await asyncio.shield(terminate(proc))
         raise
     finally:
         if feeder is not None:
             feeder.cancel()
-    if proc.returncode is None:
-        kill_tree(proc)
-        await proc.wait()
+    if proc.returncode is None or stopped_for_output:
+        await terminate(proc)
 
     output = kept.decode("utf-8", "replace")
     if dropped:

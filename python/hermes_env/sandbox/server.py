@@ -35,6 +35,7 @@ from hermes_env.sandbox.protocol import (
     ToolCall,
     ToolResult,
 )
+from hermes_env.sandbox.runner import become_subreaper, reap_orphans
 from hermes_env.sandbox.slots import SlotHost
 
 log = logging.getLogger("hermes_env.sandbox.server")
@@ -113,6 +114,7 @@ def build_app(host: SlotHost, worker_id: str) -> web.Application:
 
 async def serve(args: argparse.Namespace) -> int:
     policy = SandboxPolicy.model_validate_json(args.policy)
+    become_subreaper()
     host = SlotHost(Path(args.root), args.slots, policy, worker_index=args.worker_index)
     try:
         await asyncio.to_thread(host.prepare)
@@ -138,6 +140,7 @@ async def serve(args: argparse.Namespace) -> int:
             if args.parent_pid and os.getppid() != args.parent_pid:
                 log.warning("parent %d is gone; shutting down", args.parent_pid)
                 stop.set()
+            reap_orphans()
             await asyncio.sleep(0.5)
 
     watcher = asyncio.create_task(watch_parent())

@@ -8,7 +8,6 @@ output, kills the shell; the next call starts a fresh one and says so.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import re
 import secrets
@@ -18,14 +17,14 @@ from pathlib import Path
 
 from hermes_env.sandbox.isolation import SlotIdentity
 from hermes_env.sandbox.protocol import ToolResult
-from hermes_env.sandbox.runner import kill_tree
+from hermes_env.sandbox.runner import spawn, terminate
 
 ArgvBuilder = Callable[[list[str], list[tuple[str, str]]], list[str]]
 _DRAIN_FACTOR = 16
 
 
 async def _spawn(argv: list[str], identity: SlotIdentity, cwd: str, *, pipes: bool) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
+    return await spawn(
         *argv,
         cwd=cwd,
         stdin=asyncio.subprocess.PIPE if pipes else asyncio.subprocess.DEVNULL,
@@ -40,7 +39,7 @@ async def _spawn(argv: list[str], identity: SlotIdentity, cwd: str, *, pipes: bo
 
 async def bash_syntax_error(command: str) -> str | None:
     """bash's complaint when ``command`` does not parse (``bash -n`` only parses, it runs nothing)."""
-    proc = await asyncio.create_subprocess_exec(
+    proc = await spawn(
         "/bin/bash",
         "-n",
         "-c",
@@ -153,9 +152,7 @@ class StatefulShell:
 
     async def close(self) -> None:
         if self._proc is not None:
-            kill_tree(self._proc)
-            with contextlib.suppress(ProcessLookupError):
-                await self._proc.wait()
+            await terminate(self._proc)
 
 
 class TmuxSession:
@@ -186,7 +183,7 @@ class TmuxSession:
         tmux = shutil.which("tmux")
         if tmux is None:
             return 127, "tmux is not installed on the worker; install it (apt install tmux)"
-        proc = await asyncio.create_subprocess_exec(
+        proc = await spawn(
             tmux,
             "-S",
             str(self.socket),
@@ -267,7 +264,5 @@ class TmuxSession:
 
     async def close(self) -> None:
         if self._proc is not None:
-            kill_tree(self._proc)
-            with contextlib.suppress(ProcessLookupError):
-                await self._proc.wait()
+            await terminate(self._proc)
             self._proc = None

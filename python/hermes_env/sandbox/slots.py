@@ -8,6 +8,7 @@ import contextlib
 import logging
 import os
 import signal
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -234,7 +235,9 @@ class SlotHost:
         slot.shell = None
         slot.tmux = None
         if slot.identity.uid is not None:
-            kill_uid(slot.identity.uid)  # anything the slot's user left running (nohup, setsid ...)
+            await asyncio.to_thread(
+                kill_uid, slot.identity.uid
+            )  # anything the slot's user left running (nohup, setsid ...)
 
     async def close(self) -> None:
         for slot in self.slots:
@@ -256,17 +259,33 @@ class SlotHost:
         ]
 
 
-def kill_uid(uid: int) -> int:
-    """SIGKILL every process whose real uid is ``uid``; returns how many were signalled."""
-    killed = 0
+def _live_pids_of(uid: int) -> list[int]:
+    pids = []
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         try:
             if entry.stat().st_uid != uid:
                 continue
-            os.kill(int(entry.name), signal.SIGKILL)
-            killed += 1
-        except (OSError, ProcessLookupError):
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                state = f.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
             continue
+        if state not in (b"Z", b"X"):  # zombies hold no resources; their parent reaps them
+            pids.append(int(entry.name))
+    return pids
+
+
+def kill_uid(uid: int, attempts: int = 50) -> int:
+    """SIGKILL every live process whose uid is ``uid`` until none is left; returns how many were signalled."""
+    killed = 0
+    for _ in range(attempts):
+        pids = _live_pids_of(uid)
+        if not pids:
+            break
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+        time.sleep(0.02)
     return killed
