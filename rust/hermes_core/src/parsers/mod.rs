@@ -40,6 +40,7 @@
 //!    - never lose text: whatever is not returned as a call (name/arguments) or consumed as the
 //!      format's own markup must reach `content`, also on malformed and truncated input
 //!      (`finish` flushes). Never panic (no indexing that can fail; use `get`).
+//!
 //!    Unknown-tool issues, ids, event merging and the result are handled by the driver.
 //! 4. Register: add one [`ParserSpec`] row to [`registry::REGISTRY`] under vLLM's
 //!    `--tool-call-parser` name (aliases are extra rows pointing to the same constructor).
