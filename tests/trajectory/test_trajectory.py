@@ -189,3 +189,18 @@ def test_out_of_range_ids_name_first_bad_index(ids: list[int]) -> None:
     with pytest.raises(ValueError, match=f"index {bad[0]} "):
         t.add_completion(ids, [-1.0] * len(ids))
     assert len(t) == 0
+
+
+def test_numpy_inputs_match_lists() -> None:
+    a, b = make(), make()
+    nxt = [1, 2, 3, 4, 5, 6, 7]
+    a.extend(nxt)
+    b.extend(np.array(nxt, dtype=np.int64))  # zero-copy path
+    a.add_completion([8, 9], [-0.1, -0.2])
+    b.add_completion(np.array([8, 9], dtype=np.int32), np.array([-0.1, -0.2])[::1])  # other dtype: converted
+    assert snapshot(a) == snapshot(b)
+    assert b.common_prefix(np.arange(10, dtype=np.int64)[::2]) == 0  # non-contiguous view
+    with pytest.raises(ValueError, match="index 1 is negative"):
+        b.add_prompt(np.array([1, -1], dtype=np.int64))
+    with pytest.raises(TypeError):
+        b.add_prompt("1 2 3")

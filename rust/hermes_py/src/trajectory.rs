@@ -9,7 +9,7 @@ use std::ffi::CString;
 use hermes_core::trajectory::{
     self as core, Divergence, DivergencePolicy, Extension, SegmentKind, Trajectory, TrajectoryError,
 };
-use numpy::PyArray1;
+use numpy::{Element, PyArray1, PyArrayMethods};
 use pyo3::exceptions::{PyUserWarning, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -27,6 +27,23 @@ pyo3::create_exception!(
     PyUserWarning,
     "Emitted when policy 'warn_and_restart' starts a new sequence after a divergence."
 );
+
+/// Runs `f` on a borrowed slice of a contiguous numpy array of `T` (no copy), or on a `Vec<T>`
+/// extracted from any other sequence (list, tuple, array of another dtype).
+fn with_slice<'py, T, R>(obj: &Bound<'py, PyAny>, f: impl FnOnce(&[T]) -> R) -> PyResult<R>
+where
+    T: Element + Copy + FromPyObjectOwned<'py>,
+{
+    if let Ok(array) = obj.cast::<PyArray1<T>>() {
+        if let Ok(view) = array.try_readonly() {
+            if let Ok(slice) = view.as_slice() {
+                return Ok(f(slice));
+            }
+        }
+    }
+    let owned: Vec<T> = obj.extract()?;
+    Ok(f(&owned))
+}
 
 /// Decodes ids with the caller's callback; a failing decoder must not hide the divergence.
 fn decode_text(decode: Option<&Bound<'_, PyAny>>, ids: &[i64]) -> Option<String> {
@@ -107,27 +124,29 @@ impl PyTrajectory {
     }
 
     /// Appends prompt tokens (masked, logprob 1.0).
-    fn add_prompt(&mut self, py: Python<'_>, ids: Vec<i64>) -> PyResult<()> {
-        self.inner.add_prompt(&ids).map_err(|e| to_py_err(py, e, None))
+    fn add_prompt<'py>(&mut self, py: Python<'py>, ids: &Bound<'py, PyAny>) -> PyResult<()> {
+        with_slice(ids, |ids: &[i64]| self.inner.add_prompt(ids))?.map_err(|e| to_py_err(py, e, None))
     }
 
     /// Appends generated tokens (trained) with one logprob per token.
     #[pyo3(signature = (ids, logprobs, finish_reason = None))]
-    fn add_completion(
+    fn add_completion<'py>(
         &mut self,
-        py: Python<'_>,
-        ids: Vec<i64>,
-        logprobs: Vec<f64>,
+        py: Python<'py>,
+        ids: &Bound<'py, PyAny>,
+        logprobs: &Bound<'py, PyAny>,
         finish_reason: Option<&str>,
     ) -> PyResult<()> {
-        self.inner
-            .add_completion(&ids, &logprobs, finish_reason)
-            .map_err(|e| to_py_err(py, e, None))
+        let inner = &mut self.inner;
+        with_slice(ids, |ids: &[i64]| {
+            with_slice(logprobs, |lps: &[f64]| inner.add_completion(ids, lps, finish_reason))
+        })??
+        .map_err(|e| to_py_err(py, e, None))
     }
 
     /// How many leading tokens `ids` shares with the trajectory.
-    fn common_prefix(&self, ids: Vec<i64>) -> usize {
-        self.inner.common_prefix(&ids)
+    fn common_prefix<'py>(&self, ids: &Bound<'py, PyAny>) -> PyResult<usize> {
+        with_slice(ids, |ids: &[i64]| self.inner.common_prefix(ids))
     }
 
     /// `None` if `ids` starts with the trajectory, else the divergence window as a dict.
@@ -135,33 +154,33 @@ impl PyTrajectory {
     fn divergence<'py>(
         &self,
         py: Python<'py>,
-        ids: Vec<i64>,
+        ids: &Bound<'py, PyAny>,
         decode: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Option<Bound<'py, PyDict>>> {
-        self.inner
-            .divergence(&ids)
-            .map(|d| window_dict(py, &d, decode))
-            .transpose()
+        let divergence = with_slice(ids, |ids: &[i64]| self.inner.divergence(ids))?;
+        divergence.map(|d| window_dict(py, &d, decode)).transpose()
     }
 
     /// Extends to the next turn's full prompt ids; see `hermes_env.trajectory` for the policies.
     ///
     /// Returns a dict: `outcome` ("extended" | "restarted" | "kept_raw"), `appended`,
     /// `divergence` (window dict or None) and `previous` (the trajectory before a restart).
+    /// Ids may be lists or (zero-copy) contiguous int64 numpy arrays.
     #[pyo3(signature = (next_prompt_ids, policy = "raise", new_turn = None, decode = None))]
     fn extend<'py>(
         &mut self,
         py: Python<'py>,
-        next_prompt_ids: Vec<i64>,
+        next_prompt_ids: &Bound<'py, PyAny>,
         policy: &str,
         new_turn: Option<Vec<i64>>,
         decode: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let policy = DivergencePolicy::parse(policy).map_err(|e| to_py_err(py, e, None))?;
-        let outcome = self
-            .inner
-            .extend(&next_prompt_ids, policy, new_turn.as_deref())
-            .map_err(|e| to_py_err(py, e, decode))?;
+        let inner = &mut self.inner;
+        let outcome = with_slice(next_prompt_ids, |next: &[i64]| {
+            inner.extend(next, policy, new_turn.as_deref())
+        })?
+        .map_err(|e| to_py_err(py, e, decode))?;
         let out = PyDict::new(py);
         match outcome {
             Extension::Extended { appended } => {
