@@ -1,0 +1,139 @@
+"""Pool faults: a worker killed mid-batch, acquisition beyond capacity, scaling, workers that cannot start."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from hermes_env.sandbox import (
+    ExecutorConfig,
+    SandboxPolicy,
+    SlotAcquireTimeout,
+    SlotPool,
+    ToolExecutor,
+    WorkerStartError,
+)
+from hermes_env.sandbox.config import ResourceLimits
+
+
+async def _wait_until(predicate, what: str, limit: float = 30.0) -> None:  # noqa: ANN001
+    for _ in range(int(limit / 0.1)):
+        if predicate():
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"gave up waiting for {what}")
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                state = f.read().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if text.encode() in cmd and state != b"Z":
+            found.append(int(pid))
+    return found
+
+
+async def test_worker_killed_mid_batch(pool_factory) -> None:  # noqa: ANN001
+    pool: SlotPool = await pool_factory(slots_per_worker=2, min_workers=2, max_workers=2)
+    async with ToolExecutor(pool, ExecutorConfig(max_timeout_s=60, transport_grace_s=5)) as ex:
+        await ex.execute("victim", "bash", {"command": "echo mine > v.txt"})
+        await ex.execute("bystander", "bash", {"command": "echo safe > b.txt"})
+        victim, bystander = pool.lease_of("victim"), pool.lease_of("bystander")
+        assert victim is not None and bystander is not None and victim.worker_id != bystander.worker_id
+        dead = pool.worker(victim.worker_id)
+        assert dead is not None and dead.pid is not None
+        dead_root = str(dead.spec.root)
+
+        calls = asyncio.gather(
+            ex.execute("victim", "bash", {"command": "sleep 40; echo never"}, timeout=30),
+            ex.execute("victim", "bash", {"command": "echo queued-behind"}, timeout=30),
+        )
+        await _wait_until(lambda: len(_processes_mentioning("sleep 40")) > 0, "the victim's command to start")
+        os.kill(dead.pid, signal.SIGKILL)
+        results = await calls
+        for r in results:
+            assert r.error_type == "worker_lost" and not r.ok, r
+            assert victim.worker_id in (r.error or "")
+
+        # The pool replaced the worker; the victim's next call runs on a fresh slot and says so.
+        await _wait_until(lambda: len(pool.workers) == 2 and victim.worker_id not in {w.worker_id for w in pool.workers},
+                          "the dead worker to be replaced")  # fmt: skip
+        again = await ex.execute("victim", "bash", {"command": "ls; echo alive"})
+        assert again.ok and "alive" in again.output and "v.txt" not in again.output
+        assert again.data.get("workspace_replaced") is True
+        new_lease = pool.lease_of("victim")
+        assert new_lease is not None and new_lease.worker_id != victim.worker_id
+
+        # The other trajectory never noticed.
+        other = await ex.execute("bystander", "bash", {"command": "cat b.txt"})
+        assert other.ok and other.output == "safe\n" and pool.lease_of("bystander") == bystander
+
+        # Nothing of the dead worker is left running: no server, no sandbox, no sleep.
+        await _wait_until(lambda: not _processes_mentioning(dead_root), "the dead worker's processes to exit", 10)
+        assert _processes_mentioning("sleep 40") == []
+
+
+async def test_acquire_beyond_capacity_waits_scales_then_times_out(pool_factory) -> None:  # noqa: ANN001
+    pool: SlotPool = await pool_factory(slots_per_worker=1, min_workers=1, max_workers=2, scale_down_cooldown_s=0.5)
+    first = await pool.acquire("t1")
+    assert len(pool.workers) == 1
+    second = await pool.acquire("t2", timeout=60)  # waits while a second worker starts
+    assert len(pool.workers) == 2 and second.worker_id != first.worker_id
+
+    with pytest.raises(SlotAcquireTimeout) as info:
+        await pool.acquire("t3", timeout=0.5)
+    msg = str(info.value)
+    assert "t3" in msg and "max_workers=2" in msg and "2 leased" in msg
+
+    # A waiter gets the slot as soon as one is released.
+    waiter = asyncio.create_task(pool.acquire("t3", timeout=60))
+    await asyncio.sleep(0.2)
+    assert not waiter.done()
+    await pool.release("t1")
+    third = await waiter
+    assert third.worker_id == first.worker_id and third.slot == first.slot
+
+    # Idle workers above min_workers stop after the cooldown.
+    await pool.release("t2")
+    await _wait_until(lambda: len(pool.workers) == 1, "an idle worker to be stopped")
+    assert pool.workers[0].worker_id == first.worker_id  # the one still leased stays
+
+
+async def test_required_sandbox_that_cannot_run_is_a_clear_error(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    from hermes_env.sandbox import PoolConfig
+
+    monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap, no prlimit on the worker's PATH
+    pool = SlotPool(PoolConfig(slots_per_worker=1, min_workers=1, max_workers=1), SandboxPolicy(require_sandbox=True))
+    with pytest.raises(WorkerStartError) as info:
+        await pool.start()
+    assert "bwrap" in str(info.value) and "require_sandbox" in str(info.value)
+    await pool.close()
+
+
+async def test_unsandboxed_fallback_only_when_the_environment_allows_it(monkeypatch) -> None:  # noqa: ANN001
+    import shutil
+    import tempfile
+
+    from hermes_env.sandbox import PoolConfig
+
+    bindir = Path(tempfile.mkdtemp(prefix="hermes-test-bin-"))
+    bindir.chmod(0o755)  # the slot's user runs prlimit from here
+    (bindir / "prlimit").symlink_to("/usr/bin/prlimit")
+    monkeypatch.setenv("PATH", str(bindir))
+    limits = ResourceLimits(max_processes=32)
+    pool = SlotPool(PoolConfig(slots_per_worker=1, min_workers=1), SandboxPolicy(require_sandbox=False, limits=limits))
+    async with pool, ToolExecutor(pool) as ex:
+        r = await ex.execute("u", "bash", {"command": "pwd"})
+        assert r.ok and r.output.strip().endswith("/slots/0")  # ran directly in the workspace, no /workspace mount
+    shutil.rmtree(bindir)
