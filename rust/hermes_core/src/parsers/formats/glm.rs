@@ -33,7 +33,7 @@
 use std::sync::Arc;
 
 use super::super::marker::{MarkerHit, MarkerSet};
-use super::super::stream::{Emitter, Format, FormatStream};
+use super::super::stream::{count_chars, Emitter, Format, FormatStream};
 use super::super::tools::Tools;
 use super::super::types::{IssueKind, Pos, RenderError, ToolCall};
 use super::schema_values::{coerce, ArgsWriter, TypeSet};
@@ -87,6 +87,9 @@ enum St {
     Value,
     /// After `</arg_value>`: it ends the value only if the next non-whitespace text is markup.
     ValueEnd,
+    /// After a value's end marker and the call's closing markup: the call ends there unless the
+    /// value's end marker shows up again before the next call (then all of it was value text).
+    Tentative,
 }
 
 struct GlmStream {
@@ -113,6 +116,11 @@ struct GlmStream {
     after_call_reported: bool,
     /// The value's end marker and the whitespace after it, while it is not yet known to end it.
     pending_end: String,
+    /// Where `pending_end` starts (its value-end marker).
+    pending_pos: Pos,
+    tentative_markers: MarkerSet,
+    /// While held text is replayed: its position and a copy (for exact issue offsets).
+    replay: Option<(Pos, String)>,
     keys: Vec<String>,
 }
 
@@ -141,12 +149,21 @@ impl GlmStream {
             in_junk: false,
             after_call_reported: false,
             pending_end: String::new(),
+            pending_pos: Pos::default(),
+            tentative_markers: MarkerSet::new(&[VALUE_END, TOOL_CALL]),
+            replay: None,
             keys: Vec::new(),
         }
     }
 
     fn at(&self, out: &mut Emitter<'_>, i: usize) -> Pos {
-        out.pos(self.base + i)
+        match &self.replay {
+            Some((origin, text)) => Pos {
+                byte: origin.byte + i,
+                char: origin.char + count_chars(text.as_bytes().get(..i).unwrap_or_default()),
+            },
+            None => out.pos(self.base + i),
+        }
     }
 
     fn run(&mut self, buf: &str, eof: bool, out: &mut Emitter<'_>) -> usize {
@@ -159,7 +176,8 @@ impl GlmStream {
                 St::Args => self.on_args(rest, i, eof, out),
                 St::Key => self.on_key(rest, i, eof, out),
                 St::AfterKey => self.on_after_key(rest, i, eof, out),
-                St::Value => self.on_value(rest, eof, out),
+                St::Value => self.on_value(rest, i, eof, out),
+                St::Tentative => self.on_tentative(rest, i, eof, out),
                 St::ValueEnd => self.on_value_end(rest, eof, out),
             };
             match step {
@@ -472,10 +490,11 @@ impl GlmStream {
         }
     }
 
-    fn on_value(&mut self, rest: &str, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
+    fn on_value(&mut self, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
         match self.value_end.find(rest, eof) {
             MarkerHit::Full { at, end, .. } => {
                 self.value_text(out, &rest[..at]);
+                self.pending_pos = self.at(out, i + at);
                 self.pending_end.clear();
                 self.pending_end.push_str(&rest[at..end]);
                 self.st = St::ValueEnd;
@@ -505,6 +524,11 @@ impl GlmStream {
             return Some(ws);
         }
         match self.args_markers.find(rest, eof) {
+            MarkerHit::Full { at: 0, end, marker } if marker == 1 => {
+                self.pending_end.push_str(&rest[..end]);
+                self.st = St::Tentative;
+                Some(end)
+            }
             MarkerHit::Full { at: 0, .. } => {
                 self.pending_end.clear();
                 self.close_value(out);
@@ -518,6 +542,58 @@ impl GlmStream {
                 self.st = St::Value;
                 Some(0)
             }
+        }
+    }
+
+    fn on_tentative(&mut self, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
+        match self.tentative_markers.find(rest, eof) {
+            MarkerHit::Full { at, end, marker: 0 } => {
+                // The value's end marker again: everything held was value text.
+                self.pending_end.push_str(&rest[..at]);
+                let held = std::mem::take(&mut self.pending_end);
+                self.value_text(out, &held);
+                self.pending_pos = self.at(out, i + at);
+                self.pending_end.push_str(&rest[at..end]);
+                self.st = St::ValueEnd;
+                Some(end)
+            }
+            MarkerHit::Full { at, .. } => {
+                self.pending_end.push_str(&rest[..at]);
+                self.commit_value_end(out);
+                Some(at)
+            }
+            MarkerHit::Partial { at } => {
+                self.pending_end.push_str(&rest[..at]);
+                if at == 0 {
+                    None
+                } else {
+                    Some(at)
+                }
+            }
+            MarkerHit::None => {
+                self.pending_end.push_str(rest);
+                Some(rest.len())
+            }
+        }
+    }
+
+    /// The held value end was real: close the value and run the held markup and text after it
+    /// through the state machine (each held byte is replayed once).
+    fn commit_value_end(&mut self, out: &mut Emitter<'_>) {
+        let held = std::mem::take(&mut self.pending_end);
+        self.close_value(out);
+        self.st = St::Args;
+        let skip = VALUE_END.len().min(held.len());
+        let tail = held.get(skip..).unwrap_or_default();
+        let origin = Pos {
+            byte: self.pending_pos.byte + skip,
+            char: self.pending_pos.char + skip,
+        };
+        self.replay = Some((origin, tail.to_owned()));
+        let used = self.run(tail, true, out);
+        self.replay = None;
+        if let Some(left) = tail.get(used..) {
+            self.content.text(out, left);
         }
     }
 
@@ -541,6 +617,9 @@ impl FormatStream for GlmStream {
 
     fn finish(&mut self, out: &mut Emitter<'_>) {
         self.process(true, out);
+        if self.st == St::Tentative {
+            self.commit_value_end(out);
+        }
         let end = out.pos(self.base + self.buf.len());
         let left = std::mem::take(&mut self.buf);
         match self.st {
@@ -557,11 +636,11 @@ impl FormatStream for GlmStream {
                     "the output ends inside <tool_call> before the tool name is complete; kept as content",
                 );
             }
-            St::Args | St::Key | St::AfterKey | St::Value | St::ValueEnd => {
+            St::Args | St::Key | St::AfterKey | St::Value | St::ValueEnd | St::Tentative => {
                 if self.st == St::Value {
                     self.value_text(out, &left);
                 }
-                if matches!(self.st, St::Value | St::ValueEnd) {
+                if matches!(self.st, St::Value | St::ValueEnd | St::Tentative) {
                     self.close_value(out);
                 }
                 self.end_call(out);
