@@ -25,7 +25,12 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class ExecResult:
-    """Result of one command: combined output (stdout then stderr, truncated to the backend's limit)."""
+    """Result of one command.
+
+    ``output`` is stdout and stderr combined (``local`` and ``bwrap`` merge them in the order they were
+    written), cut to the backend's limit with a note (``truncated``). ``exit_code`` is negative when the
+    command was killed by a signal (timeout, output flood).
+    """
 
     output: str
     exit_code: int
