@@ -1,0 +1,144 @@
+"""Hypothesis properties for every registered parser (one parametrised test per property).
+
+- round trip: ``parse(render(calls, content))`` gives back the content and the calls (names
+  equal, arguments equal as JSON), for every example the format's ``render`` accepts (a
+  ``ValueError`` from render means the format cannot express it: the example is rejected);
+- split invariance: any partition of the rendered text into chunks (including inside markers
+  and next to multi-byte characters) gives the same events' concatenations and the same result
+  as ``parse``; ``ToolCallStart`` comes once per call with indices 0..n-1;
+- arbitrary text, including marker soup: never raises, never loses text.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hermes_env.parsers import get_parser, list_parsers
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from .parser_checks import check_nothing_lost, check_stream, chunks_at, run_stream
+
+PARAMS: dict[str, dict[str, Any]] = {
+    "path": {"type": "string"},
+    "content": {"type": "string"},
+    "count": {"type": "integer"},
+    "ratio": {"type": "number"},
+    "force": {"type": "boolean"},
+    "options": {"type": "object"},
+    "items": {"type": "array"},
+}
+TOOL_NAMES = ["read_file", "write_file", "terminal", "web_search", "list_processes"]
+TOOLS = [
+    {"type": "function", "function": {"name": n, "parameters": {"type": "object", "properties": PARAMS}}}
+    for n in TOOL_NAMES
+]
+
+# Marker texts of every format: inside strings they must stay string text, and in arbitrary
+# text they must never make a parser lose or invent text.
+MARKERS = [
+    "<tool_call>",
+    "</tool_call>",
+    "<longcat_tool_call>",
+    "</longcat_tool_call>",
+    "<function=read_file>",
+    "<parameter=path>",
+    "</parameter>",
+    "</function>",
+    "<arg_key>",
+    "</arg_key>",
+    "<arg_value>",
+    "</arg_value>",
+    "[TOOL_CALLS]",
+    "[ARGS]",
+    "<|python_tag|>",
+    "<|python_start|>",
+    "<|python_end|>",
+    "<｜tool▁calls▁begin｜>",
+    "<｜tool▁call▁begin｜>",
+    "<｜tool▁sep｜>",
+    "<｜tool▁call▁end｜>",
+    "<|tool_calls_section_begin|>",
+    "<|tool_call_begin|>",
+    "<|tool_call_argument_begin|>",
+    "<|tool_call_end|>",
+    "<|tool_call|>",
+    "<tool_calls>",
+    "</tool_calls>",
+    "<|action_start|><|plugin|>",
+    "<|action_end|>",
+    "```json",
+    "</think>",
+]
+
+text_st = st.one_of(
+    st.text(max_size=30),
+    st.sampled_from(MARKERS),
+    st.sampled_from(['"', "\\", "\\n", "\\u00e9", "{", "}", "[", "]", "😀", "👩‍👩‍👧", "é", "\u2028", "\x00", "\r\n"]),
+)
+string_st = st.lists(text_st, max_size=6).map("".join)
+json_leaf = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False), string_st
+)
+json_st = st.recursive(
+    json_leaf,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(string_st, inner, max_size=4)),
+    max_leaves=12,
+)
+VALUE_ST: dict[str, Any] = {
+    "path": string_st,
+    "content": string_st,
+    "count": st.integers(min_value=-(10**12), max_value=10**12),
+    "ratio": st.floats(allow_nan=False, allow_infinity=False, width=32),
+    "force": st.booleans(),
+    "options": st.dictionaries(string_st, json_st, max_size=3),
+    "items": st.lists(json_st, max_size=3),
+}
+args_st = st.fixed_dictionaries({}, optional=VALUE_ST)
+calls_st = st.lists(st.fixed_dictionaries({"name": st.sampled_from(TOOL_NAMES), "arguments": args_st}), max_size=4)
+content_st = st.one_of(st.none(), st.lists(text_st, min_size=1, max_size=5).map("".join))
+
+SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.mark.parametrize("name", list_parsers())
+@SETTINGS
+@given(calls=calls_st, content=content_st, data=st.data())
+def test_round_trip_and_split_invariance(
+    name: str, calls: list[dict[str, Any]], content: str | None, data: Any
+) -> None:
+    parser = get_parser(name, tools=TOOLS)
+    try:
+        text = parser.render(calls, content=content)
+    except ValueError:
+        assume(False)  # the format cannot express this example
+        return
+    whole = parser.parse(text)
+    assert whole.content == (content or None), f"{name}: content changed by render/parse of {text!r}"
+    assert [c.name for c in whole.tool_calls] == [c["name"] for c in calls], text
+    for got, want in zip(whole.tool_calls, calls, strict=True):
+        assert json.loads(got.arguments) == want["arguments"], f"{name}: arguments changed in {text!r}"
+    assert not whole.issues, f"{name}: issues on rendered text {text!r}: {whole.issues!r}"
+    cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=12), label="cuts")
+    events, streamed = run_stream(parser, chunks_at(text, cuts))
+    check_stream(events, streamed)
+    assert streamed == whole
+    if len(text) <= 600:  # one character per feed (bounded: one FFI call per character)
+        one_char_events, one_char = run_stream(parser, list(text))
+        check_stream(one_char_events, one_char)
+        assert one_char == whole
+
+
+@pytest.mark.parametrize("name", list_parsers())
+@SETTINGS
+@given(text=st.lists(text_st, max_size=25).map("".join), data=st.data())
+def test_arbitrary_text_never_raises_or_loses_text(name: str, text: str, data: Any) -> None:
+    parser = get_parser(name, tools=TOOLS)
+    whole = parser.parse(text)
+    check_nothing_lost(text, whole)
+    cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=10), label="cuts")
+    events, streamed = run_stream(parser, chunks_at(text, cuts))
+    check_stream(events, streamed)
+    assert streamed == whole
