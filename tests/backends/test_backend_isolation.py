@@ -11,6 +11,8 @@ import pytest
 from hermes_env.backends import ExecutionBackend, WorkspacePathError
 from hermes_env.backends.bwrap import BwrapBackend
 from hermes_env.backends.paths import workspace_relative
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 @pytest.mark.parametrize("path", ["../outside.txt", "a/../../outside.txt", "../../../../etc/passwd"])
@@ -209,3 +211,20 @@ async def test_bwrap_root_unreachable_by_sandbox_uid_is_a_clear_error(tmp_path: 
     private.mkdir(mode=0o700)
     with pytest.raises(ValueError, match="not reachable by the sandbox uid"):
         BwrapBackend(private / "ws")
+
+
+_SEGMENTS = st.sampled_from(["..", ".", "", "a", "b", "workspace", "/", "//", "etc", "x y", "..."])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_SEGMENTS, max_size=8), st.booleans())
+def test_workspace_relative_never_leaves_the_root(parts: list[str], absolute: bool) -> None:
+    raw = ("/" if absolute else "") + "/".join(parts)
+    try:
+        rel = workspace_relative(raw, ("/workspace",))
+    except WorkspacePathError:
+        return
+    assert not rel.is_absolute()
+    assert ".." not in rel.parts
+    root = Path("/srv/ws")
+    assert root in (root / rel).parents or (root / rel) == root
