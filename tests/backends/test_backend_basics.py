@@ -165,3 +165,44 @@ async def test_get_backend_errors_and_registration(tmp_path: Path) -> None:
 async def test_many_concurrent_commands(backend: ExecutionBackend) -> None:
     results = await asyncio.gather(*(backend.execute(f"t{i}", f"echo {i}", 30) for i in range(24)))
     assert [r.output for r in results] == [f"{i}\n" for i in range(24)]
+
+
+def test_unknown_backend_option_names_the_valid_ones(tmp_path: Path) -> None:
+    with pytest.raises(
+        ValueError, match=r"backend 'local' does not accept option\(s\) 'allow_netwrk'; valid options: .*root"
+    ):
+        get_backend("local", root=tmp_path, allow_netwrk=True)
+
+
+async def test_lazily_provided_backend_is_imported_on_first_use(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import sys
+    import types
+
+    from hermes_env.backends import registry
+
+    module = types.ModuleType("fake_pool_module")
+    imported: list[bool] = []
+
+    def on_import() -> None:
+        imported.append(True)
+        register_backend("fake-pool", lambda **opts: LocalBackend(tmp_path / "pool", **opts), replace=True)
+
+    # The module registers its backend when imported, like hermes_env.sandbox does.
+    monkeypatch.setitem(registry._LAZY_MODULES, "fake-pool", "fake_pool_module")
+    monkeypatch.setitem(sys.modules, "fake_pool_module", module)
+    monkeypatch.setattr(registry.importlib, "import_module", lambda name: (on_import(), module)[1])
+    b = get_backend("fake-pool")
+    assert imported == [True] and isinstance(b, LocalBackend)
+    assert "fake-pool" in backend_names()
+    await b.aclose()
+    monkeypatch.delitem(registry._FACTORIES, "fake-pool")
+
+
+def test_lazy_module_that_fails_to_import_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hermes_env.backends import registry
+
+    monkeypatch.setitem(registry._LAZY_MODULES, "ghost", "hermes_env_no_such_module_xyz")
+    with pytest.raises(ValueError, match="backend 'ghost' needs module 'hermes_env_no_such_module_xyz'"):
+        get_backend("ghost")

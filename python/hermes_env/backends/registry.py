@@ -9,6 +9,7 @@ module never imports it eagerly: importing ``hermes_env.sandbox`` is expected to
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -30,16 +31,41 @@ def register_backend(name: str, factory: BackendFactory, *, replace: bool = Fals
     _FACTORIES[name] = factory
 
 
+def accepted_options(cls: type) -> list[str]:
+    """Keyword options a backend class accepts, following ``**kwargs`` up to its base classes."""
+    names: list[str] = []
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is None:
+            continue
+        params = inspect.signature(init).parameters.values()
+        names += [p.name for p in params if p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+        if not any(p.kind is p.VAR_KEYWORD for p in params):
+            break
+    return sorted(set(names))
+
+
+def _construct(cls: type[ExecutionBackend], options: dict[str, Any]) -> ExecutionBackend:
+    valid = accepted_options(cls)
+    unknown = sorted(set(options) - set(valid))
+    if unknown:
+        raise ValueError(
+            f"backend {cls.name!r} does not accept option(s) {', '.join(map(repr, unknown))}; "
+            f"valid options: {', '.join(valid)}"
+        )
+    return cls(**options)
+
+
 def _local(**options: Any) -> ExecutionBackend:
     from hermes_env.backends.local import LocalBackend
 
-    return LocalBackend(**options)
+    return _construct(LocalBackend, options)
 
 
 def _bwrap(**options: Any) -> ExecutionBackend:
     from hermes_env.backends.bwrap import BwrapBackend
 
-    return BwrapBackend(**options)
+    return _construct(BwrapBackend, options)
 
 
 register_backend("local", _local)
