@@ -1,6 +1,137 @@
 """Type stubs for hermes_env._core (the compiled Rust extension)."""
 
 # ---------------------------------------------------------------------------------------------
+# parsers section (rust/hermes_py/src/parsers.rs; public facade: hermes_env.parsers)
+# ---------------------------------------------------------------------------------------------
+from collections.abc import Iterable as _Iterable  # noqa: E402
+from collections.abc import Mapping as _Mapping  # noqa: E402
+from typing import Literal as _Literal  # noqa: E402
+from typing import Self as _Self  # noqa: E402
+from typing import final as _final  # noqa: E402
+
+__version__: str
+
+_IssueKind = _Literal[
+    "malformed_json",
+    "truncated",
+    "unknown_tool",
+    "bad_arguments",
+    "unexpected_text",
+    "missing_name",
+    "missing_arguments",
+    "malformed_markup",
+    "invalid_unicode",
+]
+ISSUE_KINDS: list[str]
+
+@_final
+class ToolCall:
+    """One extracted call; ``arguments`` is JSON text (the raw text when the model's JSON was broken)."""
+
+    __match_args__ = ("name", "arguments", "id")
+    def __new__(cls, name: str, arguments: str = ..., id: str = ...) -> _Self: ...  # defaults: "{}", ""
+    @property
+    def id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def arguments(self) -> str: ...
+    def to_openai(self) -> dict[str, _Any]: ...
+    def __eq__(self, other: object, /) -> bool: ...  # name and arguments; ids are random
+
+@_final
+class ParseIssue:
+    @property
+    def kind(self) -> _IssueKind: ...
+    @property
+    def offset(self) -> int: ...  # UTF-8 byte offset into the whole output
+    @property
+    def char_offset(self) -> int: ...  # index into the Python str
+    @property
+    def message(self) -> str: ...
+    def __eq__(self, other: object, /) -> bool: ...
+
+@_final
+class ParseResult:
+    @property
+    def content(self) -> str | None: ...
+    @property
+    def tool_calls(self) -> list[ToolCall]: ...
+    @property
+    def issues(self) -> list[ParseIssue]: ...
+    @property
+    def tools_called(self) -> bool: ...
+    def to_message(self) -> dict[str, _Any]: ...
+    def __eq__(self, other: object, /) -> bool: ...  # content, names, arguments, issues; not ids
+
+@_final
+class ContentDelta:
+    __match_args__ = ("text",)
+    def __new__(cls, text: str) -> _Self: ...
+    @property
+    def text(self) -> str: ...
+    def to_openai_delta(self) -> dict[str, _Any]: ...
+
+@_final
+class ToolCallStart:
+    __match_args__ = ("index", "id", "name")
+    def __new__(cls, index: int, id: str, name: str) -> _Self: ...
+    @property
+    def index(self) -> int: ...
+    @property
+    def id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    def to_openai_delta(self) -> dict[str, _Any]: ...
+
+@_final
+class ToolCallArgsDelta:
+    __match_args__ = ("index", "text")
+    def __new__(cls, index: int, text: str) -> _Self: ...
+    @property
+    def index(self) -> int: ...
+    @property
+    def text(self) -> str: ...
+    def to_openai_delta(self) -> dict[str, _Any]: ...
+
+@_final
+class ToolCallEnd:
+    __match_args__ = ("index",)
+    def __new__(cls, index: int) -> _Self: ...
+    @property
+    def index(self) -> int: ...
+    def to_openai_delta(self) -> dict[str, _Any]: ...
+
+_Event = ContentDelta | ToolCallStart | ToolCallArgsDelta | ToolCallEnd
+
+@_final
+class ParseStream:
+    def feed(self, delta: str) -> list[_Event]: ...
+    def finish(self) -> list[_Event]: ...
+    def result(self) -> ParseResult: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def finished(self) -> bool: ...
+
+@_final
+class Parser:
+    @property
+    def name(self) -> str: ...
+    def parse(self, text: str) -> ParseResult: ...
+    def stream(self) -> ParseStream: ...
+    def render(
+        self, tool_calls: _Iterable[ToolCall | _Mapping[str, _Any]], content: str | None = None
+    ) -> str: ...
+
+def list_parsers() -> list[str]: ...
+def get_parser(name: str, tools: _Sequence[_Mapping[str, _Any]] | str | None = None) -> Parser: ...
+
+# ---------------------------------------------------------------------------------------------
+# end of parsers section
+# ---------------------------------------------------------------------------------------------
+
+# ---------------------------------------------------------------------------------------------
 # trajectory section (owned by the trajectory engineer; rust/hermes_py/src/trajectory.rs)
 # ---------------------------------------------------------------------------------------------
 from collections.abc import Callable as _Callable  # noqa: E402
