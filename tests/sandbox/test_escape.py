@@ -17,7 +17,7 @@ TEST_LIMITS = ResourceLimits(cpu_seconds=10, memory_mb=512, max_processes=32, ma
 
 async def _slot_dirs(executor: ToolExecutor, trajectory_id: str) -> Path:
     lease = await executor.pool.acquire(trajectory_id)
-    async with aiohttp.ClientSession() as s, s.get(lease.url + "/slots") as resp:
+    async with aiohttp.ClientSession(headers=executor.pool.auth_headers) as s, s.get(lease.url + "/slots") as resp:
         slots = (await resp.json())["slots"]
     return Path(slots[lease.slot]["workspace"])
 

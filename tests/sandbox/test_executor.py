@@ -115,8 +115,14 @@ async def test_release_resets_the_workspace_and_affinity_keeps_the_worker(execut
 async def test_policy_cannot_be_set_by_a_request(executor: ToolExecutor) -> None:
     lease = await executor.pool.acquire("pol")
     body = {"slot": lease.slot, "tool": "bash", "args": {"command": "true"}, "allow_network": True}
-    async with aiohttp.ClientSession() as s, s.post(lease.url + "/execute", json=body) as resp:
+    async with (
+        aiohttp.ClientSession(headers=executor.pool.auth_headers) as s,
+        s.post(lease.url + "/execute", json=body) as resp,
+    ):
         assert resp.status == 422
         assert "allow_network" in await resp.text()
-    async with aiohttp.ClientSession() as s, s.get(lease.url + "/health") as resp:
+    async with aiohttp.ClientSession(headers=executor.pool.auth_headers) as s, s.get(lease.url + "/health") as resp:
         assert (await resp.json())["allow_network"] is False
+    # Only the pool that started a worker can drive it: without the pool's secret the answer is 401.
+    async with aiohttp.ClientSession() as s, s.post(lease.url + "/execute", json=body) as resp:
+        assert resp.status == 401

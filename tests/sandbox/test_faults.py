@@ -67,8 +67,10 @@ async def test_worker_killed_mid_batch(pool_factory) -> None:  # noqa: ANN001
             assert victim.worker_id in (r.error or "")
 
         # The pool replaced the worker; the victim's next call runs on a fresh slot and says so.
-        await _wait_until(lambda: len(pool.workers) == 2 and victim.worker_id not in {w.worker_id for w in pool.workers},
-                          "the dead worker to be replaced")  # fmt: skip
+        def replaced() -> bool:
+            return len(pool.workers) == 2 and victim.worker_id not in {w.worker_id for w in pool.workers}
+
+        await _wait_until(replaced, "the dead worker to be replaced")
         again = await ex.execute("victim", "bash", {"command": "ls; echo alive"})
         assert again.ok and "alive" in again.output and "v.txt" not in again.output
         assert again.data.get("workspace_replaced") is True

@@ -55,6 +55,7 @@ class ToolExecutor:
             return
         await self.pool.start()
         connector = aiohttp.TCPConnector(limit=0, force_close=False)
+        # No session-wide headers: the pool's secret goes to sandbox servers only, never to the tool server.
         self._session = aiohttp.ClientSession(connector=connector)
         self._dispatcher = asyncio.create_task(self._dispatch_loop())
 
@@ -149,6 +150,7 @@ class ToolExecutor:
             async with self._session.post(
                 lease.url + route,
                 json=body,
+                headers=self.pool.auth_headers,
                 timeout=aiohttp.ClientTimeout(total=timeout + self.config.transport_grace_s),
             ) as resp:
                 if resp.status != 200:
@@ -200,7 +202,7 @@ class ToolExecutor:
         self.calls_sent += len(items)
         try:
             async with self._session.post(
-                url + "/batch", json=body, timeout=aiohttp.ClientTimeout(total=timeout)
+                url + "/batch", json=body, headers=self.pool.auth_headers, timeout=aiohttp.ClientTimeout(total=timeout)
             ) as resp:
                 raw = await resp.read()
                 if resp.status != 200:

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import secrets
 import shutil
 import tempfile
 import time
@@ -24,7 +25,14 @@ from typing import Any
 import aiohttp
 
 from hermes_env.sandbox.config import PoolConfig, SandboxPolicy
-from hermes_env.sandbox.workers import LocalLauncher, WorkerHandle, WorkerLauncher, WorkerSpec, WorkerStartError
+from hermes_env.sandbox.workers import (
+    SECRET_HEADER,
+    LocalLauncher,
+    WorkerHandle,
+    WorkerLauncher,
+    WorkerSpec,
+    WorkerStartError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +91,13 @@ class SlotPool:
         self._last_start_error: str | None = None
         self._closed = False
         self._started = False
+        # Shared with every worker; sent by the executor so nothing else can drive a sandbox server.
+        self._secret = secrets.token_hex(16)
+
+    @property
+    def auth_headers(self) -> dict[str, str]:
+        """Headers a client needs to call this pool's sandbox servers."""
+        return {SECRET_HEADER: self._secret}
 
     def _default_launcher(self) -> WorkerLauncher:
         if self.config.backend == "ray":
@@ -100,7 +115,7 @@ class SlotPool:
         if self._owns_root:
             self._root = Path(tempfile.mkdtemp(prefix="hermes-sandbox-"))
             self._root.chmod(0o711)  # slot users must traverse it to reach their workspaces
-        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30))
+        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30), headers=self.auth_headers)
         results = await asyncio.gather(
             *(self._start_worker() for _ in range(self.config.min_workers)), return_exceptions=True
         )
@@ -144,6 +159,7 @@ class SlotPool:
             policy=self.policy,
             root=self._root / f"w{index}",
             start_timeout_s=self.config.worker_start_timeout_s,
+            secret=self._secret,
         )
         handle = self._launcher.create(spec)
         self._starting += 1

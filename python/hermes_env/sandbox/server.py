@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import hmac
 import json
 import logging
 import os
@@ -37,6 +38,7 @@ from hermes_env.sandbox.protocol import (
 )
 from hermes_env.sandbox.runner import become_subreaper, reap_orphans
 from hermes_env.sandbox.slots import SlotHost
+from hermes_env.sandbox.workers import SECRET_ENV, SECRET_HEADER
 
 log = logging.getLogger("hermes_env.sandbox.server")
 MAX_REQUEST_BYTES = 512 * 1024 * 1024
@@ -61,8 +63,25 @@ async def _run_batch(host: SlotHost, calls: list[ToolCall]) -> list[ToolResult]:
     return list(await asyncio.gather(*(host.execute(c) for c in calls)))
 
 
-def build_app(host: SlotHost, worker_id: str) -> web.Application:
-    app = web.Application(client_max_size=MAX_REQUEST_BYTES)
+def _secret_guard(secret: str) -> Callable[..., Awaitable[web.StreamResponse]]:
+    expected = secret.encode()
+
+    @web.middleware
+    async def guard(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]):  # noqa: ANN202
+        if request.path != "/health":
+            presented = request.headers.get(SECRET_HEADER, "").encode()
+            if not hmac.compare_digest(presented, expected):
+                return _json(
+                    {"error": f"missing or wrong {SECRET_HEADER}; only the pool that started me may call"}, 401
+                )
+        return await handler(request)
+
+    return guard
+
+
+def build_app(host: SlotHost, worker_id: str, secret: str | None = None) -> web.Application:
+    middlewares = [_secret_guard(secret)] if secret else []
+    app = web.Application(client_max_size=MAX_REQUEST_BYTES, middlewares=middlewares)
     Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
     def route(model: type[BaseModel], fn: Callable[[Any], Awaitable[BaseModel]]) -> Handler:
@@ -121,7 +140,7 @@ async def serve(args: argparse.Namespace) -> int:
     except (RuntimeError, OSError) as exc:
         print(json.dumps({"error": str(exc)}), flush=True)
         return 2
-    app = build_app(host, args.worker_id)
+    app = build_app(host, args.worker_id, os.environ.pop(SECRET_ENV, None))
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
     await runner.setup()
     site = web.TCPSite(runner, args.host, args.port, backlog=1024)

@@ -31,6 +31,7 @@ class WorkerSpec:
     policy: SandboxPolicy
     root: Path
     start_timeout_s: float
+    secret: str | None = None  # shared with the pool; the server refuses requests without it
 
 
 class WorkerHandle(abc.ABC):
@@ -87,9 +88,16 @@ def server_command(spec: WorkerSpec, worker_id: str, parent_pid: int, python: st
     ]
 
 
-def server_env() -> dict[str, str]:
-    """The environment for a server process: this hermes_env importable even when not installed."""
+SECRET_ENV = "HERMES_SANDBOX_SECRET"
+SECRET_HEADER = "X-Hermes-Sandbox-Secret"
+
+
+def server_env(spec: WorkerSpec) -> dict[str, str]:
+    """The environment for a server process: its secret, and this hermes_env importable even when not installed."""
     env = dict(os.environ)
+    env.pop(SECRET_ENV, None)
+    if spec.secret:
+        env[SECRET_ENV] = spec.secret
     pkg_parent = str(Path(hermes_env.__file__).resolve().parent.parent)
     env["PYTHONPATH"] = pkg_parent + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env
@@ -127,7 +135,7 @@ class LocalWorker(WorkerHandle):
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=log_file,
-                env=server_env(),
+                env=server_env(self.spec),
                 start_new_session=True,  # a Ctrl-C in the driver's terminal is handled by the pool
             )
         self.pid = self._proc.pid

@@ -1,0 +1,205 @@
+"""Workers as Ray actors spread over the nodes of a Ray cluster.
+
+Each actor starts one sandbox server on its own node (the same ``hermes_env.sandbox.server``
+process the local backend runs) and reports the node's address, the port and its node id;
+the executor then talks HTTP to the server directly, so tool traffic never goes through Ray's
+object store. Adding capacity means adding nodes to the cluster: the pool code is unchanged.
+
+Placement: ``node_affinity`` (default) puts each new worker on the alive node holding the
+fewest of this pool's workers (hard affinity, so the spread is exact); ``spread`` leaves it
+to Ray's ``SPREAD`` strategy. Actors reserve no CPU (``num_cpus=0``): sandboxed commands are
+ordinary processes on the node and are limited by the sandbox's rlimits, not Ray resources.
+
+The server listens on the node's Ray address. In tests every node runs with
+``--node-ip-address 127.0.0.1``, so everything stays on loopback; on a real cluster the
+servers are reachable on the cluster's network and check the pool's shared secret.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import subprocess
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from hermes_env.sandbox.config import PoolConfig, SandboxPolicy
+from hermes_env.sandbox.workers import (
+    WorkerHandle,
+    WorkerLauncher,
+    WorkerSpec,
+    WorkerStartError,
+    parse_ready_line,
+    server_command,
+    server_env,
+)
+
+try:  # Ray is an optional dependency (pip install 'hermes_env[cluster]')
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+except ImportError:  # pragma: no cover - exercised only without ray installed
+    ray = None
+
+
+class _SandboxWorkerActor:
+    """Runs on a Ray node: owns one sandbox server process there."""
+
+    def __init__(self) -> None:
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, spec: dict[str, Any], worker_id: str, secret: str | None) -> dict[str, Any]:
+        ws = WorkerSpec(
+            index=spec["index"],
+            slots=spec["slots"],
+            policy=SandboxPolicy.model_validate(spec["policy"]),
+            root=Path(spec["root"]),
+            start_timeout_s=spec["start_timeout_s"],
+            secret=secret,
+        )
+        ws.root.mkdir(parents=True, exist_ok=True)
+        host = ray.util.get_node_ip_address()
+        argv = server_command(ws, worker_id, os.getpid()) + ["--host", host]
+        env = server_env(ws)
+        log_path = ws.root / "server.log"
+        with log_path.open("ab") as log_file:
+            self._proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log_file, env=env, start_new_session=True
+            )
+        assert self._proc.stdout is not None
+        line = self._proc.stdout.readline()  # the server prints its ready line within its start timeout
+        port = parse_ready_line(line, worker_id, log_path)
+        return {
+            "port": port,
+            "host": host,
+            "pid": self._proc.pid,
+            "node_id": ray.get_runtime_context().get_node_id(),
+        }
+
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def stop(self) -> None:
+        if self._proc is None or self._proc.poll() is not None:
+            return
+        self._proc.terminate()
+        try:
+            self._proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+
+
+class RayWorker(WorkerHandle):
+    def __init__(self, spec: WorkerSpec, launcher: RayLauncher) -> None:
+        super().__init__(spec)
+        self._launcher = launcher
+        self._actor: Any = None
+        self._dead = False
+        self._counted_node: str | None = None  # the node this worker is counted on for placement
+
+    async def start(self) -> None:
+        node = self._launcher.choose_node()
+        self._counted_node = node
+        options: dict[str, Any] = {"num_cpus": 0, "max_restarts": 0, "name": None}
+        if node is not None:
+            options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node_id=node, soft=False)
+        else:
+            options["scheduling_strategy"] = "SPREAD"
+        self._actor = self._launcher.actor_class.options(**options).remote()
+        spec = {
+            "index": self.spec.index,
+            "slots": self.spec.slots,
+            "policy": self.spec.policy.model_dump(),
+            "root": str(self.spec.root),
+            "start_timeout_s": self.spec.start_timeout_s,
+        }
+        try:
+            info = await asyncio.wait_for(
+                self._actor.start.remote(spec, self.worker_id, self.spec.secret), self.spec.start_timeout_s
+            )
+        except TimeoutError as exc:
+            await self.kill()
+            raise WorkerStartError(
+                f"Ray worker {self.worker_id} did not start its sandbox server within {self.spec.start_timeout_s:g}s"
+            ) from exc
+        except Exception as exc:  # RayActorError, RayTaskError wrapping WorkerStartError ...
+            await self.kill()
+            raise WorkerStartError(f"Ray worker {self.worker_id} failed to start: {exc}") from exc
+        self.url = f"http://{info['host']}:{info['port']}"
+        self.node_id = info["node_id"]
+        self.pid = info["pid"]
+        if self._counted_node is None:
+            self._counted_node = self.node_id
+            self._launcher.placed(self.node_id)
+
+    def process_alive(self) -> bool:
+        return not self._dead and self._actor is not None
+
+    async def stop(self) -> None:
+        if self._actor is None or self._dead:
+            return
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self._actor.stop.remote(), 15)
+        await self.kill()
+
+    async def kill(self) -> None:
+        if self._actor is not None and not self._dead:
+            with contextlib.suppress(Exception):
+                ray.kill(self._actor, no_restart=True)
+        if self._counted_node is not None:
+            self._launcher.removed(self._counted_node)
+            self._counted_node = None
+        self._dead = True
+
+
+class RayLauncher(WorkerLauncher):
+    def __init__(self, config: PoolConfig) -> None:
+        if ray is None:
+            raise WorkerStartError("the ray backend needs Ray: pip install 'hermes_env[cluster]'")
+        self.config = config
+        self._counts: Counter[str] = Counter()
+        self._connected_here = False
+        self._actor_class: Any = None
+
+    @property
+    def actor_class(self) -> Any:
+        if self._actor_class is None:
+            if not ray.is_initialized():
+                address = self.config.ray_address or "auto"
+                try:
+                    ray.init(address=address, logging_level="WARNING", log_to_driver=False)
+                except Exception as exc:
+                    raise WorkerStartError(
+                        f"could not connect to the Ray cluster at {address!r}: {exc}; start one with "
+                        "`ray start --head` or set pool.ray_address"
+                    ) from exc
+                self._connected_here = True
+            self._actor_class = ray.remote(_SandboxWorkerActor)
+        return self._actor_class
+
+    def choose_node(self) -> str | None:
+        """The alive node with the fewest of our workers (None: let Ray's SPREAD decide)."""
+        _ = self.actor_class  # connects
+        if self.config.ray_placement == "spread":
+            return None
+        nodes = [n["NodeID"] for n in ray.nodes() if n.get("Alive")]
+        if not nodes:
+            return None
+        node = min(nodes, key=lambda n: (self._counts[n], n))
+        self._counts[node] += 1  # counted now so concurrent starts spread too
+        return node
+
+    def placed(self, node_id: str) -> None:
+        self._counts[node_id] += 1
+
+    def removed(self, node_id: str) -> None:
+        self._counts[node_id] -= 1
+
+    def create(self, spec: WorkerSpec) -> WorkerHandle:
+        return RayWorker(spec, self)
+
+    async def aclose(self) -> None:
+        if self._connected_here and ray.is_initialized():
+            ray.shutdown()
