@@ -43,6 +43,7 @@ def test_repo_layout(row: dict[str, Any]) -> None:
 
 
 async def _run_hidden_tests(ctx: ToolContext, row: dict[str, Any]) -> Any:
+    await ctx.terminal("rm -rf hidden_tests", timeout=10)
     await ctx.upload_dir(SWE / row["hidden_tests"], "hidden_tests")
     return await ctx.terminal(row["test_command"], timeout=60)
 
@@ -70,3 +71,15 @@ async def test_hidden_tests_fail_before_and_pass_after_fix(bwrap: BwrapBackend, 
             await ctx.call_tool(call["name"], call["arguments"])
         res = await _run_hidden_tests(ctx, row)
         assert res.ok, f"{row['id']}: hidden tests fail after the patch tool calls:\n{res.output}"
+
+
+async def test_workspace_cannot_shadow_the_test_runner(bwrap: BwrapBackend) -> None:
+    row = ROWS[0]
+    async with ToolContext("shadow", bwrap) as ctx:
+        await ctx.upload_dir(SWE / row["repo"], ".")
+        # A reward hack: a fake unittest that reports success, and a planted always-passing hidden test.
+        await ctx.write_file("unittest/__init__.py", "import sys\nsys.exit(0)\n")
+        await ctx.write_file("unittest/__main__.py", "import sys\nsys.exit(0)\n")
+        await ctx.write_file("hidden_tests/test_planted.py", "import unittest\n")
+        res = await _run_hidden_tests(ctx, row)
+        assert not res.ok and "FAILED" in res.output, res.output

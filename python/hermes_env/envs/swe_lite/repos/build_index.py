@@ -2,7 +2,8 @@
 
 Each ``<name>/`` holds ``repo/`` (what the model sees, copied to the workspace root),
 ``hidden_tests/`` (copied in only for scoring), ``ISSUE.md`` (the bug report) and ``fix.patch``
-(the reference fix, a ``patch -p1`` unified diff). The index carries everything an environment
+(the reference fix, a ``patch -p1`` unified diff). Scoring: delete any ``hidden_tests`` the model
+left in the workspace, upload ``hidden_tests/`` there, run ``test_command`` (exit 0 = pass). The index carries everything an environment
 needs per task, including two reference solutions for scripted policies: ``solution`` (one
 shell command applying the patch) and ``solution_tool_calls`` (equivalent ``patch`` tool calls).
 
@@ -17,7 +18,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 INDEX = HERE.parent / "tasks.jsonl"
-TEST_COMMAND = "python3 -m unittest discover -s hidden_tests -p 'test_*.py'"
+# -I: the workspace is not on sys.path until unittest adds it for discovery, after the standard library's
+# unittest is imported, so a model-written unittest.py in the workspace cannot stand in for the real one.
+TEST_COMMAND = "python3 -I -m unittest discover -s hidden_tests -t . -p 'test_*.py'"
 INSTRUCTIONS = (
     "The repository is in your current directory. Fix the bug described in the issue below by editing the "
     "source code. Hidden tests will check the behaviour described in the issue; do not add new files.\n\n"
