@@ -133,7 +133,9 @@ async def test_bad_calls_are_answered_with_errors_the_model_sees(
 
 async def test_hanging_tool_is_stopped_and_the_rollout_continues() -> None:
     server = ScriptedChat([lambda m: completion(None, [("hang", "{}")]), lambda m: completion("gave up")])
-    result = await make_loop(server, [HangTool()], tool_timeout=0.05).run([{"role": "user", "content": "go"}])
+    result = await make_loop(server, [HangTool()], tool_timeout=0.05, tool_grace=0).run(
+        [{"role": "user", "content": "go"}]
+    )
     assert [e.kind for e in result.tool_errors] == ["timeout"]
     assert "did not finish" in result.messages[2]["content"]
     assert result.finished_naturally and result.turns_used == 2
@@ -252,7 +254,9 @@ async def test_128_rollouts_share_a_small_pool_without_starving() -> None:
 
     hang = HangTool()
     hang.parallel_safe = True
-    loops = [make_loop(ScriptedChat([turn]), [Slow(), hang], pool=pool, tool_timeout=0.2) for _ in range(128)]
+    loops = [
+        make_loop(ScriptedChat([turn]), [Slow(), hang], pool=pool, tool_timeout=0.2, tool_grace=0) for _ in range(128)
+    ]
     results = await asyncio.wait_for(
         asyncio.gather(*(lp.run([{"role": "user", "content": "go"}]) for lp in loops)), 120
     )

@@ -13,7 +13,6 @@ from typing import Any
 import httpx
 import pytest
 from e2e_helpers import REPO, TASKS, free_port, write_tasks
-
 from hermes_env.testing import qwen3_tokenizer, qwen3_tokenizer_dir
 from hermes_env.testing.policies import SolutionPolicy
 from hermes_env.testing.scripted_vllm import ScriptedVLLMServer
@@ -104,7 +103,9 @@ def test_serve_sends_complete_groups_to_run_api(run_api: str, tmp_path: Path) ->
             deadline = time.monotonic() + 180
             while len(batches) < 2:
                 assert env_proc.poll() is None, (tmp_path / "serve.log").read_text()[-3000:]
-                assert time.monotonic() < deadline, "no batches arrived: " + (tmp_path / "serve.log").read_text()[-3000:]
+                assert time.monotonic() < deadline, (
+                    "no batches arrived: " + (tmp_path / "serve.log").read_text()[-3000:]
+                )
                 batch = httpx.get(f"{run_api}/batch", timeout=10).json()["batch"]
                 if batch:
                     batches.append(batch)
@@ -121,7 +122,9 @@ def test_serve_sends_complete_groups_to_run_api(run_api: str, tmp_path: Path) ->
             assert len(group["inference_logprobs"]) == GROUP_SIZE
             assert len(set(group["scores"])) > 1
             assert group["env_id"] == 0
-            for tokens, masks, logprobs in zip(group["tokens"], group["masks"], group["inference_logprobs"], strict=True):
+            for tokens, masks, logprobs in zip(
+                group["tokens"], group["masks"], group["inference_logprobs"], strict=True
+            ):
                 assert len(tokens) == len(masks) == len(logprobs)
                 assert any(m != -100 for m in masks)
                 assert all(m in (-100, t) for t, m in zip(tokens, masks, strict=True))

@@ -160,3 +160,17 @@ async def test_unreachable_server_is_reported_before_anything_runs(make_env: Any
 
 async def _no_preflight() -> None:
     return None
+
+
+async def test_a_hanging_command_times_out_and_the_group_completes(make_env: Any) -> None:
+    def hang(messages: list[dict[str, Any]], call: int) -> Any:
+        if messages[-1]["role"] == "user":
+            return completion(None, [("terminal", {"command": "sleep 600"})])
+        return completion("Done.")
+
+    env = make_env(hang, terminal_timeout=1, group_size=2)
+    await env.setup()
+    group, _ = await env.collect_trajectories(await env.get_next_item())
+    assert group is not None and len(group["tokens"]) == 2
+    reply = next(m["content"] for m in group["messages"][0] if m["role"] == "tool")
+    assert "timed out" in reply.lower(), reply  # the backend's own limit, reported to the model

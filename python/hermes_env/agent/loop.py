@@ -29,6 +29,10 @@ from hermes_env.tools.registry import ToolArgumentError
 
 logger = logging.getLogger(__name__)
 
+# A tool enforces its own time limit (the backend kills the command and reports partial output);
+# the pool's limit is a safety net this much later, for a tool that fails to stop itself.
+TOOL_GRACE_SECONDS = 5.0
+
 ToolErrorKind = Literal["unknown_tool", "invalid_json", "bad_arguments", "tool_failed", "timeout"]
 
 
@@ -112,6 +116,7 @@ class HermesAgentLoop:
         temperature: float = 1.0,
         max_tokens: int | None = None,
         tool_timeout: float = 60.0,
+        tool_grace: float = TOOL_GRACE_SECONDS,
         rollout_timeout: float = 600.0,
         extra_body: dict[str, Any] | None = None,
         sampling: dict[str, Any] | None = None,
@@ -123,6 +128,7 @@ class HermesAgentLoop:
         self.pool = pool
         self.max_turns = max_turns
         self.tool_timeout = tool_timeout
+        self.tool_grace = tool_grace
         self.rollout_timeout = rollout_timeout
         self.sampling: dict[str, Any] = {"temperature": temperature, **(sampling or {})}
         if max_tokens is not None:
@@ -222,7 +228,7 @@ class HermesAgentLoop:
                 "invalid_json",
                 f"Error: the arguments of {name!r} must be a JSON object, got {type(args).__name__}: {raw!r}.",
             )
-        timeout = min(self.tool_timeout, deadline - time.monotonic())
+        timeout = min(self.tool_timeout + self.tool_grace, deadline - time.monotonic())
         if timeout <= 0:
             return fail("timeout", f"Error: {name!r} was not run: the rollout's time budget is used up.")
         try:

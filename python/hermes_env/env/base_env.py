@@ -37,6 +37,7 @@ from atroposlib.envs.base import BaseEnv, ScoredDataGroup
 from hermes_env.agent.loop import AgentResult, HermesAgentLoop
 from hermes_env.agent.tool_pool import ToolWorkerPool
 from hermes_env.env.config import HermesAgentEnvConfig
+from hermes_env.env.dataset import DatasetError
 from hermes_env.env.output import GroupJsonlWriter, write_html
 from hermes_env.env.phases import ResolvedPhase, phase1_item, phase2_item, prompt_only_item, resolve_phase
 from hermes_env.env.preflight import InferenceServerUnreachable, check_servers
@@ -44,6 +45,14 @@ from hermes_env.env.progress import GroupProgress
 from hermes_env.env.stats import RolloutRecord, RolloutStats, format_summary_table, wandb_table
 
 logger = logging.getLogger(__name__)
+
+
+class EnvSetupError(RuntimeError):
+    """The run cannot start: the backend is unusable or the inference server does not answer."""
+
+
+async def _already_set_up() -> None:
+    """Stands in for ``setup`` once it has run (atroposlib's managers call it again)."""
 
 
 class RolloutFailed(RuntimeError):
@@ -328,28 +337,39 @@ class HermesAgentBaseEnv(BaseEnv):
 
     # ------------------------------------------------------------------ run modes
     async def preflight(self) -> None:
-        """Fail fast, with a message, when an inference server named in the config does not answer."""
+        """Fail fast, with a message, when the backend cannot start or an inference server does not answer."""
+        try:
+            _ = self.backend
+        except Exception as err:  # noqa: BLE001 - unknown name, bwrap missing, bad options: all user-fixable
+            raise EnvSetupError(f"terminal backend {self.config.terminal_backend!r} cannot be used: {err}") from err
         if not getattr(self.server, "servers", None) or type(self.server.servers[0]).__name__ == "ServerHarness":
             return
-        await check_servers(self.server, wait=self.config.server_check_timeout)
+        try:
+            await check_servers(self.server, wait=self.config.server_check_timeout)
+        except InferenceServerUnreachable as err:
+            raise EnvSetupError(str(err)) from None
 
-    async def env_manager(self) -> None:
+    async def _setup_or_exit(self) -> None:
         try:
             await self.preflight()
-        except InferenceServerUnreachable as err:
+            await self.setup()
+        except (EnvSetupError, DatasetError) as err:
+            await self.close()
             raise SystemExit(f"error: {err}") from None
+
+    async def env_manager(self) -> None:
+        await self._setup_or_exit()
+        setup, self.setup = self.setup, _already_set_up  # type: ignore[method-assign]
         try:
             await super().env_manager()
         finally:
+            self.setup = setup  # type: ignore[method-assign]
             await self.close()
 
     async def _run_evaluate(self) -> None:
+        await self._setup_or_exit()
         try:
-            await self.preflight()
-        except InferenceServerUnreachable as err:
-            raise SystemExit(f"error: {err}") from None
-        try:
-            await super()._run_evaluate()
+            await self.evaluate()
         finally:
             await self.close()
 
@@ -377,11 +397,7 @@ class HermesAgentBaseEnv(BaseEnv):
 
     async def process_manager(self) -> None:
         """``process``: ``total_steps`` complete groups to jsonl + HTML, with a progress bar and a summary."""
-        try:
-            await self.preflight()
-        except InferenceServerUnreachable as err:
-            raise SystemExit(f"error: {err}") from None
-        await self.setup()
+        await self._setup_or_exit()
         self._init_process_wandb()
         total = self.n_groups_to_process
         self.config.group_size = self.group_size_to_process

@@ -8,6 +8,7 @@ sandbox or tokenizer is touched.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,12 +30,13 @@ class HermesAgentEnvConfig(BaseEnvConfig):
     """Configuration shared by every hermes_env environment (see DESIGN.md §4)."""
 
     # --- tools ---------------------------------------------------------------------------
-    enabled_toolsets: list[str] | None = Field(
+    # `| str`: atroposlib's command line passes list fields as one string ("terminal,file"), split below.
+    enabled_toolsets: list[str] | str | None = Field(
         default=None,
         description="Toolsets offered to the model (e.g. terminal, file, todo). None: every available toolset. "
         "Mutually exclusive with `distribution`.",
     )
-    disabled_toolsets: list[str] | None = Field(
+    disabled_toolsets: list[str] | str | None = Field(
         default=None, description="Toolsets removed after `enabled_toolsets`/`distribution` are resolved."
     )
     distribution: str | None = Field(
@@ -103,9 +105,15 @@ class HermesAgentEnvConfig(BaseEnvConfig):
     @field_validator("enabled_toolsets", "disabled_toolsets", mode="before")
     @classmethod
     def _split_comma_list(cls, value: Any) -> Any:
-        # `--env.enabled_toolsets terminal,file` and YAML lists both work.
+        # `--env.enabled_toolsets terminal,file` (or a JSON list) and YAML lists all work.
         if isinstance(value, str):
-            return [part.strip() for part in value.split(",") if part.strip()]
+            text = value.strip()
+            if text.startswith("["):
+                try:
+                    return json.loads(text)
+                except json.JSONDecodeError:
+                    pass
+            return [part.strip().strip("'\"") for part in text.strip("[]").split(",") if part.strip()]
         return value
 
     @model_validator(mode="after")

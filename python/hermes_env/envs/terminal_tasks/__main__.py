@@ -13,6 +13,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from hermes_env.env.cli import run_cli
 from hermes_env.envs import configure_logging
 from hermes_env.envs.terminal_tasks.env import CONFIG_PATH, TASKS_PATH, TerminalTasksEnv
 
@@ -63,7 +64,7 @@ def demo(argv: Sequence[str]) -> None:
             "--env.use_wandb", "false",
             *passthrough,
         ]  # fmt: skip
-        TerminalTasksEnv.cli()
+        run_cli(TerminalTasksEnv)
 
 
 def main() -> None:
@@ -71,7 +72,7 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "demo":
         demo(sys.argv[2:])
     else:
-        TerminalTasksEnv.cli()
+        run_cli(TerminalTasksEnv)
 
 
 if __name__ == "__main__":

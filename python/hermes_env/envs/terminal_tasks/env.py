@@ -41,7 +41,6 @@ class TerminalTasksConfig(HermesAgentEnvConfig):
     """Defaults for terminal_tasks; every field can be overridden from YAML or the command line."""
 
     dataset_name: str | None = Field(default=str(TASKS_PATH), description="Tasks file (.jsonl).")
-    enabled_toolsets: list[str] | None = Field(default=["terminal", "file"], description="Toolsets offered.")
     system_prompt: str | None = Field(default=SYSTEM_PROMPT, description="System message.")
     max_agent_turns: int = Field(default=8, ge=1, description="Model turns per rollout.")
     check_timeout: float = Field(default=30.0, gt=0, description="Time limit of a task's check, in seconds.")
