@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from hermes_env.managed.rendering import EncodedPrefix
 from hermes_env.trajectory import Trajectory
 
 # A message's identity for prefix matching: ("generated", {completion ids it may be}) for an
@@ -40,6 +41,7 @@ class ManagedBranch:
     restarted: list[ManagedBranch] = field(default_factory=list)  # sequences closed by warn_and_restart
     version: int = 0
     decode: Callable[[list[int]], str] | None = None
+    encoded: EncodedPrefix | None = None  # tokenized prefix of the last prompt, reused next turn
 
     @property
     def tokens(self) -> list[int]:

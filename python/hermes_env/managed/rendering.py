@@ -10,7 +10,8 @@ policy decides; ``new_turn_ids`` gives ``keep_raw`` the tokens of only the new m
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 # Stands in for the branch's last assistant turn when locating where new messages begin. It
@@ -39,6 +40,38 @@ def render_text(
 def encode(tokenizer: Any, text: str) -> list[int]:
     """Token ids of rendered template text; the template already wrote any BOS it wants."""
     return list(tokenizer.encode(text, add_special_tokens=False))
+
+
+@dataclass(frozen=True)
+class EncodedPrefix:
+    """A prefix of an earlier rendered prompt that ends right after a special token, and its ids."""
+
+    text: str
+    ids: tuple[int, ...]
+
+
+def encode_incremental(
+    tokenizer: Any, text: str, cache: EncodedPrefix | None, special_ids: Collection[int]
+) -> tuple[list[int], EncodedPrefix | None]:
+    """``encode(tokenizer, text)``, re-using the ids of an earlier prompt's prefix when ``text`` starts with it.
+
+    Tokenizers split special tokens out of the text before anything else, so nothing merges
+    across one: the ids of ``text`` are the cached prefix's ids followed by the ids of the rest.
+    Each turn then tokenizes only what is new instead of the whole conversation. Returns the ids
+    and the cache for the next turn (cut after the last special token of ``text``).
+    """
+    if cache is not None and text.startswith(cache.text):
+        head, base = list(cache.ids), len(cache.text)
+    else:
+        head, base, cache = [], 0, None
+    enc = tokenizer(text[base:], add_special_tokens=False, return_offsets_mapping=True)
+    tail = list(enc["input_ids"])
+    ids = head + tail
+    for j in range(len(tail) - 1, -1, -1):
+        if tail[j] in special_ids:
+            cut = base + int(enc["offset_mapping"][j][1])
+            return ids, EncodedPrefix(text[:cut], tuple(ids[: len(head) + j + 1]))
+    return ids, cache
 
 
 def new_turn_ids(

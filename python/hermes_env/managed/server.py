@@ -37,7 +37,7 @@ from hermes_env.managed.branches import (
     canonical,
     continues,
 )
-from hermes_env.managed.rendering import encode, new_turn_ids, render_text
+from hermes_env.managed.rendering import EncodedPrefix, encode_incremental, new_turn_ids, render_text
 from hermes_env.managed.response import load_parser, parse_reply
 from hermes_env.trajectory import Trajectory
 
@@ -149,7 +149,9 @@ class ManagedServer:
         keys = [self._key(m) for m in msgs]
         branch = self._find_branch(keys)
         template_msgs = self._template_messages(msgs, keys, branch)
-        prompt_ids = encode(self.tokenizer, render_text(self.tokenizer, template_msgs, tools, template_kwargs))
+        text = render_text(self.tokenizer, template_msgs, tools, template_kwargs)
+        cache = branch.encoded if branch is not None else None
+        prompt_ids, encoded = encode_incremental(self.tokenizer, text, cache, self._special_ids)
         traj, previous = self._prompt_trajectory(branch, prompt_ids, template_msgs, tools, template_kwargs)
         version = branch.version if branch is not None else -1
         parent_cids = list(branch.completion_ids) if branch is not None else []
@@ -181,9 +183,8 @@ class ManagedServer:
                 )
             )
             self._register(record, message.model_dump(exclude_none=True))
-            self._commit(
-                branch if i == 0 else None, version, sample, msgs, keys, parent_cids, record, message, previous
-            )
+            base = branch if i == 0 else None
+            self._commit(base, version, sample, msgs, keys, parent_cids, record, message, previous, encoded)
         completion_tokens = sum(len(o) for o in outputs)
         return ChatCompletion(
             id=f"chatcmpl-{uuid.uuid4().hex}",
@@ -348,6 +349,7 @@ class ManagedServer:
         record: CompletionRecord,
         message: Any,
         previous: Trajectory | None,
+        encoded: EncodedPrefix | None,
     ) -> None:
         """Stores a sample: it replaces ``base`` (sample 0 continuing a branch) or opens a new branch."""
         reply = message.model_dump(exclude_none=True)
@@ -366,6 +368,7 @@ class ManagedServer:
             base.messages = [*msgs, reply]
             base.keys = new_keys
             base.completion_ids.append(record.cid)
+            base.encoded = encoded
             base.version += 1
             return
         completion_ids = [*parent_cids, record.cid]
@@ -376,6 +379,7 @@ class ManagedServer:
                 keys=new_keys,
                 completion_ids=completion_ids,
                 decode=self._decode,
+                encoded=encoded,
             )
         )
 

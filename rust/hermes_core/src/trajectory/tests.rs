@@ -199,7 +199,7 @@ proptest! {
                 expect_mask.extend_from_slice(ids);
             } else {
                 t.add_prompt(ids).unwrap();
-                expect_mask.extend(std::iter::repeat(MASK).take(ids.len()));
+                expect_mask.extend(std::iter::repeat_n(MASK, ids.len()));
             }
         }
         prop_assert_eq!(t.tokens().len(), t.masks().len());
