@@ -206,3 +206,11 @@ def test_lazy_module_that_fails_to_import_is_a_clear_error(monkeypatch: pytest.M
     monkeypatch.setitem(registry._LAZY_MODULES, "ghost", "hermes_env_no_such_module_xyz")
     with pytest.raises(ValueError, match="backend 'ghost' needs module 'hermes_env_no_such_module_xyz'"):
         get_backend("ghost")
+
+
+async def test_cleanup_copes_with_locked_down_directories(backend: ExecutionBackend) -> None:
+    res = await backend.execute("t", "mkdir -p a/b && touch a/b/f && chmod 000 a/b && chmod 500 a", 10)
+    assert res.ok, res
+    ws = backend.workspace_path("t")  # type: ignore[attr-defined]
+    await backend.cleanup("t")
+    assert not ws.exists()

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import os
 import re
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -28,6 +30,29 @@ def workspace_dir_name(task_id: str) -> str:
     safe = _SAFE_ID.sub("_", task_id)[:80]
     # The hash keeps ids that sanitise to the same name apart ("a/b" vs "a_b").
     return f"{safe}-{hashlib.blake2b(task_id.encode(), digest_size=8).hexdigest()}"
+
+
+def force_rmtree(path: Path) -> None:
+    """Remove a workspace even where a command left entries without write or search permission."""
+
+    def retry(_func: object, failed: str, _exc: object) -> None:
+        # Make the parent (and a failed directory itself) accessible, then try that entry again once.
+        for target in (os.path.dirname(failed), failed):
+            with contextlib.suppress(OSError):
+                if os.path.isdir(target) and not os.path.islink(target):
+                    os.chmod(target, 0o700)
+        with contextlib.suppress(OSError):
+            if os.path.isdir(failed) and not os.path.islink(failed):
+                shutil.rmtree(failed, ignore_errors=True)
+            else:
+                os.unlink(failed)
+
+    if not (path.exists() or path.is_symlink()):
+        return
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(path, onexc=retry)
+    else:
+        shutil.rmtree(path, onerror=retry)
 
 
 class HostWorkspaceBackend(ExecutionBackend):
@@ -95,13 +120,13 @@ class HostWorkspaceBackend(ExecutionBackend):
             kill_group(pgid)
         ws = self._workspaces.pop(task_id, None) or (self.root / workspace_dir_name(task_id))
         self._locks.pop(task_id, None)
-        await asyncio.to_thread(shutil.rmtree, ws, True)
+        await asyncio.to_thread(force_rmtree, ws)
 
     async def aclose(self) -> None:
         for task_id in list(self._workspaces):
             await self.cleanup(task_id)
         if self._own_root:
-            await asyncio.to_thread(shutil.rmtree, self.root, True)
+            await asyncio.to_thread(force_rmtree, self.root)
 
     def running_set(self, task_id: str) -> set[int]:
         return self._running.setdefault(task_id, set())
