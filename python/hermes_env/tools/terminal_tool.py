@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from hermes_env.tools.output import truncate_middle
@@ -32,6 +33,10 @@ class TerminalTool(Tool):
     }
     # Commands of one turn often depend on each other's effects (mkdir, then write into it).
     parallel_safe = False
+
+    def is_available(self) -> bool:
+        # Every backend runs commands through a POSIX shell.
+        return os.path.exists("/bin/sh")
 
     async def call(self, args: dict[str, Any], ctx: ToolRunContext) -> str:
         timeout = ctx.clamp_timeout(args.get("timeout"))
