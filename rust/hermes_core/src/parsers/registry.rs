@@ -19,6 +19,14 @@ pub struct ParserSpec {
 /// `list_parsers` sorts anyway).
 pub static REGISTRY: &[ParserSpec] = &[
     ParserSpec {
+        name: "deepseek_v3",
+        make: formats::deepseek::deepseek_v3,
+    },
+    ParserSpec {
+        name: "deepseek_v31",
+        make: formats::deepseek::deepseek_v31,
+    },
+    ParserSpec {
         name: "glm45",
         make: formats::glm::glm45,
     },
@@ -29,6 +37,10 @@ pub static REGISTRY: &[ParserSpec] = &[
     ParserSpec {
         name: "hermes",
         make: formats::hermes::hermes,
+    },
+    ParserSpec {
+        name: "kimi_k2",
+        make: formats::kimi::kimi_k2,
     },
     ParserSpec {
         name: "longcat",

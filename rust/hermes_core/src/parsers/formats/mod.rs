@@ -1,8 +1,12 @@
 //! One module per format family; each exposes `pub fn <name>() -> Arc<dyn Format>` constructors
 //! that `registry::REGISTRY` rows point to. See the module doc of `parsers` for how to add one.
 
+pub mod deepseek;
 pub mod glm;
 pub mod hermes;
+pub mod kimi;
 pub mod qwen3_coder;
 pub mod schema_values;
+pub(crate) mod sectioned;
+pub(crate) mod shared;
 pub mod xml_content;

@@ -1,0 +1,102 @@
+//! Kimi-K2 (vLLM `kimi_k2`): a row of the [`sectioned`](super::sectioned) format.
+//!
+//! ```text
+//! <|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{..}<|tool_call_end|>...<|tool_calls_section_end|>
+//! ```
+//!
+//! The header `functions.NAME:IDX` is Kimi's call id and is kept as the call's `id`; the name is
+//! the part before the last `:` with the `functions.` prefix removed (both optional). Content is
+//! the text outside the section, with whitespace around the markup dropped (vLLM's engine
+//! `strip()`s content when calls are found). Arguments are scanned as JSON, so the markers
+//! inside a JSON string are text (vLLM cuts the arguments there and passes them on unvalidated).
+//!
+//! Hold-back: a marker's length of plain text, whitespace that may turn out to precede markup,
+//! and a call's header until `<|tool_call_argument_begin|>`.
+
+use std::sync::Arc;
+
+use crate::parsers::stream::{Format, FormatStream};
+use crate::parsers::tools::Tools;
+use crate::parsers::types::{RenderError, ToolCall};
+
+use super::sectioned::{Header, SectionSpec, Sectioned};
+use super::shared::{check_stripped_content, render_args, Driven};
+
+const SECTION_BEGIN: &str = "<|tool_calls_section_begin|>";
+const SECTION_END: &str = "<|tool_calls_section_end|>";
+const CALL_BEGIN: &str = "<|tool_call_begin|>";
+const ARGS_BEGIN: &str = "<|tool_call_argument_begin|>";
+const CALL_END: &str = "<|tool_call_end|>";
+
+const KIMI: SectionSpec = SectionSpec {
+    section_begin: SECTION_BEGIN,
+    section_end: SECTION_END,
+    call_begin: CALL_BEGIN,
+    sep: ARGS_BEGIN,
+    call_end: CALL_END,
+    header: Header::KimiId,
+    strip_edges: true,
+    drop_tail_ws: true,
+};
+
+/// The tool name a Kimi call id stands for (`functions.NAME:IDX` -> `NAME`).
+fn name_of_id(id: &str) -> &str {
+    let id = id.trim();
+    let id = id.strip_prefix("functions.").unwrap_or(id);
+    match id.rfind(':') {
+        Some(colon) => id.get(..colon).unwrap_or_default().trim(),
+        None => id.trim(),
+    }
+}
+
+struct Kimi;
+
+impl Format for Kimi {
+    fn stream(&self, _tools: &Arc<Tools>) -> Box<dyn FormatStream> {
+        Box::new(Driven::new(Sectioned::new(KIMI)))
+    }
+
+    fn render(&self, calls: &[ToolCall], content: Option<&str>) -> Result<String, RenderError> {
+        let content = content.unwrap_or("");
+        if content.contains(SECTION_BEGIN) {
+            return Err(RenderError(format!(
+                "content contains {SECTION_BEGIN:?}, which would be read back as tool calls"
+            )));
+        }
+        check_stripped_content(content, !calls.is_empty(), "kimi_k2")?;
+        let mut out = String::from(content);
+        if calls.is_empty() {
+            return Ok(out);
+        }
+        out.push_str(SECTION_BEGIN);
+        for (i, call) in calls.iter().enumerate() {
+            let name = call.name.as_str();
+            if name.is_empty() || name.trim() != name || name.contains("<|") {
+                return Err(RenderError(format!(
+                    "call {i}: tool name {name:?} cannot be written in a Kimi call id (it must be non-empty, \
+                     without surrounding whitespace or '<|')"
+                )));
+            }
+            let args = render_args(i, call)?;
+            out.push_str(CALL_BEGIN);
+            // Keep the call's own Kimi id when it names the same tool; otherwise make one.
+            if !call.id.contains("<|") && call.id.contains(':') && name_of_id(&call.id) == name {
+                out.push_str(call.id.trim());
+            } else {
+                out.push_str("functions.");
+                out.push_str(name);
+                out.push(':');
+                out.push_str(&i.to_string());
+            }
+            out.push_str(ARGS_BEGIN);
+            out.push_str(args);
+            out.push_str(CALL_END);
+        }
+        out.push_str(SECTION_END);
+        Ok(out)
+    }
+}
+
+pub fn kimi_k2() -> Arc<dyn Format> {
+    Arc::new(Kimi)
+}
