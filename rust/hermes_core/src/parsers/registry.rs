@@ -43,8 +43,16 @@ pub static REGISTRY: &[ParserSpec] = &[
         make: formats::kimi::kimi_k2,
     },
     ParserSpec {
+        name: "llama4_pythonic",
+        make: formats::pythonic::llama4_pythonic,
+    },
+    ParserSpec {
         name: "longcat",
         make: formats::hermes::longcat,
+    },
+    ParserSpec {
+        name: "pythonic",
+        make: formats::pythonic::pythonic,
     },
     ParserSpec {
         name: "qwen",

@@ -5,6 +5,8 @@ pub mod deepseek;
 pub mod glm;
 pub mod hermes;
 pub mod kimi;
+pub mod python_literal;
+pub mod pythonic;
 pub mod qwen3_coder;
 pub mod schema_values;
 pub(crate) mod sectioned;

@@ -1,0 +1,611 @@
+//! `pythonic` and `llama4_pythonic`: the whole output is a Python list of calls with keyword
+//! arguments, `[read_file(path='a.py', limit=10), list_processes()]`; `llama4_pythonic` may wrap
+//! it in `<|python_start|>` ... `<|python_end|>`. Values are Python literals, parsed in Rust by
+//! [`super::python_literal`] (never evaluated) and returned as JSON.
+//!
+//! What counts as a call list: after optional whitespace (and the llama4 start marker), `[`,
+//! then a name and `(`. vLLM 0.33.0 also requires `[` to be the very first character, directly
+//! followed by the name, and `key=value` without spaces; those spacing variants are valid Python
+//! and are parsed here as calls (the text's meaning). Any other output is plain content, as in
+//! vLLM. Content next to a call list cannot be expressed in this format: text after the list is
+//! kept as content with an `unexpected_text` issue.
+//!
+//! Streaming and hold-back: until `[name(` is seen the (short) start of the output is held, since
+//! it may turn out to be prose (`[Note] ...`) - at most the whitespace, the marker, `[` and a
+//! 256-byte name. Each call is then held until its closing `)`: a Python literal is only known to
+//! be valid at its end, and a call whose later argument is malformed must not have been streamed
+//! as half a call. A complete call is released at once (`ToolCallStart`, its whole arguments,
+//! `ToolCallEnd`). Bracket and string tracking while a call arrives never re-reads a byte.
+//!
+//! Bad input: a call that is not a literal call (positional argument, variable, nested call,
+//! operator, f-string placeholder, unbalanced brackets...) ends the list: its text and everything
+//! after it are returned as content with an issue; calls before it are kept. A truncated list
+//! keeps the complete calls and returns the rest as content with a `truncated` issue.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::super::stream::{count_chars, Emitter, Format, FormatStream};
+use super::super::tools::Tools;
+use super::super::types::{IssueKind, Pos, RenderError, ToolCall};
+use super::python_literal::{is_identifier, is_keyword, parse_call, CallScanner, Scan};
+
+const PY_START: &str = "<|python_start|>";
+const PY_END: &str = "<|python_end|>";
+const MAX_NAME: usize = 256;
+
+/// The `pythonic` format.
+pub fn pythonic() -> Arc<dyn Format> {
+    Arc::new(Pythonic { llama4: false })
+}
+
+/// The `llama4_pythonic` format (optional `<|python_start|>`/`<|python_end|>` wrapper).
+pub fn llama4_pythonic() -> Arc<dyn Format> {
+    Arc::new(Pythonic { llama4: true })
+}
+
+struct Pythonic {
+    llama4: bool,
+}
+
+impl Format for Pythonic {
+    fn stream(&self, _tools: &Arc<Tools>) -> Box<dyn FormatStream> {
+        Box::new(PythonicStream::new(self.llama4))
+    }
+
+    fn render(&self, calls: &[ToolCall], content: Option<&str>) -> Result<String, RenderError> {
+        render(calls, content, self.llama4)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum St {
+    /// Leading whitespace (and the llama4 start marker).
+    Start,
+    /// The output starts with a word (prose, or a call missing its list).
+    BareName,
+    /// After `[`: whitespace, then the first call's name.
+    Open,
+    /// A call's name, up to `(`.
+    Name,
+    /// A call's arguments, up to the matching `)`.
+    Args,
+    /// After a call: `,` or `]`.
+    AfterCall,
+    /// After `,`: the next call's name, or `]`.
+    AfterComma,
+    /// After `]`: only whitespace (and the llama4 end marker) is expected.
+    Done,
+    /// Plain content to the end.
+    Passthrough,
+}
+
+struct PythonicStream {
+    llama4: bool,
+    buf: String,
+    base: usize,
+    st: St,
+    /// Undecided text: the start of the output until the first call is certain, then each call.
+    held: String,
+    held_at: Pos,
+    /// Where the current call's name starts in `held`.
+    call_start: usize,
+    /// How far the scanner has read `held`.
+    scanned: usize,
+    scanner: CallScanner,
+    /// The first call has been seen, so this output is a call list.
+    committed: bool,
+    wrapper_seen: bool,
+    end_marker_seen: bool,
+    trailing_ws: String,
+}
+
+fn is_name_start(b: u8) -> bool {
+    b.is_ascii_alphabetic() || b == b'_'
+}
+
+fn ws_len(s: &str) -> usize {
+    s.len() - s.trim_start().len()
+}
+
+impl PythonicStream {
+    fn new(llama4: bool) -> PythonicStream {
+        PythonicStream {
+            llama4,
+            buf: String::new(),
+            base: 0,
+            st: St::Start,
+            held: String::new(),
+            held_at: Pos::default(),
+            call_start: 0,
+            scanned: 0,
+            scanner: CallScanner::default(),
+            committed: false,
+            wrapper_seen: false,
+            end_marker_seen: false,
+            trailing_ws: String::new(),
+        }
+    }
+
+    fn at(&self, out: &mut Emitter<'_>, i: usize) -> Pos {
+        out.pos(self.base + i)
+    }
+
+    /// Position of byte `k` of `held`.
+    fn held_pos(&self, k: usize) -> Pos {
+        let k = k.min(self.held.len());
+        Pos {
+            byte: self.held_at.byte + k,
+            char: self.held_at.char + count_chars(self.held.as_bytes().get(..k).unwrap_or_default()),
+        }
+    }
+
+    /// The held text is not (or no longer) a call list: it and everything after are content.
+    fn give_up(&mut self, out: &mut Emitter<'_>) {
+        out.content(&self.held);
+        self.held.clear();
+        self.st = St::Passthrough;
+    }
+
+    fn run(&mut self, buf: &str, eof: bool, out: &mut Emitter<'_>) -> usize {
+        let mut i = 0;
+        while i < buf.len() {
+            let rest = &buf[i..];
+            let step = match self.st {
+                St::Start => self.on_start(rest, eof, out),
+                St::Open => self.on_open(rest, out),
+                St::BareName => self.on_bare_name(rest, out),
+                St::Name => self.on_name(rest, out),
+                St::Args => self.on_args(rest, eof, out),
+                St::AfterCall => self.on_after_call(rest, i, out),
+                St::AfterComma => self.on_after_comma(rest, i, out),
+                St::Done => self.on_done(rest, i, eof, out),
+                St::Passthrough => {
+                    out.content(rest);
+                    Some(rest.len())
+                }
+            };
+            match step {
+                Some(n) => i += n,
+                None => break,
+            }
+        }
+        i
+    }
+
+    fn on_start(&mut self, rest: &str, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
+        let ws = ws_len(rest);
+        if ws > 0 {
+            self.held.push_str(&rest[..ws]);
+            return Some(ws);
+        }
+        if self.llama4 && !self.wrapper_seen {
+            if rest.starts_with(PY_START) {
+                self.wrapper_seen = true;
+                self.held.push_str(PY_START);
+                return Some(PY_START.len());
+            }
+            if !eof && PY_START.starts_with(rest) {
+                return None;
+            }
+        }
+        if rest.starts_with('[') {
+            self.held.push('[');
+            self.st = St::Open;
+            return Some(1);
+        }
+        if rest.as_bytes().first().is_some_and(|&b| is_name_start(b)) {
+            self.call_start = self.held.len();
+            self.st = St::BareName;
+            return Some(0);
+        }
+        self.give_up(out);
+        Some(0)
+    }
+
+    /// The output starts with a word: if it is `name(`, it is a call without its list (reported);
+    /// either way it is content.
+    fn on_bare_name(&mut self, rest: &str, out: &mut Emitter<'_>) -> Option<usize> {
+        let bytes = rest.as_bytes();
+        let take = bytes
+            .iter()
+            .position(|&b| !(b.is_ascii_alphanumeric() || b == b'_' || b == b'.'))
+            .unwrap_or(bytes.len());
+        let room = MAX_NAME.saturating_sub(self.held.len() - self.call_start);
+        if take > room {
+            self.give_up(out);
+            return Some(0);
+        }
+        self.held.push_str(&rest[..take]);
+        let Some(&b) = bytes.get(take) else {
+            return Some(take).filter(|&n| n > 0);
+        };
+        if b == b'(' {
+            let at = self.held_pos(self.call_start);
+            out.issue(
+                IssueKind::MalformedMarkup,
+                at,
+                "a call outside a list: pythonic tool calls are written as [name(key=value, ...)]; kept as content",
+            );
+        }
+        self.give_up(out);
+        Some(take)
+    }
+
+    fn on_open(&mut self, rest: &str, out: &mut Emitter<'_>) -> Option<usize> {
+        let ws = ws_len(rest);
+        if ws > 0 {
+            self.held.push_str(&rest[..ws]);
+            return Some(ws);
+        }
+        match rest.as_bytes().first() {
+            Some(&b) if is_name_start(b) => {
+                self.call_start = self.held.len();
+                self.st = St::Name;
+                Some(0)
+            }
+            Some(b'{') => {
+                let at = self.held_pos(self.held.len());
+                out.issue(
+                    IssueKind::MalformedMarkup,
+                    at,
+                    "a list of JSON objects is not a pythonic call list (expected [name(key=value, ...)]); kept as content",
+                );
+                self.give_up(out);
+                Some(0)
+            }
+            _ => {
+                self.give_up(out);
+                Some(0)
+            }
+        }
+    }
+
+    /// The name text is not a call: prose if no call came yet, else a malformed list.
+    fn not_a_call(&mut self, out: &mut Emitter<'_>, why: &str) {
+        if self.committed {
+            let at = self.held_pos(self.call_start);
+            out.issue(
+                IssueKind::MalformedMarkup,
+                at,
+                format!("{why}; the rest of the output is kept as content"),
+            );
+        }
+        self.give_up(out);
+    }
+
+    fn on_name(&mut self, rest: &str, out: &mut Emitter<'_>) -> Option<usize> {
+        let bytes = rest.as_bytes();
+        let take = bytes
+            .iter()
+            .position(|&b| !(b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b' ' || b == b'\t'))
+            .unwrap_or(bytes.len());
+        let room = MAX_NAME.saturating_sub(self.held.len() - self.call_start);
+        if take > room {
+            self.held.push_str(&rest[..room]);
+            self.not_a_call(out, "a call name longer than 256 bytes");
+            return Some(room);
+        }
+        self.held.push_str(&rest[..take]);
+        let Some(&b) = bytes.get(take) else {
+            return Some(take).filter(|&n| n > 0);
+        };
+        let name = self.held.get(self.call_start..).unwrap_or_default().trim();
+        let valid = !name.is_empty() && name.split('.').all(is_identifier);
+        if b != b'(' || !valid {
+            self.not_a_call(out, "expected a call `name(...)` in the list");
+            return Some(take);
+        }
+        self.committed = true;
+        // The '(' is the scanner's first byte; `on_args` appends it with what follows.
+        self.scanned = self.held.len();
+        self.scanner = CallScanner::default();
+        self.st = St::Args;
+        Some(take)
+    }
+
+    fn on_args(&mut self, rest: &str, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
+        let before = self.held.len();
+        self.held.push_str(rest);
+        let scan = self
+            .scanner
+            .scan(self.held.as_bytes().get(self.scanned..).unwrap_or_default(), eof);
+        match scan {
+            Scan::More(n) => {
+                self.scanned += n;
+                Some(rest.len())
+            }
+            Scan::End(k) => {
+                let end = self.scanned + k + 1;
+                let used = end.saturating_sub(before);
+                self.held.truncate(end);
+                let call_text = self.held.get(self.call_start..).unwrap_or_default();
+                match parse_call(call_text) {
+                    Ok(call) => {
+                        let at = self.held_pos(self.call_start);
+                        out.start_call(&call.name, None, at);
+                        out.args(&call.args);
+                        out.end_call();
+                        for note in call.notes {
+                            let at = self.held_pos(self.call_start + note.at);
+                            out.issue(IssueKind::BadArguments, at, note.msg);
+                        }
+                        self.held.clear();
+                        self.st = St::AfterCall;
+                    }
+                    Err(e) => {
+                        let at = self.held_pos(self.call_start + e.at);
+                        out.issue(
+                            IssueKind::BadArguments,
+                            at,
+                            format!("not a call with literal arguments: {}; the call and the rest of the output are kept as content", e.msg),
+                        );
+                        self.give_up(out);
+                    }
+                }
+                Some(used)
+            }
+            Scan::Mismatch(k) => {
+                let end = self.scanned + k + 1;
+                let used = end.saturating_sub(before);
+                self.held.truncate(end);
+                let at = self.held_pos(end - 1);
+                out.issue(
+                    IssueKind::MalformedMarkup,
+                    at,
+                    "unbalanced brackets in a call; the call and the rest of the output are kept as content",
+                );
+                self.give_up(out);
+                Some(used)
+            }
+        }
+    }
+
+    fn on_after_call(&mut self, rest: &str, i: usize, out: &mut Emitter<'_>) -> Option<usize> {
+        let ws = ws_len(rest);
+        if ws > 0 {
+            return Some(ws);
+        }
+        match rest.as_bytes().first() {
+            Some(b',') => {
+                self.st = St::AfterComma;
+                Some(1)
+            }
+            Some(b']') => {
+                self.st = St::Done;
+                Some(1)
+            }
+            _ => {
+                let at = self.at(out, i);
+                out.issue(
+                    IssueKind::MalformedMarkup,
+                    at,
+                    "expected ',' or ']' after a call; the rest is kept as content",
+                );
+                self.st = St::Passthrough;
+                Some(0)
+            }
+        }
+    }
+
+    fn on_after_comma(&mut self, rest: &str, i: usize, out: &mut Emitter<'_>) -> Option<usize> {
+        let ws = ws_len(rest);
+        if ws > 0 {
+            return Some(ws);
+        }
+        match rest.as_bytes().first() {
+            Some(b']') => {
+                self.st = St::Done;
+                Some(1)
+            }
+            Some(&b) if is_name_start(b) => {
+                self.held.clear();
+                self.held_at = self.at(out, i);
+                self.call_start = 0;
+                self.st = St::Name;
+                Some(0)
+            }
+            _ => {
+                let at = self.at(out, i);
+                out.issue(
+                    IssueKind::MalformedMarkup,
+                    at,
+                    "expected a call after ',' in the list; the rest is kept as content",
+                );
+                self.st = St::Passthrough;
+                Some(0)
+            }
+        }
+    }
+
+    fn on_done(&mut self, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
+        let ws = ws_len(rest);
+        if ws > 0 {
+            self.trailing_ws.push_str(&rest[..ws]);
+            return Some(ws);
+        }
+        if self.llama4 && !self.end_marker_seen {
+            if rest.starts_with(PY_END) {
+                self.end_marker_seen = true;
+                self.trailing_ws.clear();
+                return Some(PY_END.len());
+            }
+            if !eof && PY_END.starts_with(rest) {
+                return None;
+            }
+        }
+        let at = self.at(out, i);
+        out.issue(
+            IssueKind::UnexpectedText,
+            at,
+            "text after the list of calls; kept as content",
+        );
+        let ws = std::mem::take(&mut self.trailing_ws);
+        out.content(&ws);
+        self.st = St::Passthrough;
+        Some(0)
+    }
+
+    fn process(&mut self, eof: bool, out: &mut Emitter<'_>) {
+        let buf = std::mem::take(&mut self.buf);
+        let used = self.run(&buf, eof, out);
+        self.buf = buf;
+        self.buf.drain(..used.min(self.buf.len()));
+        self.base += used;
+    }
+}
+
+impl FormatStream for PythonicStream {
+    fn feed(&mut self, chunk: &str, out: &mut Emitter<'_>) {
+        if chunk.is_empty() {
+            return;
+        }
+        self.buf.push_str(chunk);
+        self.process(false, out);
+    }
+
+    fn finish(&mut self, out: &mut Emitter<'_>) {
+        self.process(true, out);
+        let end = out.pos(self.base + self.buf.len());
+        let left = std::mem::take(&mut self.buf);
+        match self.st {
+            St::Start | St::BareName | St::Passthrough => {
+                out.content(&self.held);
+                out.content(&left);
+            }
+            St::Open | St::Name | St::Args => {
+                self.held.push_str(&left);
+                out.issue(
+                    IssueKind::Truncated,
+                    end,
+                    "the output ends inside a call of the list; the unfinished call is kept as content",
+                );
+                out.content(&self.held);
+            }
+            St::AfterCall | St::AfterComma => {
+                out.issue(IssueKind::Truncated, end, "the list of calls is not closed by ']'");
+                out.content(&left);
+            }
+            St::Done => out.content(&left),
+        }
+        self.held.clear();
+        self.st = St::Passthrough;
+    }
+}
+
+fn render(calls: &[ToolCall], content: Option<&str>, llama4: bool) -> Result<String, RenderError> {
+    let content = content.unwrap_or("");
+    if calls.is_empty() {
+        let head = content.trim_start();
+        if head.starts_with('[') || (llama4 && head.starts_with(PY_START)) {
+            return Err(RenderError(
+                "pythonic cannot render content that starts with '[': it would be read as a list of calls".into(),
+            ));
+        }
+        return Ok(content.to_owned());
+    }
+    if !content.is_empty() {
+        return Err(RenderError(
+            "pythonic cannot render content together with tool calls: the whole output is the list of calls".into(),
+        ));
+    }
+    let mut s = String::from("[");
+    for (n, call) in calls.iter().enumerate() {
+        if !(!call.name.is_empty() && call.name.split('.').all(is_identifier)) {
+            return Err(RenderError(format!(
+                "call {n}: tool name {:?} is not a Python name (letters, digits, '_', dots)",
+                call.name
+            )));
+        }
+        let args: Value = serde_json::from_str(&call.arguments)
+            .map_err(|e| RenderError(format!("call {n} ({}): arguments are not valid JSON ({e})", call.name)))?;
+        let Value::Object(map) = args else {
+            return Err(RenderError(format!(
+                "call {n} ({}): arguments must be a JSON object to render as keyword arguments",
+                call.name
+            )));
+        };
+        if n > 0 {
+            s.push_str(", ");
+        }
+        s.push_str(&call.name);
+        s.push('(');
+        for (k, (key, value)) in map.iter().enumerate() {
+            if !is_identifier(key) || is_keyword(key) {
+                return Err(RenderError(format!(
+                    "call {n} ({}): argument name {key:?} is not a valid Python keyword-argument name",
+                    call.name
+                )));
+            }
+            if k > 0 {
+                s.push_str(", ");
+            }
+            s.push_str(key);
+            s.push('=');
+            python_literal(value, &mut s)
+                .map_err(|why| RenderError(format!("call {n} ({}), argument {key:?}: {why}", call.name)))?;
+        }
+        s.push(')');
+    }
+    s.push(']');
+    Ok(s)
+}
+
+/// A JSON value as Python literal source.
+fn python_literal(v: &Value, out: &mut String) -> Result<(), String> {
+    match v {
+        Value::Null => out.push_str("None"),
+        Value::Bool(true) => out.push_str("True"),
+        Value::Bool(false) => out.push_str("False"),
+        Value::Number(n) => {
+            let t = n.to_string();
+            if t.contains(['.', 'e', 'E']) && !t.parse::<f64>().is_ok_and(f64::is_finite) {
+                return Err(format!(
+                    "{t} is not a finite float, which Python literals cannot express"
+                ));
+            }
+            out.push_str(&t);
+        }
+        Value::String(s) => python_string(s, out),
+        Value::Array(items) => {
+            out.push('[');
+            for (k, item) in items.iter().enumerate() {
+                if k > 0 {
+                    out.push_str(", ");
+                }
+                python_literal(item, out)?;
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            out.push('{');
+            for (k, (key, item)) in map.iter().enumerate() {
+                if k > 0 {
+                    out.push_str(", ");
+                }
+                python_string(key, out);
+                out.push_str(": ");
+                python_literal(item, out)?;
+            }
+            out.push('}');
+        }
+    }
+    Ok(())
+}
+
+fn python_string(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
