@@ -42,7 +42,7 @@ from hermes_env.env.output import GroupJsonlWriter, write_html
 from hermes_env.env.phases import ResolvedPhase, phase1_item, phase2_item, prompt_only_item, resolve_phase
 from hermes_env.env.preflight import InferenceServerUnreachable, check_servers
 from hermes_env.env.progress import GroupProgress
-from hermes_env.env.stats import RolloutRecord, RolloutStats, format_summary_table, wandb_table
+from hermes_env.env.stats import RolloutRecord, RolloutStats, format_summary_table, summarize, wandb_table
 
 logger = logging.getLogger(__name__)
 
@@ -317,6 +317,47 @@ class HermesAgentBaseEnv(BaseEnv):
 
         return list(await asyncio.gather(*(one(item) for item in items)))
 
+    async def evaluate_items(
+        self, items: list[Any], *, id_field: str = "id", extra_metrics: Any = None
+    ) -> dict[str, float]:
+        """Run ``items`` once each (eval split) and save ``metrics.json``/``samples.jsonl`` via ``evaluate_log``.
+
+        ``extra_metrics(outcomes) -> dict`` may add environment-specific metrics.
+        """
+        started = time.time()
+        outcomes = await self.run_eval(items)
+        records = [record for _, _, record, _ in outcomes if record is not None]
+        stats = summarize(records)
+        metrics = {
+            "eval/accuracy": sum(r.score for r in records) / len(outcomes) if outcomes else 0.0,
+            "eval/items": float(len(outcomes)),
+            "eval/failed_rollouts": float(sum(1 for *_, err in outcomes if err is not None)),
+            "eval/mean_turns": stats["mean_turns"],
+            "eval/mean_tool_calls": stats["mean_tool_calls"],
+            "eval/tool_errors_per_rollout": stats["tool_errors_per_rollout"],
+            "eval/finished_naturally_rate": stats["finished_naturally_rate"],
+        }
+        if extra_metrics is not None:
+            metrics.update(extra_metrics(outcomes))
+        samples = [
+            {
+                "id": item.get(id_field) if isinstance(item, dict) else None,
+                "score": record.score if record else None,
+                "turns": record.turns if record else 0,
+                "tool_calls": record.tool_calls if record else 0,
+                "tool_errors": list(record.tool_error_kinds) if record else [],
+                "error": err,
+                "messages": scored["messages"] if scored else None,
+            }
+            for item, scored, record, err in outcomes
+        ]
+        await self.evaluate_log(metrics, start_time=started, end_time=time.time(), samples=samples)
+        if self.config.use_wandb:
+            import wandb
+
+            wandb.log(metrics, step=self.curr_step)
+        return metrics
+
     # ------------------------------------------------------------------ wandb (optional)
     async def add_rollouts_for_wandb(self, scored_data: Any, item: Any = None) -> None:
         """Readable conversations are kept by :meth:`collect_trajectories`; nothing to decode here."""
@@ -368,6 +409,7 @@ class HermesAgentBaseEnv(BaseEnv):
 
     async def _run_evaluate(self) -> None:
         await self._setup_or_exit()
+        self._init_process_wandb()
         try:
             await self.evaluate()
         finally:
@@ -382,6 +424,7 @@ class HermesAgentBaseEnv(BaseEnv):
             await backend.aclose()
 
     def _init_process_wandb(self) -> None:
+        """wandb for process/evaluate (no trainer to ask for a project): only when a login exists."""
         if not self.config.use_wandb:
             return
         if not _wandb_configured():

@@ -80,10 +80,9 @@ class SolutionPolicy:
         weights: Mapping[str, float] | None = None,
         seed: int = 0,
         tool_name: str = "terminal",
+        answer_from_output: bool = False,
     ) -> None:
-        self.tasks = [
-            t if isinstance(t, ScriptedTask) else ScriptedTask(t["id"], t["prompt"], t["solution"]) for t in tasks
-        ]
+        self.tasks = [t if isinstance(t, ScriptedTask) else task_from_row(t) for t in tasks]
         if not self.tasks:
             raise ValueError("SolutionPolicy needs at least one task")
         weights = dict(weights or DEFAULT_WEIGHTS)
@@ -93,6 +92,8 @@ class SolutionPolicy:
         self.plans = [p for p in PLANS if weights.get(p, 0) > 0]
         self.weights = [weights[p] for p in self.plans]
         self.tool_name = tool_name
+        # Question-answering tasks: the final turn states the last tool output as ``ANSWER: ...``.
+        self.answer_from_output = answer_from_output
         self._rng = random.Random(seed)
         self._lock = threading.Lock()  # servers may call from several threads
         # Longest prompts first, so a prompt that contains another still matches itself.
@@ -108,7 +109,7 @@ class SolutionPolicy:
         with self._lock:
             return self._rng.choices(self.plans, self.weights)[0]
 
-    def next_turn(self, task: ScriptedTask, history: Sequence[str]) -> str:
+    def next_turn(self, task: ScriptedTask, history: Sequence[str], last_tool_output: str | None = None) -> str:
         """The next assistant turn, given the texts of the assistant turns so far (raw, with tool calls)."""
         if not history:
             plan = self.draw_plan()
@@ -127,6 +128,8 @@ class SolutionPolicy:
         solved = any(f"{self.tool_name}:{task.solution}" in _commands(turn) for turn in history)
         if not solved and (f'"{TYPO_TOOL}"' in first or EXPLORE_COMMAND in first):
             return think("Now I can do it properly.") + self._solve(task)
+        if self.answer_from_output and last_tool_output is not None:
+            return think("The output answers the question.") + f"ANSWER: {output_answer(last_tool_output)}"
         return think("Done.") + DONE_TEXT
 
     def _solve(self, task: ScriptedTask) -> str:
@@ -146,7 +149,8 @@ class SolutionPolicy:
                 for c in m.get("tool_calls") or []
             )
             history.append(f"{m.get('content') or ''}{calls}")
-        return self.next_turn(task, history)
+        tool_outputs = [str(m.get("content") or "") for m in messages if m.get("role") == "tool"]
+        return self.next_turn(task, history, tool_outputs[-1] if tool_outputs else None)
 
     def respond_to_prompt(self, prompt: str) -> str:
         """Raw-prompt form (vLLM ``/generate``): the rendered ChatML prompt in, raw model text out."""
@@ -154,11 +158,26 @@ class SolutionPolicy:
         turns = prompt.split("<|im_start|>assistant")
         # turns[0] is system/user; the last piece is the open generation prompt.
         history = [t.split("<|im_end|>")[0] for t in turns[1:-1]]
-        return self.next_turn(task, history)
+        responses = re.findall(r"<tool_response>\n?(.*?)\n?</tool_response>", prompt, re.DOTALL)
+        return self.next_turn(task, history, responses[-1] if responses else None)
 
     def vllm_responder(self, request: Any) -> str:
         """Responder for ScriptedVLLMServer: answers a ``ScriptedRequest`` from its decoded prompt."""
         return self.respond_to_prompt(request.prompt_text)
+
+
+def task_from_row(row: Mapping[str, Any]) -> ScriptedTask:
+    """A ScriptedTask from a task row (terminal_tasks/swe_lite `prompt`, bench_eval `question`)."""
+    prompt = row.get("prompt") or row.get("question")
+    if not prompt or "solution" not in row:
+        raise ValueError(f"task {row.get('id')!r} needs a prompt (or question) and a solution")
+    return ScriptedTask(str(row["id"]), str(prompt), str(row["solution"]))
+
+
+def output_answer(output: str) -> str:
+    """The last line of a terminal tool's output, without its ``[exit code ...]`` status line."""
+    lines = [line.strip() for line in output.splitlines() if line.strip() and not line.startswith("[exit code")]
+    return lines[-1] if lines else ""
 
 
 def _loads(arguments: Any) -> dict[str, Any]:

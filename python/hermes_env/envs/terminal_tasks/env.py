@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import random
-import time
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,6 @@ from hermes_env.agent.loop import AgentResult
 from hermes_env.env.base_env import HermesAgentBaseEnv, RolloutFailed
 from hermes_env.env.config import HermesAgentEnvConfig
 from hermes_env.env.dataset import load_rows
-from hermes_env.env.stats import summarize
 from hermes_env.envs import DEFAULT_MODEL, default_tokenizer_name
 
 logger = logging.getLogger(__name__)
@@ -111,25 +109,4 @@ class TerminalTasksEnv(HermesAgentBaseEnv):
         """Every task once; success rate and agent statistics, saved with evaluate_log."""
         if not hasattr(self, "tasks"):
             await self.setup()
-        started = time.time()
-        outcomes = await self.run_eval(self.tasks)
-        records = [record for _, _, record, _ in outcomes if record is not None]
-        stats = summarize(records)
-        metrics = {
-            "eval/success_rate": sum(r.score for r in records) / len(outcomes),
-            "eval/failed_rollouts": float(sum(1 for *_, err in outcomes if err is not None)),
-            "eval/mean_turns": stats["mean_turns"],
-            "eval/mean_tool_calls": stats["mean_tool_calls"],
-            "eval/tool_errors_per_rollout": stats["tool_errors_per_rollout"],
-        }
-        samples = [
-            {
-                "id": item["id"],
-                "score": record.score if record else None,
-                "error": err,
-                "messages": scored["messages"] if scored else None,
-            }
-            for item, scored, record, err in outcomes
-        ]
-        await self.evaluate_log(metrics, start_time=started, end_time=time.time(), samples=samples)
-        return metrics
+        return await self.evaluate_items(self.tasks)

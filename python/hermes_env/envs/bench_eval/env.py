@@ -1,0 +1,116 @@
+"""bench_eval: an evaluation-only, benchmark-style environment.
+
+Each row of ``questions.jsonl`` has ``id``, ``question``, ``answer``, ``setup`` (a shell command that
+prepares the files the question is about) and ``category``. The model investigates with the
+tools and ends with a line ``ANSWER: <answer>``; the score is 1.0 on an exact match after
+normalisation (case, surrounding quotes/backticks, trailing period). ``evaluate`` runs every
+question once and writes ``metrics.json`` (overall and per-category accuracy, agent
+statistics) and ``samples.jsonl`` (one line per question) to ``--env.data_dir_to_save_evals``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from atroposlib.envs.server_handling.server_baseline import APIServerConfig
+from pydantic import Field
+
+from hermes_env.agent.loop import AgentResult
+from hermes_env.env.base_env import HermesAgentBaseEnv, RolloutFailed
+from hermes_env.env.config import HermesAgentEnvConfig
+from hermes_env.env.dataset import DatasetError, load_rows
+from hermes_env.envs import DEFAULT_MODEL, default_tokenizer_name
+
+HERE = Path(__file__).resolve().parent
+QUESTIONS_PATH = HERE / "questions.jsonl"
+CONFIG_PATH = HERE / "config.yaml"
+
+SYSTEM_PROMPT = (
+    "You answer questions about files in your current directory. Use the tools to find out, then reply with "
+    "a final line of the form `ANSWER: <answer>` and no tool call."
+)
+_ANSWER = re.compile(r"^\s*\**ANSWER\**\s*:\s*(.+?)\s*$", re.IGNORECASE | re.MULTILINE)
+
+
+def extract_answer(text: str) -> str | None:
+    """The value of the last ``ANSWER:`` line, or None when the text has none."""
+    found = _ANSWER.findall(text or "")
+    return found[-1] if found else None
+
+
+def normalize(answer: str) -> str:
+    return answer.strip().strip("`'\"").rstrip(".").strip().lower()
+
+
+class BenchEvalConfig(HermesAgentEnvConfig):
+    dataset_name: str | None = Field(default=str(QUESTIONS_PATH), description="Questions file (.jsonl).")
+    prompt_field: str = Field(default="question", description="Field holding the question.")
+    system_prompt: str | None = Field(default=SYSTEM_PROMPT, description="System message.")
+    max_agent_turns: int = Field(default=6, ge=1, description="Model turns per question.")
+    data_dir_to_save_evals: str | None = Field(
+        default="eval_results/bench_eval", description="Where metrics.json and samples.jsonl are written."
+    )
+
+
+class BenchEvalEnv(HermesAgentBaseEnv):
+    name = "bench_eval"
+    env_config_cls = BenchEvalConfig
+    config: BenchEvalConfig
+
+    @classmethod
+    def config_init(cls) -> tuple[BenchEvalConfig, list[APIServerConfig]]:
+        tokenizer = default_tokenizer_name()
+        config = BenchEvalConfig(
+            tokenizer_name=tokenizer, group_size=1, use_wandb=False, max_token_length=8192, wandb_name=cls.name
+        )
+        server = APIServerConfig(
+            model_name=DEFAULT_MODEL, tokenizer_name=tokenizer, base_url="http://127.0.0.1:9000/v1", api_key="x",
+            server_type="vllm", num_requests_for_eval=32, timeout=120,
+        )  # fmt: skip
+        return config, [server]
+
+    async def setup(self) -> None:
+        self.questions = load_rows(
+            self.config.dataset_name or str(QUESTIONS_PATH), self.config.dataset_split, self.config.prompt_field
+        )
+        for row in self.questions:
+            if "answer" not in row or "id" not in row:
+                raise DatasetError(f"bench_eval question {row.get('id', '?')!r} needs 'id' and 'answer'")
+
+    async def get_next_item(self) -> dict[str, Any]:
+        raise RuntimeError("bench_eval is evaluation-only; run `python -m hermes_env.envs.bench_eval evaluate`")
+
+    async def env_manager(self) -> None:
+        raise SystemExit("error: bench_eval is evaluation-only; run `python -m hermes_env.envs.bench_eval evaluate`")
+
+    async def process_manager(self) -> None:
+        raise SystemExit("error: bench_eval is evaluation-only; run `python -m hermes_env.envs.bench_eval evaluate`")
+
+    def format_prompt(self, item: dict[str, Any]) -> str:
+        return str(item[self.config.prompt_field])
+
+    async def setup_trajectory_workspace(self, item: dict[str, Any], trajectory_id: str, exec_tool: Any) -> None:
+        if item.get("setup"):
+            result = await exec_tool.terminal(item["setup"], timeout=60)
+            if not result.ok:
+                raise RolloutFailed(f"setup of question {item['id']!r} failed: {result.output[-500:]}")
+
+    async def compute_reward(self, item: dict[str, Any], result: AgentResult, ctx: Any) -> float:
+        final = next((m for m in reversed(result.messages) if m.get("role") == "assistant"), None)
+        answer = extract_answer(str(final.get("content") or "")) if final else None
+        return 1.0 if answer is not None and normalize(answer) == normalize(str(item["answer"])) else 0.0
+
+    async def evaluate(self, *args: Any, **kwargs: Any) -> dict[str, float]:
+        if not hasattr(self, "questions"):
+            await self.setup()
+
+        def per_category(outcomes: list[Any]) -> dict[str, float]:
+            scores: dict[str, list[float]] = defaultdict(list)
+            for item, _, record, _ in outcomes:
+                scores[str(item.get("category", "all"))].append(record.score if record else 0.0)
+            return {f"eval/accuracy/{k}": sum(v) / len(v) for k, v in sorted(scores.items())}
+
+        return await self.evaluate_items(self.questions, extra_metrics=per_category)

@@ -1,0 +1,113 @@
+"""swe_lite: fix a bug in a small Python repository; the reward is the hidden tests, run in the sandbox.
+
+Each row of ``tasks.jsonl`` names a repository (``repo``), its hidden tests (``hidden_tests``), the
+issue text and the ``test_command`` (paths relative to this folder). A rollout's workspace
+starts as a copy of the repository (``setup_trajectory_workspace``); the hidden tests are
+uploaded only after the model stops, replacing anything the model put at that path, and
+``test_command`` decides the reward (1.0 when every hidden test passes).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from pathlib import Path
+from typing import Any
+
+from atroposlib.envs.server_handling.server_baseline import APIServerConfig
+from pydantic import Field
+
+from hermes_env.agent.loop import AgentResult
+from hermes_env.env.base_env import HermesAgentBaseEnv, RolloutFailed
+from hermes_env.env.config import HermesAgentEnvConfig
+from hermes_env.env.dataset import DatasetError, load_rows
+from hermes_env.envs import DEFAULT_MODEL, default_tokenizer_name
+
+logger = logging.getLogger(__name__)
+
+HERE = Path(__file__).resolve().parent
+TASKS_PATH = HERE / "tasks.jsonl"
+CONFIG_PATH = HERE / "config.yaml"
+HIDDEN_DIR = "hidden_tests"
+
+SYSTEM_PROMPT = (
+    "You are a software engineer working in a Python repository (your current directory). Read the code, "
+    "fix the bug with the tools, and reply with a short summary and no tool call when you are done."
+)
+
+
+class SweLiteConfig(HermesAgentEnvConfig):
+    dataset_name: str | None = Field(default=str(TASKS_PATH), description="Task index (.jsonl).")
+    system_prompt: str | None = Field(default=SYSTEM_PROMPT, description="System message.")
+    max_agent_turns: int = Field(default=16, ge=1, description="Model turns per rollout.")
+    test_timeout: float = Field(default=60.0, gt=0, description="Time limit of the hidden test run, in seconds.")
+    tasks_root: str = Field(
+        default=str(HERE), description="Folder the index's repo/hidden_tests paths are relative to."
+    )
+
+
+class SweLiteEnv(HermesAgentBaseEnv):
+    name = "swe_lite"
+    env_config_cls = SweLiteConfig
+    config: SweLiteConfig
+
+    @classmethod
+    def config_init(cls) -> tuple[SweLiteConfig, list[APIServerConfig]]:
+        tokenizer = default_tokenizer_name()
+        config = SweLiteConfig(
+            tokenizer_name=tokenizer, group_size=4, total_steps=8, use_wandb=False, max_token_length=16384,
+            wandb_name=cls.name,
+        )  # fmt: skip
+        server = APIServerConfig(
+            model_name=DEFAULT_MODEL, tokenizer_name=tokenizer, base_url="http://127.0.0.1:9000/v1", api_key="x",
+            server_type="vllm", num_requests_for_eval=32, timeout=300,
+        )  # fmt: skip
+        return config, [server]
+
+    def _path(self, relative: str) -> Path:
+        return (Path(self.config.tasks_root) / relative).resolve()
+
+    async def setup(self) -> None:
+        self.tasks = load_rows(
+            self.config.dataset_name or str(TASKS_PATH), self.config.dataset_split, self.config.prompt_field
+        )
+        for task in self.tasks:
+            for key in ("repo", "hidden_tests", "test_command"):
+                if key not in task:
+                    raise DatasetError(f"swe_lite task {task.get('id', '?')!r} has no {key!r}")
+            for key in ("repo", "hidden_tests"):
+                if not self._path(task[key]).is_dir():
+                    raise DatasetError(
+                        f"swe_lite task {task['id']!r}: {key} folder {self._path(task[key])} does not exist; "
+                        "check --env.tasks_root"
+                    )
+        self.order = list(range(len(self.tasks)))
+        random.Random(self.config.seed).shuffle(self.order)
+        self.cursor = 0
+
+    async def get_next_item(self) -> dict[str, Any]:
+        task = self.tasks[self.order[self.cursor % len(self.order)]]
+        self.cursor += 1
+        return task
+
+    def format_prompt(self, item: dict[str, Any]) -> str:
+        return str(item[self.config.prompt_field])
+
+    async def setup_trajectory_workspace(self, item: dict[str, Any], trajectory_id: str, exec_tool: Any) -> None:
+        uploaded = await exec_tool.upload_dir(self._path(item["repo"]), ".")
+        if not uploaded:
+            raise RolloutFailed(f"swe_lite task {item['id']!r}: repository {item['repo']} is empty")
+
+    async def compute_reward(self, item: dict[str, Any], result: AgentResult, ctx: Any) -> float:
+        # Whatever the model left at hidden_tests/ is replaced by the real tests.
+        await ctx.terminal(f"rm -rf {HIDDEN_DIR}", timeout=30)
+        await ctx.upload_dir(self._path(item["hidden_tests"]), HIDDEN_DIR)
+        run = await ctx.terminal(item["test_command"], timeout=self.config.test_timeout)
+        if not run.ok:
+            logger.debug("swe_lite %s: hidden tests failed:\n%s", item["id"], run.output[-2000:])
+        return 1.0 if run.ok else 0.0
+
+    async def evaluate(self, *args: Any, **kwargs: Any) -> dict[str, float]:
+        if not hasattr(self, "tasks"):
+            await self.setup()
+        return await self.evaluate_items(self.tasks)
