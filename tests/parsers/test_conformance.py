@@ -40,6 +40,13 @@ except ImportError:  # tests/ is not a package in this checkout
 
 MODES = ["parse", "stream_whole", "stream_1char", "stream_random"]
 
+# Corpus `malformed` variants (by `note`) that are valid forms of the format, which the parser
+# accepts by design without an issue: the corpus was recorded with one tokenizer generation.
+ACCEPTED_FORMS: dict[str, set[str]] = {
+    # Mistral's pre-v11 `[TOOL_CALLS] [{...}]` array and v11's `NAME{...}` without `[ARGS]`.
+    "mistral": {"pre_v11_array", "name_brace_no_args_token"},
+}
+
 
 def _targets() -> list[str]:
     names = set(list_parsers())
@@ -103,7 +110,7 @@ def test_case(parser_name: str, index: int, mode: str) -> None:
         assert problem is None, f"{case['id']} ({case['category']}, {case.get('note')}): {problem}"
         kinds = {i.kind for i in result.issues}
         assert kinds <= {"unknown_tool"}, f"{case['id']}: well-formed output reported {result.issues!r}"
-    elif case["category"] in ("malformed", "truncated"):
+    elif case["category"] in ("malformed", "truncated") and case.get("note") not in ACCEPTED_FORMS.get(parser_name, ()):
         untouched = not result.tool_calls and result.content == (text or None)
         assert result.issues or untouched, f"{case['id']} ({case.get('note')}): malformed output without a ParseIssue"
 
@@ -127,6 +134,10 @@ INTENDED_OVER_EXPECTED: dict[str, set[str]] = {
     "hermes": {"end_marker_in_string"},
     "qwen": {"end_marker_in_string"},
     "longcat": {"end_marker_in_string"},
+    "deepseek_v3": set(),
+    "deepseek_v31": {"end_marker_in_string"},
+    "kimi_k2": {"end_marker_in_string"},
+    "mistral": {"end_marker_in_string"},
 }
 
 

@@ -51,6 +51,10 @@ pub static REGISTRY: &[ParserSpec] = &[
         make: formats::hermes::longcat,
     },
     ParserSpec {
+        name: "mistral",
+        make: formats::mistral::mistral,
+    },
+    ParserSpec {
         name: "pythonic",
         make: formats::pythonic::pythonic,
     },

@@ -457,3 +457,165 @@ impl CallObject {
         }
     }
 }
+
+/// What [`CallArray::step`] reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ArrStep {
+    /// The input was used up.
+    NeedMore,
+    /// The array's `]` was consumed. `raw` is the array's text when it held no call (the caller
+    /// decides whether that is content), empty otherwise.
+    Done { raw: String },
+    /// Text the caller must return as content (an element that is not a call), with its issue.
+    Content { text: String, kind: IssueKind, message: String, at: Pos },
+    /// The array broke and no call is open: `raw` (what was read of the broken part) is content,
+    /// and so is the rest of the array region (the caller knows where it ends).
+    Broken { raw: String, kind: IssueKind, message: String, at: Pos },
+    /// The JSON broke inside a started call's arguments: the call is still open and the rest of
+    /// the array region is its raw arguments (the caller ends the call).
+    BrokenArgs { message: String, at: Pos },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ArrMode {
+    Open,
+    ElemOrClose,
+    Elem,
+    Object,
+    AfterElem,
+}
+
+/// A JSON array of call objects, `[{"name": .., "arguments": ..}, ...]`, streamed call by call
+/// (granite, jamba, xlam, mistral's pre-v11 form).
+pub(crate) struct CallArray {
+    mode: ArrMode,
+    obj: CallObject,
+    /// The array's text while no call of it has started (returned as content if none does).
+    raw: String,
+    calls: usize,
+}
+
+impl CallArray {
+    pub(crate) fn new(name_key: &'static str, args_keys: &'static [&'static str]) -> CallArray {
+        CallArray { mode: ArrMode::Open, obj: CallObject::new(name_key, args_keys), raw: String::new(), calls: 0 }
+    }
+
+    /// Expect a new array (its `[` after optional whitespace).
+    pub(crate) fn reset(&mut self) {
+        self.mode = ArrMode::Open;
+        self.raw.clear();
+        self.calls = 0;
+    }
+
+    /// Calls emitted from this array so far.
+    pub(crate) fn calls(&self) -> usize {
+        self.calls
+    }
+
+    /// True before the `[` (only whitespace seen).
+    pub(crate) fn not_started(&self) -> bool {
+        self.mode == ArrMode::Open
+    }
+
+    /// The array's unconsumed text so far plus the open element's, for content at a cut-off end.
+    pub(crate) fn take_raw(&mut self) -> String {
+        let mut raw = std::mem::take(&mut self.raw);
+        if self.mode == ArrMode::Object && !self.obj.started() {
+            raw.push_str(&self.obj.take_raw());
+        }
+        raw
+    }
+
+    /// True while a started call's arguments are being read.
+    pub(crate) fn in_started_call(&self) -> bool {
+        self.mode == ArrMode::Object && self.obj.started()
+    }
+
+    fn broken(&mut self, what: &str, at: Pos) -> ArrStep {
+        let raw = std::mem::take(&mut self.raw);
+        ArrStep::Broken {
+            raw,
+            kind: IssueKind::MalformedJson,
+            message: format!("malformed tool-call array: {what}; the rest is kept as content"),
+            at,
+        }
+    }
+
+    fn keep_raw(&mut self, s: &str) {
+        if self.calls == 0 {
+            self.raw.push_str(s);
+        }
+    }
+
+    /// Feed `input` (at absolute `base`); returns bytes consumed and what happened.
+    pub(crate) fn step(&mut self, input: &str, base: usize, out: &mut Emitter<'_>) -> (usize, ArrStep) {
+        let mut i = 0;
+        loop {
+            let rest = input.get(i..).unwrap_or_default();
+            if self.mode == ArrMode::Object {
+                let (n, end) = self.obj.step(rest, base + i, out);
+                let at = out.pos(base + i + n);
+                i += n;
+                match end {
+                    ObjEnd::NeedMore => return (i, ArrStep::NeedMore),
+                    ObjEnd::Call => {
+                        self.calls += 1;
+                        self.raw.clear();
+                        self.mode = ArrMode::AfterElem;
+                    }
+                    ObjEnd::NotACall { kind, message } => {
+                        self.mode = ArrMode::AfterElem;
+                        let mut text = std::mem::take(&mut self.raw);
+                        text.push_str(&self.obj.take_raw());
+                        return (i, ArrStep::Content { text, kind, message, at });
+                    }
+                    ObjEnd::BrokenBeforeStart { message } => {
+                        let mut raw = std::mem::take(&mut self.raw);
+                        raw.push_str(&self.obj.take_raw());
+                        self.mode = ArrMode::Open;
+                        return (i, ArrStep::Broken { raw, kind: IssueKind::MalformedJson, message, at });
+                    }
+                    ObjEnd::BrokenArgs { message } => {
+                        self.mode = ArrMode::Open;
+                        return (i, ArrStep::BrokenArgs { message, at });
+                    }
+                    ObjEnd::BrokenAfterArgs { message } => {
+                        self.calls += 1;
+                        self.mode = ArrMode::Open;
+                        return (i, ArrStep::Broken { raw: String::new(), kind: IssueKind::MalformedJson, message, at });
+                    }
+                }
+                continue;
+            }
+            let Some(j) = skip_ws(rest) else {
+                self.keep_raw(rest);
+                return (input.len(), ArrStep::NeedMore);
+            };
+            self.keep_raw(&rest[..j]);
+            i += j;
+            let b = input.as_bytes().get(i).copied().unwrap_or(b' ');
+            let at = out.pos(base + i);
+            match (self.mode, b) {
+                (ArrMode::Open, b'[') => self.mode = ArrMode::ElemOrClose,
+                (ArrMode::Open, _) => return (i, self.broken("expected '['", at)),
+                (ArrMode::ElemOrClose | ArrMode::Elem, b'{') => {
+                    self.obj.reset(at);
+                    self.mode = ArrMode::Object;
+                    continue;
+                }
+                (ArrMode::ElemOrClose | ArrMode::AfterElem, b']') => {
+                    self.keep_raw("]");
+                    self.mode = ArrMode::Open;
+                    let raw = if self.calls == 0 { std::mem::take(&mut self.raw) } else { String::new() };
+                    return (i + 1, ArrStep::Done { raw });
+                }
+                (ArrMode::Elem, b']') => return (i, self.broken("trailing comma before ']'", at)),
+                (ArrMode::AfterElem, b',') => self.mode = ArrMode::Elem,
+                (ArrMode::AfterElem, _) => return (i, self.broken("expected ',' or ']' after a call", at)),
+                _ => return (i, self.broken("expected a call object", at)),
+            }
+            self.keep_raw(input.get(i..i + 1).unwrap_or_default());
+            i += 1;
+        }
+    }
+}

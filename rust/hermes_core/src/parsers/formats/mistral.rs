@@ -1,0 +1,387 @@
+//! Mistral (vLLM `mistral`): both tool-call forms Mistral tokenizers produce.
+//!
+//! ```text
+//! v11+:    [TOOL_CALLS]NAME[ARGS]{..}[TOOL_CALLS]NAME[ARGS]{..}     ([ARGS] optional: NAME{..})
+//! pre-v11: [TOOL_CALLS] [{"name": "..", "arguments": {..}}, ...]
+//! ```
+//!
+//! # Semantics
+//! - Text before the first `[TOOL_CALLS]` is content; whitespace around the calls is dropped
+//!   (vLLM's engine `strip()`s content when calls are found).
+//! - A name is `[A-Za-z0-9_.-]+`. `[TOOL_CALLS]` followed by anything else (prose that mentions
+//!   the marker) is not a call: the marker and the text stay content, with a `malformed_markup`
+//!   issue (vLLM turns the following words into a tool name).
+//! - The arguments are scanned as JSON, so `[TOOL_CALLS]` / `[ARGS]` inside a JSON string are
+//!   string text (vLLM splits the call there). A call starts (`ToolCallStart`) at the first byte
+//!   of its arguments and the raw JSON streams as it arrives.
+//! - The pre-v11 array streams call by call, like the other JSON-array formats.
+//!
+//! # Hold-back
+//! A marker's length of plain text, whitespace that may precede a marker, and the tool name
+//! (until `[ARGS]` or `{`).
+//!
+//! # Bad input
+//! Missing arguments or name: the call's text stays content (`missing_arguments` /
+//! `missing_name`). JSON that breaks inside started arguments: the rest up to the next
+//! `[TOOL_CALLS]` is appended raw (`malformed_json`). Text after a call's JSON other than the
+//! next call: content, `unexpected_text`. Output cut inside a call: a started call keeps what
+//! arrived (`truncated`), an unstarted one is content.
+
+use std::sync::Arc;
+
+use crate::parsers::json_scan::Status;
+use crate::parsers::marker::{MarkerHit, MarkerSet};
+use crate::parsers::stream::{Emitter, Format, FormatStream};
+use crate::parsers::tools::Tools;
+use crate::parsers::types::{IssueKind, Pos, RenderError, ToolCall};
+
+use super::shared::{check_stripped_content, render_args, skip_ws, ArgsValue, ArrStep, CallArray, Driven, Gate, Machine};
+
+const BOT: &str = "[TOOL_CALLS]";
+const ARGS: &str = "[ARGS]";
+const ARGS_KEYS: &[&str] = &["arguments"];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Text,
+    /// Right after `[TOOL_CALLS]`.
+    AfterBot,
+    Name,
+    PreArgs,
+    Args,
+    RawArgs,
+    /// A rejected call's text, up to the next `[TOOL_CALLS]`.
+    RawContent,
+    AfterArgs,
+    /// Pre-v11 array.
+    Array,
+}
+
+fn is_name_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')
+}
+
+struct MistralStream {
+    bot: MarkerSet,
+    args_marker: MarkerSet,
+    gate: Gate,
+    mode: Mode,
+    raw: String,
+    name: String,
+    call_at: Pos,
+    args: ArgsValue,
+    array: CallArray,
+}
+
+impl MistralStream {
+    fn new() -> MistralStream {
+        MistralStream {
+            bot: MarkerSet::new(&[BOT]),
+            args_marker: MarkerSet::new(&[ARGS]),
+            gate: Gate::new(true, true),
+            mode: Mode::Text,
+            raw: String::new(),
+            name: String::new(),
+            call_at: Pos::default(),
+            args: ArgsValue::new(),
+            array: CallArray::new("name", ARGS_KEYS),
+        }
+    }
+
+    /// The current call is not a call: its text is content; `then` says what follows.
+    fn reject(&mut self, kind: IssueKind, at: Pos, msg: &str, then: Mode, out: &mut Emitter<'_>) {
+        out.issue(kind, at, msg);
+        let raw = std::mem::take(&mut self.raw);
+        self.gate.text(&raw, out);
+        self.mode = then;
+    }
+
+    /// Consume text up to the next `[TOOL_CALLS]` (exclusive) as arguments or content; returns
+    /// bytes consumed and whether the marker was reached.
+    fn raw_until_bot(&mut self, rest: &str, eof: bool, args: bool, out: &mut Emitter<'_>) -> (usize, bool) {
+        let (upto, found) = match self.bot.find(rest, eof) {
+            MarkerHit::Full { at, .. } => (at, true),
+            MarkerHit::Partial { at } => (at, false),
+            MarkerHit::None => (rest.len(), false),
+        };
+        if args {
+            out.args(&rest[..upto]);
+        } else {
+            self.gate.text(&rest[..upto], out);
+        }
+        (upto, found)
+    }
+}
+
+impl Machine for MistralStream {
+    fn run(&mut self, input: &str, base: usize, eof: bool, out: &mut Emitter<'_>) -> usize {
+        let mut i = 0;
+        while i < input.len() {
+            let rest = &input[i..];
+            match self.mode {
+                Mode::Text => match self.bot.find(rest, eof) {
+                    MarkerHit::Full { at, end, .. } => {
+                        self.gate.text(&rest[..at], out);
+                        self.gate.markup(out);
+                        self.raw.clear();
+                        self.raw.push_str(BOT);
+                        self.call_at = out.pos(base + i + at);
+                        self.mode = Mode::AfterBot;
+                        i += end;
+                    }
+                    MarkerHit::Partial { at } => {
+                        self.gate.text(&rest[..at], out);
+                        return i + at;
+                    }
+                    MarkerHit::None => {
+                        self.gate.text(rest, out);
+                        return input.len();
+                    }
+                },
+                Mode::AfterBot => {
+                    let Some(j) = skip_ws(rest) else {
+                        self.raw.push_str(rest);
+                        return input.len();
+                    };
+                    let rest = &rest[j..];
+                    if rest.starts_with('[') {
+                        // `[ARGS]` (no name), another `[TOOL_CALLS]`, or the pre-v11 array.
+                        let maybe_marker = ARGS.starts_with(rest) || BOT.starts_with(rest);
+                        if maybe_marker && rest.len() < BOT.len() && !eof {
+                            self.raw.push_str(&input[i..i + j]);
+                            return i + j;
+                        }
+                        self.raw.push_str(&input[i..i + j]);
+                        i += j;
+                        let at = out.pos(base + i);
+                        if rest.starts_with(ARGS) {
+                            self.reject(IssueKind::MissingName, at, "[ARGS] without a tool name; kept as content", Mode::RawContent, out);
+                        } else if rest.starts_with(BOT) {
+                            self.reject(IssueKind::MalformedMarkup, at, "[TOOL_CALLS] repeated; the first is kept as content", Mode::Text, out);
+                        } else {
+                            self.array.reset();
+                            self.mode = Mode::Array;
+                        }
+                        continue;
+                    }
+                    // v11+: the name follows directly.
+                    self.raw.push_str(&input[i..i + j]);
+                    i += j;
+                    self.name.clear();
+                    self.mode = Mode::Name;
+                }
+                Mode::Name => {
+                    let n = rest.bytes().position(|b| !is_name_byte(b)).unwrap_or(rest.len());
+                    self.name.push_str(&rest[..n]);
+                    self.raw.push_str(&rest[..n]);
+                    i += n;
+                    let rest = &input[i..];
+                    if rest.is_empty() {
+                        return i;
+                    }
+                    let at = out.pos(base + i);
+                    if self.name.is_empty() {
+                        self.reject(IssueKind::MalformedMarkup, at, "[TOOL_CALLS] not followed by a tool name; kept as content", Mode::Text, out);
+                        continue;
+                    }
+                    match self.args_marker.find(rest, eof) {
+                        MarkerHit::Full { at: 0, end, .. } => {
+                            self.raw.push_str(ARGS);
+                            i += end;
+                            self.mode = Mode::PreArgs;
+                        }
+                        MarkerHit::Partial { at: 0 } => return i,
+                        _ if rest.starts_with('{') => self.mode = Mode::PreArgs,
+                        _ => {
+                            let msg = "[TOOL_CALLS] NAME not followed by [ARGS] or a JSON object; kept as content";
+                            self.reject(IssueKind::MalformedMarkup, at, msg, Mode::Text, out);
+                        }
+                    }
+                }
+                Mode::PreArgs => {
+                    let Some(j) = skip_ws(rest) else {
+                        self.raw.push_str(rest);
+                        return input.len();
+                    };
+                    self.raw.push_str(&rest[..j]);
+                    i += j;
+                    match self.bot.find(&input[i..], eof) {
+                        MarkerHit::Partial { at: 0 } => return i,
+                        MarkerHit::Full { at: 0, .. } => {
+                            let at = out.pos(base + i);
+                            self.reject(IssueKind::MissingArguments, at, "tool call without arguments; kept as content", Mode::Text, out);
+                        }
+                        _ => {
+                            out.start_call(&self.name, None, self.call_at);
+                            self.raw.clear();
+                            self.args.reset();
+                            self.mode = Mode::Args;
+                        }
+                    }
+                }
+                Mode::Args => {
+                    let (n, status) = self.args.feed(rest, base + i, out);
+                    i += n;
+                    match status {
+                        Status::NeedMore => return input.len(),
+                        Status::Complete => {
+                            out.end_call();
+                            self.gate.markup(out);
+                            self.mode = Mode::AfterArgs;
+                        }
+                        Status::Error(e) => {
+                            let pos = out.pos(base + i);
+                            let msg = format!(
+                                "malformed JSON in tool call arguments: {}; the arguments are kept as written",
+                                e.kind.description()
+                            );
+                            out.issue(IssueKind::MalformedJson, pos, msg);
+                            self.mode = Mode::RawArgs;
+                        }
+                    }
+                }
+                Mode::RawArgs | Mode::RawContent => {
+                    let args = self.mode == Mode::RawArgs;
+                    let (n, found) = self.raw_until_bot(rest, eof, args, out);
+                    i += n;
+                    if found || eof {
+                        if args {
+                            out.end_call();
+                            self.gate.markup(out);
+                        }
+                        self.mode = Mode::Text;
+                    } else {
+                        return i;
+                    }
+                }
+                Mode::AfterArgs => {
+                    let Some(j) = skip_ws(rest) else { return input.len() };
+                    i += j;
+                    match self.bot.find(&input[i..], eof) {
+                        MarkerHit::Full { at: 0, .. } => self.mode = Mode::Text,
+                        MarkerHit::Partial { at: 0 } => return i,
+                        _ => {
+                            let at = out.pos(base + i);
+                            out.issue(IssueKind::UnexpectedText, at, "text after a tool call; it is kept in content");
+                            self.mode = Mode::Text;
+                        }
+                    }
+                }
+                Mode::Array => {
+                    let (n, step) = self.array.step(rest, base + i, out);
+                    i += n;
+                    if self.array.calls() > 0 {
+                        // A call came out of the array: `[TOOL_CALLS]` was markup.
+                        self.raw.clear();
+                    }
+                    match step {
+                        ArrStep::NeedMore => return input.len(),
+                        ArrStep::Done { raw } => {
+                            if !raw.is_empty() {
+                                let at = out.pos(base + i);
+                                out.issue(IssueKind::MalformedMarkup, at, "empty tool-call array; kept as content");
+                                self.raw.push_str(&raw);
+                                let raw = std::mem::take(&mut self.raw);
+                                self.gate.text(&raw, out);
+                            } else {
+                                self.gate.markup(out);
+                            }
+                            self.mode = Mode::AfterArgs;
+                        }
+                        ArrStep::Content { text, kind, message, at } => {
+                            out.issue(kind, at, message);
+                            let mut raw = std::mem::take(&mut self.raw);
+                            raw.push_str(&text);
+                            self.gate.text(&raw, out);
+                        }
+                        ArrStep::Broken { raw, kind, message, at } => {
+                            out.issue(kind, at, message);
+                            self.raw.push_str(&raw);
+                            let raw = std::mem::take(&mut self.raw);
+                            self.gate.text(&raw, out);
+                            self.mode = Mode::RawContent;
+                        }
+                        ArrStep::BrokenArgs { message, at } => {
+                            out.issue(IssueKind::MalformedJson, at, message + "; the arguments are kept as written");
+                            self.mode = Mode::RawArgs;
+                        }
+                    }
+                }
+            }
+        }
+        i
+    }
+
+    fn end(&mut self, leftover: &str, out: &mut Emitter<'_>) {
+        let end = out.pos(out.chunk_offset());
+        match self.mode {
+            Mode::Text | Mode::AfterArgs => self.gate.text(leftover, out),
+            Mode::AfterBot | Mode::Name | Mode::PreArgs => {
+                self.raw.push_str(leftover);
+                self.reject(IssueKind::Truncated, end, "output ended inside a tool call's name; kept as content", Mode::Text, out);
+            }
+            Mode::Args => {
+                out.args(leftover);
+                if self.args.end() != Status::Complete {
+                    out.issue(IssueKind::Truncated, end, "output ended inside a tool call's arguments; they are incomplete");
+                }
+                out.end_call();
+            }
+            Mode::RawArgs => {
+                out.args(leftover);
+                out.end_call();
+            }
+            Mode::RawContent => self.gate.text(leftover, out),
+            Mode::Array => {
+                if self.array.in_started_call() {
+                    out.args(leftover);
+                    out.issue(IssueKind::Truncated, end, "output ended inside a tool call's arguments; they are incomplete");
+                    out.end_call();
+                } else {
+                    let mut raw = std::mem::take(&mut self.raw);
+                    raw.push_str(&self.array.take_raw());
+                    raw.push_str(leftover);
+                    out.issue(IssueKind::Truncated, end, "output ended inside the tool-call array; the unfinished part is kept as content");
+                    self.gate.text(&raw, out);
+                }
+            }
+        }
+        self.gate.finish(out);
+        self.mode = Mode::Text;
+    }
+}
+
+struct Mistral;
+
+impl Format for Mistral {
+    fn stream(&self, _tools: &Arc<Tools>) -> Box<dyn FormatStream> {
+        Box::new(Driven::new(MistralStream::new()))
+    }
+
+    /// Writes the v11+ form (`[TOOL_CALLS]NAME[ARGS]{..}` per call).
+    fn render(&self, calls: &[ToolCall], content: Option<&str>) -> Result<String, RenderError> {
+        let content = content.unwrap_or("");
+        if content.contains(BOT) {
+            return Err(RenderError(format!("content contains {BOT:?}, which would be read back as a tool call")));
+        }
+        check_stripped_content(content, !calls.is_empty(), "mistral")?;
+        let mut out = String::from(content);
+        for (i, call) in calls.iter().enumerate() {
+            if call.name.is_empty() || !call.name.bytes().all(is_name_byte) {
+                return Err(RenderError(format!(
+                    "call {i}: tool name {:?} cannot be written in the Mistral format (use letters, digits, '_', '-', '.')",
+                    call.name
+                )));
+            }
+            out.push_str(BOT);
+            out.push_str(&call.name);
+            out.push_str(ARGS);
+            out.push_str(render_args(i, call)?);
+        }
+        Ok(out)
+    }
+}
+
+pub fn mistral() -> Arc<dyn Format> {
+    Arc::new(Mistral)
+}
