@@ -4,35 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
-import tempfile
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from hermes_env.backends import ExecutionBackend, get_backend
-from hermes_env.backends.bwrap import bwrap_problem
+from hermes_env.backends import ExecutionBackend
 from hermes_env.tool_context import ToolContext
 from hermes_env.tools import ToolArgumentError, ToolCallError
-
-_BWRAP = bwrap_problem()
-
-
-@pytest.fixture
-def ws_root() -> Iterator[Path]:
-    root = Path(tempfile.mkdtemp(prefix="hermes-test-"))
-    root.chmod(0o711)
-    yield root / "ws"
-    shutil.rmtree(root, ignore_errors=True)
-
-
-@pytest.fixture(
-    params=["local", pytest.param("bwrap", marks=pytest.mark.skipif(_BWRAP is not None, reason=str(_BWRAP)))]
-)
-async def backend(request: pytest.FixtureRequest, ws_root: Path) -> AsyncIterator[ExecutionBackend]:
-    b = get_backend(request.param, root=ws_root)
-    yield b
-    await b.aclose()
 
 
 async def test_binary_round_trip_and_text(backend: ExecutionBackend) -> None:
