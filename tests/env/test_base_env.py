@@ -174,3 +174,39 @@ async def test_a_hanging_command_times_out_and_the_group_completes(make_env: Any
     assert group is not None and len(group["tokens"]) == 2
     reply = next(m["content"] for m in group["messages"][0] if m["role"] == "tool")
     assert "timed out" in reply.lower(), reply  # the backend's own limit, reported to the model
+
+
+def test_tool_call_parser_is_detected_from_the_tokenizer(make_env: Any) -> None:
+    assert make_env().tool_call_parser == "hermes"  # Qwen3's template uses <tool_call> JSON
+    assert make_env(tool_call_parser="qwen3_xml").tool_call_parser == "qwen3_xml"
+
+
+async def test_wandb_off_logs_nothing_to_wandb(make_env: Any, monkeypatch: Any) -> None:
+    import wandb
+
+    def boom(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("wandb must not be called when use_wandb is false")
+
+    monkeypatch.setattr(wandb, "log", boom)
+    monkeypatch.setattr(wandb, "Table", boom)
+    env = make_env(group_size=2)
+    await env.setup()
+    await env.collect_trajectories(await env.get_next_item())
+    await env.wandb_log({})
+    assert env.rollout_stats.readable  # kept for when wandb is on
+
+
+async def test_wandb_on_logs_tool_stats_and_readable_rollouts(make_env: Any, monkeypatch: Any) -> None:
+    import wandb
+
+    logged: list[dict[str, Any]] = []
+    monkeypatch.setattr(wandb, "log", lambda metrics, step=None: logged.append(metrics))
+    env = make_env(group_size=2, use_wandb=True)
+    await env.setup()
+    await env.collect_trajectories(await env.get_next_item())
+    await env.wandb_log({})
+    (metrics,) = logged
+    assert metrics["train/mean_reward"] == 0.5 and metrics["train/mean_tool_calls"] == 1.0
+    assert metrics["train/tool_errors_per_rollout"] == 0.0 and metrics["train/groups_dropped"] == 0
+    table = metrics["train/rollouts"]
+    assert isinstance(table, wandb.Table) and "[assistant -> terminal]" in table.data[0][0]

@@ -84,3 +84,9 @@ def test_load_rows_bad_inputs(tmp_path: Path) -> None:
         load_rows(str(empty))
     with pytest.raises(DatasetError, match="not found"):
         load_rows(str(tmp_path / "missing.jsonl"))
+
+
+def test_unknown_tool_call_parser_lists_the_available_ones() -> None:
+    with pytest.raises(ValidationError, match="unknown tool_call_parser 'hermess'; available parsers: .*hermes"):
+        HermesAgentEnvConfig(tool_call_parser="hermess")
+    assert HermesAgentEnvConfig(tool_call_parser="qwen3_xml").tool_call_parser == "qwen3_xml"

@@ -136,6 +136,15 @@ class HermesAgentEnvConfig(BaseEnvConfig):
                     f"distribution {self.distribution!r} only draws from {sorted(probs)}, all of which are in "
                     "disabled_toolsets: every group would get no tools; drop one from disabled_toolsets"
                 )
+        if self.tool_call_parser is not None:
+            from hermes_env.parsers import list_parsers
+
+            known = list_parsers()
+            if self.tool_call_parser not in known:
+                raise ValueError(
+                    f"unknown tool_call_parser {self.tool_call_parser!r}; available parsers: {', '.join(known)} "
+                    "(leave it unset to detect the parser from the tokenizer)"
+                )
         if self.dataset_name is not None and is_local_dataset(self.dataset_name):
             path = Path(self.dataset_name).expanduser()
             if not path.is_file():

@@ -36,6 +36,7 @@ WRONG_COMMAND = "echo 'I am not sure how to do this' > attempt.txt"
 TYPO_TOOL = "shell"
 GIVE_UP_TEXT = "I cannot complete this task."
 DONE_TEXT = "The task is complete."
+UNKNOWN_TEXT = "Hello! I only know the scripted tasks."
 
 
 def tool_call_text(name: str, arguments: Mapping[str, Any]) -> str:
@@ -99,11 +100,11 @@ class SolutionPolicy:
         # Longest prompts first, so a prompt that contains another still matches itself.
         self._by_prompt = sorted(self.tasks, key=lambda t: len(t.prompt), reverse=True)
 
-    def find_task(self, text: str) -> ScriptedTask:
+    def find_task(self, text: str) -> ScriptedTask | None:
         for task in self._by_prompt:
             if task.prompt in text:
                 return task
-        raise LookupError("the conversation matches no scripted task prompt")
+        return None
 
     def draw_plan(self) -> str:
         with self._lock:
@@ -140,6 +141,8 @@ class SolutionPolicy:
         """Chat-completions form (ScriptedOpenAIServer): OpenAI messages in, raw model text out."""
         user_text = "\n".join(str(m.get("content") or "") for m in messages if m.get("role") in ("user", "system"))
         task = self.find_task(user_text)
+        if task is None:  # not one of our tasks (e.g. atroposlib's "hi" health probe): a short plain answer
+            return UNKNOWN_TEXT
         history = []
         for m in messages:
             if m.get("role") != "assistant":
@@ -155,6 +158,8 @@ class SolutionPolicy:
     def respond_to_prompt(self, prompt: str) -> str:
         """Raw-prompt form (vLLM ``/generate``): the rendered ChatML prompt in, raw model text out."""
         task = self.find_task(prompt)
+        if task is None:
+            return UNKNOWN_TEXT
         turns = prompt.split("<|im_start|>assistant")
         # turns[0] is system/user; the last piece is the open generation prompt.
         history = [t.split("<|im_end|>")[0] for t in turns[1:-1]]
