@@ -108,6 +108,8 @@ class ToolExecutor:
                 continue
             if lease is None:
                 lease = await self.pool.acquire(trajectory_id)
+                if self.pool.worker(lease.worker_id) is None:  # died since; the pool has dropped the lease
+                    lease = await self.pool.acquire(trajectory_id)
                 lost = self.pool.lost_reason(trajectory_id)
             future: asyncio.Future[ToolResult] = asyncio.get_running_loop().create_future()
             self._queue.put_nowait(
@@ -215,9 +217,10 @@ class ToolExecutor:
         except (aiohttp.ClientError, TimeoutError) as exc:
             reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             msg = f"sandbox worker {worker_id} was lost while running this call ({reason})"
+            # Report first, so that a retry issued as soon as this call fails already gets a fresh slot.
+            await self.pool.report_failure(worker_id, reason)
             for p in items:
                 self._settle(p, ToolResult.failure("worker_lost", msg, worker_id=worker_id))
-            await self.pool.report_failure(worker_id, reason)
             return
         except asyncio.CancelledError:
             for p in items:

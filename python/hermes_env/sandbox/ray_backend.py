@@ -59,7 +59,11 @@ class _SandboxWorkerActor:
             secret=secret,
         )
         ws.root.mkdir(parents=True, exist_ok=True)
-        host = ray.util.get_node_ip_address()
+        node_id = ray.get_runtime_context().get_node_id()
+        # The address this node joined the cluster with (``--node-ip-address``), not a guess from routing.
+        host = next(
+            (n["NodeManagerAddress"] for n in ray.nodes() if n["NodeID"] == node_id), ray.util.get_node_ip_address()
+        )
         argv = server_command(ws, worker_id, os.getpid()) + ["--host", host]
         env = server_env(ws)
         log_path = ws.root / "server.log"
@@ -74,7 +78,7 @@ class _SandboxWorkerActor:
             "port": port,
             "host": host,
             "pid": self._proc.pid,
-            "node_id": ray.get_runtime_context().get_node_id(),
+            "node_id": node_id,
         }
 
     def alive(self) -> bool:
