@@ -204,3 +204,15 @@ def test_numpy_inputs_match_lists() -> None:
         b.add_prompt(np.array([1, -1], dtype=np.int64))
     with pytest.raises(TypeError):
         b.add_prompt("1 2 3")
+
+
+def test_pickle_round_trip_and_bad_state() -> None:
+    import pickle
+
+    t = make()
+    back = pickle.loads(pickle.dumps(t))
+    assert snapshot(back) == snapshot(t) and back.vocab_size == VOCAB
+    state = list(t.__getstate__())
+    state[1] = [1, *state[1][1:]]  # a prompt position claiming to be trained
+    with pytest.raises(ValueError, match="index 0"):
+        Trajectory().__setstate__(tuple(state))

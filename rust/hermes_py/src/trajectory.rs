@@ -7,7 +7,7 @@
 use std::ffi::CString;
 
 use hermes_core::trajectory::{
-    self as core, Divergence, DivergencePolicy, Extension, SegmentKind, Trajectory, TrajectoryError,
+    self as core, Divergence, DivergencePolicy, Extension, Segment, SegmentKind, Trajectory, TrajectoryError,
 };
 use numpy::{Element, PyArray1, PyArrayMethods};
 use pyo3::exceptions::{PyUserWarning, PyValueError};
@@ -223,6 +223,63 @@ impl PyTrajectory {
 
     fn __deepcopy__(&self, _memo: &Bound<'_, PyAny>) -> Self {
         self.clone()
+    }
+
+    /// Pickle support: `(tokens, masks, logprobs, segments, vocab_size)`.
+    #[allow(clippy::type_complexity)]
+    fn __getstate__(
+        &self,
+    ) -> (
+        Vec<i64>,
+        Vec<i64>,
+        Vec<f64>,
+        Vec<(&'static str, usize, usize, Option<String>)>,
+        Option<u64>,
+    ) {
+        (
+            self.tokens(),
+            self.masks(),
+            self.logprobs(),
+            self.segments(),
+            self.inner.vocab_size(),
+        )
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn __setstate__(
+        &mut self,
+        state: (
+            Vec<i64>,
+            Vec<i64>,
+            Vec<f64>,
+            Vec<(String, usize, usize, Option<String>)>,
+            Option<u64>,
+        ),
+    ) -> PyResult<()> {
+        let (tokens, masks, logprobs, segments, vocab_size) = state;
+        let segments = segments
+            .into_iter()
+            .map(|(kind, start, end, finish_reason)| {
+                let kind = match kind.as_str() {
+                    "prompt" => SegmentKind::Prompt,
+                    "completion" => SegmentKind::Completion,
+                    other => {
+                        return Err(PyValueError::new_err(format!(
+                            "segment kind must be 'prompt' or 'completion', got {other:?}"
+                        )))
+                    }
+                };
+                Ok(Segment {
+                    kind,
+                    start,
+                    end,
+                    finish_reason,
+                })
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        self.inner = Trajectory::from_parts(tokens, masks, logprobs, segments, vocab_size)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(())
     }
 
     fn __len__(&self) -> usize {

@@ -60,6 +60,7 @@ pub enum TrajectoryError {
     Divergence(Divergence),
     KeepRawNeedsNewTurn(Divergence),
     UnknownPolicy(String),
+    InconsistentState { index: usize, reason: String },
 }
 
 impl TrajectoryError {
@@ -72,6 +73,7 @@ impl TrajectoryError {
             | Self::NonFiniteLogprob { index, .. } => Some(*index),
             Self::Divergence(d) | Self::KeepRawNeedsNewTurn(d) => Some(d.index),
             Self::UnknownPolicy(_) => None,
+            Self::InconsistentState { index, .. } => Some(*index),
         }
     }
 }
@@ -109,6 +111,9 @@ impl fmt::Display for TrajectoryError {
                 f,
                 "{d}; policy 'keep_raw' needs the new turn's tokens (new_turn=...) to append"
             ),
+            Self::InconsistentState { index, reason } => {
+                write!(f, "cannot rebuild the trajectory: {reason} (at index {index})")
+            }
             Self::UnknownPolicy(name) => write!(
                 f,
                 "unknown divergence policy {name:?}; use 'raise', 'warn_and_restart' or 'keep_raw'"

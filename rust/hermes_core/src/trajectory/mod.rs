@@ -279,6 +279,55 @@ impl Trajectory {
         }
     }
 
+    /// Rebuilds a trajectory from its arrays and segments (e.g. when unpickling), checking that
+    /// they describe a trajectory this API could have built.
+    pub fn from_parts(
+        tokens: Vec<i64>,
+        masks: Vec<i64>,
+        logprobs: Vec<f64>,
+        segments: Vec<Segment>,
+        vocab_size: Option<u64>,
+    ) -> Result<Self, TrajectoryError> {
+        let bad = |index: usize, reason: &str| TrajectoryError::InconsistentState {
+            index,
+            reason: reason.to_string(),
+        };
+        if masks.len() != tokens.len() || logprobs.len() != tokens.len() {
+            return Err(bad(
+                tokens.len().min(masks.len()).min(logprobs.len()),
+                "tokens, masks and logprobs differ in length",
+            ));
+        }
+        let t = Self {
+            tokens,
+            masks,
+            logprobs,
+            segments,
+            vocab_size,
+        };
+        t.validate_ids(&t.tokens)?;
+        let mut at = 0;
+        for seg in &t.segments {
+            if seg.start != at || seg.end < seg.start || seg.end > t.tokens.len() {
+                return Err(bad(at, "segments must be contiguous and cover the tokens"));
+            }
+            for i in seg.start..seg.end {
+                let ok = match seg.kind {
+                    SegmentKind::Prompt => t.masks[i] == MASK && t.logprobs[i] == PROMPT_LOGPROB,
+                    SegmentKind::Completion => t.masks[i] == t.tokens[i] && t.logprobs[i].is_finite(),
+                };
+                if !ok {
+                    return Err(bad(i, "mask or logprob does not match its segment"));
+                }
+            }
+            at = seg.end;
+        }
+        if at != t.tokens.len() {
+            return Err(bad(at, "segments must be contiguous and cover the tokens"));
+        }
+        Ok(t)
+    }
+
     /// An independent copy (for `n > 1` sampling from the same prompt).
     pub fn fork(&self) -> Self {
         self.clone()

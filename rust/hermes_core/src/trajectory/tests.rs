@@ -110,6 +110,33 @@ fn policy_names() {
 }
 
 #[test]
+fn from_parts_round_trip_and_checks() {
+    let t = traj();
+    let parts = || {
+        (
+            t.tokens().to_vec(),
+            t.masks().to_vec(),
+            t.logprobs().to_vec(),
+            t.segments().to_vec(),
+        )
+    };
+    let (tok, m, lp, seg) = parts();
+    assert_eq!(Trajectory::from_parts(tok, m, lp, seg, Some(1000)).unwrap(), t);
+    let (tok, mut m, lp, seg) = parts();
+    m[0] = 1;
+    assert_eq!(
+        Trajectory::from_parts(tok, m, lp, seg, Some(1000)).unwrap_err().index(),
+        Some(0)
+    );
+    let (tok, m, lp, mut seg) = parts();
+    seg.pop();
+    assert!(Trajectory::from_parts(tok, m, lp, seg, Some(1000)).is_err());
+    let (tok, m, mut lp, seg) = parts();
+    lp.pop();
+    assert!(Trajectory::from_parts(tok, m, lp, seg, None).is_err());
+}
+
+#[test]
 fn fork_is_independent() {
     let t = traj();
     let mut f = t.fork();
