@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections.abc import Sequence
 
 from hermes_env.env.cli import run_cli
@@ -45,8 +46,19 @@ def demo(argv: Sequence[str]) -> None:
     tokenizer_name = default_tokenizer_name()
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_name)
     policy = SolutionPolicy(load_rows(str(TASKS_PATH)), seed=args.seed)
+    # The demo prints a short header instead of atroposlib's full config dump and its warning
+    # about a local base URL (the scripted server is local on purpose).
+    import atroposlib.envs.base as atropos_base
+
+    atropos_base.rprint = lambda *a, **k: None
+    warnings.filterwarnings("ignore", message="You are using a local Base URL")
     with ScriptedVLLMServer(tokenizer, policy.vllm_responder, model_name="scripted-policy") as server:
-        print(f"demo: scripted vLLM /generate policy server (no model) at {server.url}", file=sys.stderr)
+        print(
+            f"demo: terminal_tasks `process`, Phase 2 against a SCRIPTED vLLM /generate policy (no model) at "
+            f"{server.url}\ndemo: {args.groups} groups x {args.group_size} rollouts, tools in {backend}, "
+            f"tokenizer {tokenizer_name}",
+            file=sys.stderr,
+        )
         sys.argv = [
             f"{sys.argv[0]}",
             "process",
