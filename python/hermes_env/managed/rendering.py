@@ -14,6 +14,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 # Stands in for the branch's last assistant turn when locating where new messages begin. It
 # has no whitespace or markup, so templates (which may strip or split content) keep it whole.
 SENTINEL = "hermesenvsplitmarker7f3a9c"
@@ -42,35 +44,37 @@ def encode(tokenizer: Any, text: str) -> list[int]:
     return list(tokenizer.encode(text, add_special_tokens=False))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class EncodedPrefix:
     """A prefix of an earlier rendered prompt that ends right after a special token, and its ids."""
 
     text: str
-    ids: tuple[int, ...]
+    ids: np.ndarray  # int64, read-only
 
 
 def encode_incremental(
     tokenizer: Any, text: str, cache: EncodedPrefix | None, special_ids: Collection[int]
-) -> tuple[list[int], EncodedPrefix | None]:
-    """``encode(tokenizer, text)``, re-using the ids of an earlier prompt's prefix when ``text`` starts with it.
+) -> tuple[np.ndarray, EncodedPrefix | None]:
+    """``encode(tokenizer, text)`` as an int64 array, re-using an earlier prompt's prefix when ``text`` starts with it.
 
     Tokenizers split special tokens out of the text before anything else, so nothing merges
     across one: the ids of ``text`` are the cached prefix's ids followed by the ids of the rest.
-    Each turn then tokenizes only what is new instead of the whole conversation. Returns the ids
-    and the cache for the next turn (cut after the last special token of ``text``).
+    Each turn then tokenizes only what is new instead of the whole conversation, and the ids
+    stay in one numpy buffer that ``Trajectory`` reads without converting. Returns the ids and
+    the cache for the next turn (cut after the last special token of ``text``).
     """
     if cache is not None and text.startswith(cache.text):
-        head, base = list(cache.ids), len(cache.text)
+        head, base = cache.ids, len(cache.text)
     else:
-        head, base, cache = [], 0, None
+        head, base, cache = np.empty(0, dtype=np.int64), 0, None
     enc = tokenizer(text[base:], add_special_tokens=False, return_offsets_mapping=True)
     tail = list(enc["input_ids"])
-    ids = head + tail
+    ids = np.concatenate([head, np.asarray(tail, dtype=np.int64)])
+    ids.flags.writeable = False
     for j in range(len(tail) - 1, -1, -1):
         if tail[j] in special_ids:
             cut = base + int(enc["offset_mapping"][j][1])
-            return ids, EncodedPrefix(text[:cut], tuple(ids[: len(head) + j + 1]))
+            return ids, EncodedPrefix(text[:cut], ids[: len(head) + j + 1])
     return ids, cache
 
 

@@ -26,6 +26,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Literal
 
+import numpy as np
 from openai.types.chat.chat_completion import ChatCompletion, Choice
 from openai.types.completion_usage import CompletionUsage
 from pydantic import BaseModel, ConfigDict, Field
@@ -268,7 +269,7 @@ class ManagedServer:
     def _prompt_trajectory(
         self,
         branch: ManagedBranch | None,
-        prompt_ids: list[int],
+        prompt_ids: np.ndarray,
         template_msgs: list[dict[str, Any]],
         tools: Sequence[Mapping[str, Any]] | None,
         template_kwargs: Mapping[str, Any],
