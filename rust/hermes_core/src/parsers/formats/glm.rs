@@ -661,10 +661,12 @@ impl FormatStream for GlmStream {
 
 fn render(calls: &[ToolCall], content: Option<&str>, compact: bool) -> Result<String, RenderError> {
     let content = content.unwrap_or("");
-    if content.contains(TOOL_CALL) {
-        return Err(RenderError(
-            "glm cannot render content containing \"<tool_call>\": it would be read as a tool call".into(),
-        ));
+    for marker in [TOOL_CALL, KEY] {
+        if content.contains(marker) {
+            return Err(RenderError(format!(
+                "glm cannot render content containing {marker:?}: it would be read as (broken) tool-call markup"
+            )));
+        }
     }
     if !calls.is_empty() && content.trim_end().len() != content.len() {
         return Err(RenderError(

@@ -91,8 +91,6 @@ struct PythonicStream {
     held_at: Pos,
     /// Where the current call's name starts in `held`.
     call_start: usize,
-    /// How far the scanner has read `held`.
-    scanned: usize,
     scanner: CallScanner,
     /// The first call has been seen, so this output is a call list.
     committed: bool,
@@ -119,7 +117,6 @@ impl PythonicStream {
             held: String::new(),
             held_at: Pos::default(),
             call_start: 0,
-            scanned: 0,
             scanner: CallScanner::default(),
             committed: false,
             wrapper_seen: false,
@@ -299,27 +296,20 @@ impl PythonicStream {
         }
         self.committed = true;
         // The '(' is the scanner's first byte; `on_args` appends it with what follows.
-        self.scanned = self.held.len();
         self.scanner = CallScanner::default();
         self.st = St::Args;
         Some(take)
     }
 
     fn on_args(&mut self, rest: &str, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
-        let before = self.held.len();
-        self.held.push_str(rest);
-        let scan = self
-            .scanner
-            .scan(self.held.as_bytes().get(self.scanned..).unwrap_or_default(), eof);
-        match scan {
+        match self.scanner.scan(rest.as_bytes(), eof) {
             Scan::More(n) => {
-                self.scanned += n;
-                Some(rest.len())
+                // Bytes after `n` (a quote that may open a triple-quoted string) wait in `buf`.
+                self.held.push_str(rest.get(..n).unwrap_or_default());
+                Some(n).filter(|&n| n > 0)
             }
             Scan::End(k) => {
-                let end = self.scanned + k + 1;
-                let used = end.saturating_sub(before);
-                self.held.truncate(end);
+                self.held.push_str(rest.get(..=k).unwrap_or_default());
                 let call_text = self.held.get(self.call_start..).unwrap_or_default();
                 match parse_call(call_text) {
                     Ok(call) => {
@@ -339,25 +329,26 @@ impl PythonicStream {
                         out.issue(
                             IssueKind::BadArguments,
                             at,
-                            format!("not a call with literal arguments: {}; the call and the rest of the output are kept as content", e.msg),
+                            format!(
+                                "not a call with literal arguments: {}; the call and the rest of the output are kept as content",
+                                e.msg
+                            ),
                         );
                         self.give_up(out);
                     }
                 }
-                Some(used)
+                Some(k + 1)
             }
             Scan::Mismatch(k) => {
-                let end = self.scanned + k + 1;
-                let used = end.saturating_sub(before);
-                self.held.truncate(end);
-                let at = self.held_pos(end - 1);
+                self.held.push_str(rest.get(..=k).unwrap_or_default());
+                let at = self.held_pos(self.held.len().saturating_sub(1));
                 out.issue(
                     IssueKind::MalformedMarkup,
                     at,
                     "unbalanced brackets in a call; the call and the rest of the output are kept as content",
                 );
                 self.give_up(out);
-                Some(used)
+                Some(k + 1)
             }
         }
     }
@@ -498,6 +489,13 @@ fn render(calls: &[ToolCall], content: Option<&str>, llama4: bool) -> Result<Str
     let content = content.unwrap_or("");
     if calls.is_empty() {
         let head = content.trim_start();
+        let word = head.trim_start_matches(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == '.');
+        let bare_call = word.len() < head.len() && word.starts_with('(');
+        if bare_call {
+            return Err(RenderError(
+                "pythonic cannot render content that starts with `name(`: it reads as a call outside its list".into(),
+            ));
+        }
         if head.starts_with('[') || (llama4 && head.starts_with(PY_START)) {
             return Err(RenderError(
                 "pythonic cannot render content that starts with '[': it would be read as a list of calls".into(),
