@@ -260,3 +260,20 @@ async def test_bad_arguments(server_manager, tok) -> None:
     with pytest.raises(TypeError, match="tokens_and_logprobs_completion"):
         async with managed_server(object(), tok):
             pass
+
+
+async def test_text_completion_continues_its_branch(server_manager, scripted, tok) -> None:
+    server, script = scripted
+    script.fn = lambda r: "four" if r.prompt_text.endswith("three") else "seven"
+    async with managed_server(server_manager, tok) as m:
+        first = await m.completion(prompt="one two three", max_tokens=8)
+        assert first.choices[0].text == "four" and first.object == "text_completion"
+        second = await m.completion(prompt="one two three" + first.choices[0].text + " five six", max_tokens=8)
+        assert second.choices[0].text == "seven"
+        (branch,) = m.get_state()["branches"]
+    assert_aligned(branch.trajectory, server.requests)
+    # the first reply's raw tokens, its EOS included, are what the model saw in the second prompt
+    first_req, second_req = server.requests
+    raw = first_req.body["prompt"]["prompt_token_ids"] + first_req.samples[0].token_ids
+    assert raw[-1] == tok.eos_token_id
+    assert second_req.body["prompt"]["prompt_token_ids"][: len(raw)] == raw

@@ -42,6 +42,7 @@ class ManagedBranch:
     version: int = 0
     decode: Callable[[list[int]], str] | None = None
     encoded: EncodedPrefix | None = None  # tokenized prefix of the last prompt, reused next turn
+    text: str | None = None  # completion() branches: prompt + returned text, matched by prefix
 
     @property
     def tokens(self) -> list[int]:
@@ -85,4 +86,8 @@ def keys_match(branch_key: MessageKey, request_key: MessageKey) -> bool:
 def continues(branch: ManagedBranch, keys: list[MessageKey]) -> bool:
     """Whether a request with message ``keys`` continues ``branch`` (its whole conversation)."""
     n = len(branch.keys)
-    return n < len(keys) and all(keys_match(b, r) for b, r in zip(branch.keys, keys[:n], strict=True))
+    return (
+        branch.text is None
+        and n < len(keys)
+        and all(keys_match(b, r) for b, r in zip(branch.keys, keys[:n], strict=True))
+    )

@@ -28,6 +28,8 @@ from typing import Any, Literal
 
 import numpy as np
 from openai.types.chat.chat_completion import ChatCompletion, Choice
+from openai.types.completion import Completion
+from openai.types.completion_choice import CompletionChoice
 from openai.types.completion_usage import CompletionUsage
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -38,7 +40,7 @@ from hermes_env.managed.branches import (
     canonical,
     continues,
 )
-from hermes_env.managed.rendering import EncodedPrefix, encode_incremental, new_turn_ids, render_text
+from hermes_env.managed.rendering import EncodedPrefix, encode, encode_incremental, new_turn_ids, render_text
 from hermes_env.managed.response import load_parser, parse_reply
 from hermes_env.trajectory import Trajectory
 
@@ -192,6 +194,68 @@ class ManagedServer:
             created=int(time.time()),
             model=self.model_name,
             object="chat.completion",
+            choices=choices,
+            usage=CompletionUsage(
+                prompt_tokens=len(sent), completion_tokens=completion_tokens, total_tokens=len(sent) + completion_tokens
+            ),
+        )
+
+    async def completion(self, *, prompt: str, n: int = 1, **sampling: Any) -> Completion:
+        """A text completion (atroposlib ``ManagedServer.completion`` parity), tracked token-exactly.
+
+        A prompt that starts with an earlier completion branch's text (its prompt + returned
+        text) continues that branch: the branch's own tokens are kept and only the rest of the
+        prompt is tokenized and appended.
+        """
+        if not isinstance(prompt, str):
+            raise TypeError(f"prompt must be a str, got {type(prompt).__name__}")
+        if not isinstance(n, int) or n < 1:
+            raise ValueError(f"n must be a positive integer, got {n!r}")
+        params = {k: v for k, v in sampling.items() if k not in _DROPPED}
+        branch = None
+        for b in self._branches:
+            if (
+                b.text is not None
+                and prompt.startswith(b.text)
+                and (branch is None or len(b.text) > len(branch.text or ""))
+            ):
+                branch = b
+        if branch is not None:
+            traj = branch.trajectory.fork()
+            traj.add_prompt(encode(self.tokenizer, prompt[len(branch.text or "") :]))
+        else:
+            traj = Trajectory(vocab_size=self._vocab_size)
+            traj.add_prompt(list(self.tokenizer.encode(prompt, add_special_tokens=True)))
+        version = branch.version if branch is not None else -1
+        sent = traj.tokens
+        prompt_tokens, outputs, logprobs, finishes = await self.server.tokens_and_logprobs_completion(
+            input_ids=list(sent), n=n, **params
+        )
+        self._check_reply(sent, prompt_tokens, outputs, logprobs)
+        samples = [traj] + [traj.fork() for _ in range(len(outputs) - 1)]
+        choices = []
+        for i, (sample, ids, lps) in enumerate(zip(samples, outputs, logprobs, strict=True)):
+            finish = self._finish_reason(finishes[i] if i < len(finishes) else "stop")
+            sample.add_completion([int(t) for t in ids], [float(x) for x in lps], finish_reason=finish)
+            text = self.tokenizer.decode(list(ids), skip_special_tokens=True)
+            choices.append(
+                CompletionChoice(
+                    index=i, text=text, finish_reason=finish if finish in ("stop", "length") else "stop", logprobs=None
+                )
+            )
+            if i == 0 and branch is not None and branch.version == version:
+                branch.trajectory, branch.text = sample, prompt + text
+                branch.version += 1
+            else:
+                self._branches.append(
+                    ManagedBranch(trajectory=sample, messages=[], keys=[], decode=self._decode, text=prompt + text)
+                )
+        completion_tokens = sum(len(o) for o in outputs)
+        return Completion(
+            id=f"cmpl-{uuid.uuid4().hex}",
+            created=int(time.time()),
+            model=self.model_name,
+            object="text_completion",
             choices=choices,
             usage=CompletionUsage(
                 prompt_tokens=len(sent), completion_tokens=completion_tokens, total_tokens=len(sent) + completion_tokens
