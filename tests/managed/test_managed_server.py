@@ -277,3 +277,29 @@ async def test_text_completion_continues_its_branch(server_manager, scripted, to
     raw = first_req.body["prompt"]["prompt_token_ids"] + first_req.samples[0].token_ids
     assert raw[-1] == tok.eos_token_id
     assert second_req.body["prompt"]["prompt_token_ids"][: len(raw)] == raw
+
+
+class _TerminalTool:
+    name = "terminal"
+    parallel_safe = True
+    schema = TOOLS[0]
+
+    async def run(self, args: dict[str, Any], ctx: Any) -> str:
+        return f"$ {args['command']}\nok"
+
+
+async def test_agent_loop_on_the_managed_server(server_manager, scripted, tok) -> None:
+    """HermesAgentLoop builds the follow-up messages itself; every turn still extends exactly."""
+    from hermes_env.agent import HermesAgentLoop, ToolWorkerPool
+
+    server, script = scripted
+    turns = 6
+    script.fn = lambda r: tool_turn(assistant_turn(r)) if assistant_turn(r) < turns - 1 else "Finished."
+    async with managed_server(server_manager, tok) as m:
+        loop = HermesAgentLoop(m, [_TerminalTool()], tool_context=None, pool=ToolWorkerPool(2), max_turns=10)
+        result = await loop.run([SYSTEM, {"role": "user", "content": "Run the steps."}])
+    assert result.finished_naturally and result.turns_used == turns and not result.tool_errors
+    assert result.reasoning_per_turn[0] == "Step 0: run a command."
+    (traj,) = result.managed_state["trajectories"]
+    assert_aligned(traj, server.requests)
+    assert traj.num_trained == sum(len(r.samples[0].token_ids) for r in server.requests)
