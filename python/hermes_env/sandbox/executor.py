@@ -24,8 +24,9 @@ from typing import Any
 import aiohttp
 
 from hermes_env.sandbox.config import ExecutorConfig
-from hermes_env.sandbox.pool import Lease, SlotPool
+from hermes_env.sandbox.pool import Lease, PoolClosedError, SlotAcquireTimeout, SlotPool
 from hermes_env.sandbox.protocol import BatchResponse, ToolCall, ToolResult
+from hermes_env.sandbox.workers import WorkerStartError
 
 log = logging.getLogger(__name__)
 
@@ -99,26 +100,35 @@ class ToolExecutor:
         if self._dispatcher is None:
             await self.start()
         limit = self.config.clamp_timeout(timeout)
-        waits: list[asyncio.Future[ToolResult] | asyncio.Task[ToolResult]] = []
+        waits: list[asyncio.Future[ToolResult]] = []
         lease: Lease | None = None
         lost: str | None = None
-        for tool, args in calls:
-            if tool in self.config.external_tools:
-                waits.append(asyncio.ensure_future(self._external(trajectory_id, tool, dict(args), limit)))
-                continue
-            if lease is None:
+        no_slot: str | None = None
+        if any(tool not in self.config.external_tools for tool, _ in calls):
+            try:
                 lease = await self.pool.acquire(trajectory_id)
                 if self.pool.worker(lease.worker_id) is None:  # died since; the pool has dropped the lease
                     lease = await self.pool.acquire(trajectory_id)
                 lost = self.pool.lost_reason(trajectory_id)
-            future: asyncio.Future[ToolResult] = asyncio.get_running_loop().create_future()
-            self._queue.put_nowait(
-                _Pending(lease, ToolCall(slot=lease.slot, tool=tool, args=dict(args), timeout=limit), future)
-            )
+            except (SlotAcquireTimeout, WorkerStartError, PoolClosedError) as exc:
+                no_slot = str(exc)
+        loop = asyncio.get_running_loop()
+        for tool, args in calls:
+            if tool in self.config.external_tools:
+                waits.append(asyncio.ensure_future(self._external(trajectory_id, tool, dict(args), limit)))
+                continue
+            future: asyncio.Future[ToolResult] = loop.create_future()
+            if lease is None:
+                future.set_result(ToolResult.failure("no_slot", no_slot or "no sandbox slot"))
+            else:
+                call = ToolCall(slot=lease.slot, tool=tool, args=dict(args), timeout=limit)
+                self._queue.put_nowait(_Pending(lease, call, future))
             waits.append(future)
         results = list(await asyncio.gather(*waits))
         if lost:
-            for r in results:
+            for (tool, _), r in zip(calls, results, strict=True):
+                if tool in self.config.external_tools:
+                    continue
                 r.output = f"[{lost}; this call ran in a fresh workspace]\n" + r.output
                 r.data.setdefault("workspace_replaced", True)
         return results
@@ -140,7 +150,10 @@ class ToolExecutor:
 
     # -- internals -------------------------------------------------------------------------
     async def _artifact(self, trajectory_id: str, kind: str, path: str, max_bytes: int | None = None) -> ToolResult:
-        lease = await self.pool.acquire(trajectory_id)
+        try:
+            lease = await self.pool.acquire(trajectory_id)
+        except (SlotAcquireTimeout, WorkerStartError, PoolClosedError) as exc:
+            return ToolResult.failure("no_slot", str(exc))
         body: dict[str, Any] = {"slot": lease.slot, "path": path}
         if max_bytes is not None:
             body["max_bytes"] = max_bytes

@@ -20,6 +20,7 @@ ErrorType = Literal[
     "permission_denied",  # a path outside the workspace
     "too_large",  # a file over the read limit
     "worker_lost",  # the worker died or stopped answering mid-call
+    "no_slot",  # no sandbox slot could be acquired (pool full past the timeout, workers cannot start)
     "sandbox_unavailable",  # isolation required but bubblewrap cannot run
     "tool_server",  # the external tool server failed or refused
     "internal",

@@ -9,6 +9,7 @@ check and the open cannot redirect the server to a host file.
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import shutil
@@ -75,26 +76,50 @@ def _chown(path: Path, identity: SlotIdentity) -> None:
         os.chown(path, identity.uid, identity.gid if identity.gid is not None else -1, follow_symlinks=False)
 
 
+def _open_parent(real_root: Path, rel: Path, identity: SlotIdentity, path: str) -> int:
+    """A directory fd for ``rel``'s parent, walked from the root one component at a time with
+    O_NOFOLLOW (creating missing directories for the slot's user). ``rel`` is already resolved,
+    so a symlink met on the way was swapped in after the check: refused, never followed."""
+    fd = os.open(real_root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in rel.parts[:-1]:
+            try:
+                nfd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            except FileNotFoundError:
+                os.mkdir(part, 0o755, dir_fd=fd)
+                if identity.uid is not None:
+                    os.chown(part, identity.uid, identity.gid or -1, dir_fd=fd, follow_symlinks=False)
+                nfd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            except (NotADirectoryError, OSError) as exc:
+                raise PermissionError(f"{path!r} changed while writing it ({exc.strerror}); retry") from exc
+            os.close(fd)
+            fd = nfd
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def write_file(root: Path, path: str, data: bytes, identity: SlotIdentity) -> None:
     real_root = root.resolve()
     target = resolve(root, path)
     if target == real_root:
         raise IsADirectoryError(f"{path!r} names the workspace itself; give a file path")
-    # Create parents one by one so each new directory belongs to the slot's user.
-    missing: list[Path] = []
-    parent = target.parent
-    while not parent.exists():
-        missing.append(parent)
-        parent = parent.parent
-    for d in reversed(missing):
-        d.mkdir()
-        _chown(d, identity)
-    resolve(root, str(target.relative_to(real_root)))  # parents may be symlinks created meanwhile
-    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    rel = target.relative_to(real_root)
+    dir_fd = _open_parent(real_root, rel, identity, path)
+    try:
+        fd = os.open(rel.name, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise PermissionError(f"{path!r} became a symlink while writing it; refused") from exc
+        raise
+    finally:
+        os.close(dir_fd)
     try:
         _check_fd(real_root, fd, path)
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise PermissionError(f"{path!r} is not a regular file")
+        os.ftruncate(fd, 0)  # only after the checks: never truncate what we should not have opened
         view = memoryview(data)
         while view:
             n = os.write(fd, view)

@@ -1,0 +1,194 @@
+"""Sandbox pool throughput: many concurrent trajectories of `bash` calls through the ToolExecutor.
+
+Full run: 256 concurrent trajectories x 20 calls each, local backend. Every call must succeed
+and the whole run must finish inside a global timeout (no deadlock). Reports calls/s, p50/p99
+latency of a call as the agent sees it, and the overhead per call over running the very same
+commands directly with bubblewrap (same argv, limits and user), both one at a time and at the
+same concurrency.
+
+    python benches/sandbox_bench.py            # full (256 x 20)
+    python benches/sandbox_bench.py --quick    # 16 x 3, for CI
+    run(quick=True) -> dict                    # for the benchmark runner
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from hermes_env.sandbox import ExecutorConfig, PoolConfig, SandboxPolicy, SlotPool, ToolExecutor
+from hermes_env.sandbox.isolation import bwrap_argv, limits_prefix, slot_identity
+from hermes_env.sandbox.runner import run_process
+from hermes_env.sandbox.workspace import reset
+
+GLOBAL_TIMEOUT_S = 900.0
+SLOTS_PER_WORKER = 32
+
+
+def command(traj: int, call: int) -> str:
+    """A small, realistic tool call: write, list, read back."""
+    return f"echo t{traj}-c{call} >> log.txt && ls -la | wc -l > /dev/null && tail -n 1 log.txt"
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    k = min(len(ordered) - 1, max(0, math.ceil(q / 100 * len(ordered)) - 1))
+    return ordered[k]
+
+
+async def _direct_calls(n_traj: int, n_calls: int, concurrency: int, policy: SandboxPolicy) -> list[float]:
+    """The same commands run directly with bubblewrap (no server, no HTTP, no batching)."""
+    root = Path(tempfile.mkdtemp(prefix="hermes-bench-direct-"))
+    root.chmod(0o711)
+    gate = asyncio.Semaphore(concurrency)
+    latencies: list[float] = []
+
+    async def one_traj(t: int) -> None:
+        ws = root / str(t)
+        identity = slot_identity(9_999, t, n_traj)  # one user per workspace, as the pool's slots have
+        reset(ws, identity)
+        for c in range(n_calls):
+            argv = limits_prefix(policy.limits, nproc_offset=0) + bwrap_argv(
+                ws, ["/bin/bash", "-c", command(t, c)], policy
+            )
+            async with gate:
+                start = time.perf_counter()
+                r = await run_process(argv, cwd=str(ws), identity=identity, timeout=60, max_output=65536)
+                latencies.append(time.perf_counter() - start)
+            if r.exit_code != 0 or r.output.strip() != f"t{t}-c{c}":
+                raise RuntimeError(f"direct bwrap call failed: {r.output!r}")
+
+    await asyncio.gather(*(one_traj(t) for t in range(n_traj)))
+    shutil.rmtree(root, ignore_errors=True)
+    return latencies
+
+
+async def _executor_calls(ex: ToolExecutor, n_traj: int, n_calls: int, prefix: str) -> list[float]:
+    latencies: list[float] = []
+
+    async def one_traj(t: int) -> None:
+        tid = f"{prefix}-{t}"
+        for c in range(n_calls):
+            start = time.perf_counter()
+            r = await ex.execute(tid, "bash", {"command": command(t, c)}, timeout=120)
+            latencies.append(time.perf_counter() - start)
+            if not r.ok or r.output.strip() != f"t{t}-c{c}":
+                raise RuntimeError(f"call {c} of trajectory {tid} failed: {r.output!r} ({r.error})")
+        await ex.release_trajectory(tid)
+
+    await asyncio.gather(*(one_traj(t) for t in range(n_traj)))
+    return latencies
+
+
+async def _bench(n_traj: int, n_calls: int, baseline_calls: int) -> dict[str, Any]:
+    policy = SandboxPolicy()
+    workers = max(1, math.ceil(n_traj / SLOTS_PER_WORKER))
+    pool_cfg = PoolConfig(
+        slots_per_worker=SLOTS_PER_WORKER, min_workers=workers, max_workers=workers, acquire_timeout_s=GLOBAL_TIMEOUT_S
+    )
+    t0 = time.perf_counter()
+    pool = SlotPool(pool_cfg, policy)
+    await pool.start()
+    startup = time.perf_counter() - t0
+    try:
+        async with ToolExecutor(pool, ExecutorConfig(batch_window_ms=5, max_batch_size=64, max_timeout_s=120)) as ex:
+            seq = await _executor_calls(ex, 1, baseline_calls, "seq")
+            direct_seq = await _direct_calls(1, baseline_calls, 1, policy)
+            b0, c0 = ex.batches_sent, ex.calls_sent
+            start = time.perf_counter()
+            lat = await _executor_calls(ex, n_traj, n_calls, "load")
+            wall = time.perf_counter() - start
+            batches, calls = ex.batches_sent - b0, ex.calls_sent - c0
+        start = time.perf_counter()
+        direct_lat = await _direct_calls(n_traj, n_calls, n_traj, policy)
+        direct_wall = time.perf_counter() - start
+    finally:
+        await pool.close()
+    total = n_traj * n_calls
+    ms = 1000.0
+    return {
+        "trajectories": n_traj,
+        "calls_per_trajectory": n_calls,
+        "calls": total,
+        "completed": len(lat),
+        "workers": workers,
+        "slots_per_worker": SLOTS_PER_WORKER,
+        "pool_startup_s": round(startup, 3),
+        "wall_s": round(wall, 3),
+        "calls_per_s": round(total / wall, 1),
+        "p50_ms": round(percentile(lat, 50) * ms, 2),
+        "p99_ms": round(percentile(lat, 99) * ms, 2),
+        "mean_batch_size": round(calls / max(batches, 1), 2),
+        "direct_bwrap_wall_s": round(direct_wall, 3),
+        "direct_bwrap_calls_per_s": round(total / direct_wall, 1),
+        "direct_bwrap_p50_ms": round(percentile(direct_lat, 50) * ms, 2),
+        "overhead_per_call_at_load_ms": round((wall - direct_wall) / total * ms, 3),
+        "sequential_executor_ms": round(statistics.mean(seq) * ms, 2),
+        "sequential_direct_bwrap_ms": round(statistics.mean(direct_seq) * ms, 2),
+        "overhead_per_call_sequential_ms": round((statistics.mean(seq) - statistics.mean(direct_seq)) * ms, 2),
+    }
+
+
+def run(quick: bool = False) -> dict[str, Any]:
+    """Run the benchmark; raises if any call fails or the run exceeds the global timeout."""
+    n_traj, n_calls, baseline = (16, 3, 20) if quick else (256, 20, 100)
+    try:
+        return asyncio.run(asyncio.wait_for(_bench(n_traj, n_calls, baseline), GLOBAL_TIMEOUT_S))
+    except TimeoutError as exc:
+        raise RuntimeError(f"sandbox bench did not finish within {GLOBAL_TIMEOUT_S:g}s (deadlock or overload)") from exc
+
+
+def _print(result: dict[str, Any]) -> None:
+    rows = [
+        ("trajectories x calls", f"{result['trajectories']} x {result['calls_per_trajectory']} = {result['calls']}"),
+        ("completed", f"{result['completed']} (all ok)"),
+        (
+            "workers x slots",
+            f"{result['workers']} x {result['slots_per_worker']} (started in {result['pool_startup_s']}s)",
+        ),
+        ("wall", f"{result['wall_s']} s"),
+        ("throughput", f"{result['calls_per_s']} calls/s"),
+        ("latency p50 / p99", f"{result['p50_ms']} / {result['p99_ms']} ms"),
+        ("mean /batch size", f"{result['mean_batch_size']}"),
+        (
+            "direct bwrap, same load",
+            f"{result['direct_bwrap_calls_per_s']} calls/s, p50 {result['direct_bwrap_p50_ms']} ms",
+        ),
+        ("overhead per call at load", f"{result['overhead_per_call_at_load_ms']} ms"),
+        (
+            "one call alone: executor / bwrap",
+            f"{result['sequential_executor_ms']} / {result['sequential_direct_bwrap_ms']} ms",
+        ),
+        ("overhead per call, sequential", f"{result['overhead_per_call_sequential_ms']} ms"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    for k, v in rows:
+        print(f"{k:<{width}}  {v}")
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="16 trajectories x 3 calls")
+    p.add_argument("--json", type=Path, help="also write the result as JSON here")
+    args = p.parse_args()
+    result = run(quick=args.quick)
+    _print(result)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
