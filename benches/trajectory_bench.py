@@ -147,10 +147,11 @@ def bookkeeping(turns: list[Turn], repeats: int) -> dict[str, Any]:
     class _Server:
         config = _Config()
 
-    def atropos_rollout() -> Any:
+    def atropos_rollout(per_turn: list[float] | None = None) -> Any:
         ms = AtroposManagedServer(_Server(), tokenizer=_MemoTokenizer(tok, memo))
         arrays = None
         for t in turns:
+            start = time.perf_counter()
             node = ms._find_extending_node(t.prompt_text)
             input_ids = ms._compute_input_ids(t.prompt_text, node)
             new = ms._create_sequence_node(
@@ -168,15 +169,20 @@ def bookkeeping(turns: list[Turn], repeats: int) -> dict[str, Any]:
             else:
                 ms.current_nodes.append(new)
             arrays = (np.asarray(new.tokens), np.asarray(new.masked_tokens), np.asarray(new.logprobs))
+            if per_turn is not None:
+                per_turn.append(time.perf_counter() - start)
         return arrays
 
-    def hermes_rollout(use_list: bool) -> Any:
+    def hermes_rollout(use_list: bool, per_turn: list[float] | None = None) -> Any:
         traj = Trajectory(vocab_size=len(tok))
         arrays = None
         for t in turns:
+            start = time.perf_counter()
             traj.extend(t.full_prompt_list if use_list else t.full_prompt_ids)
             traj.add_completion(t.completion_ids, t.logprobs, "stop")
             arrays = traj.to_numpy()
+            if per_turn is not None:
+                per_turn.append(time.perf_counter() - start)
         return arrays
 
     # Same arrays out of both, or the comparison means nothing.
@@ -188,6 +194,14 @@ def bookkeeping(turns: list[Turn], repeats: int) -> dict[str, Any]:
         if not np.array_equal(a, b):
             raise AssertionError(f"atroposlib and hermes_env disagree on {name}")
 
+    # Per-turn curves: each turn's best time over `repeats` passes (the machine is shared).
+    runs_atropos: list[list[float]] = [[] for _ in range(repeats)]
+    runs_hermes: list[list[float]] = [[] for _ in range(repeats)]
+    for a, h in zip(runs_atropos, runs_hermes, strict=True):
+        atropos_rollout(a)
+        hermes_rollout(False, h)
+    per_turn_atropos = [min(xs) for xs in zip(*runs_atropos, strict=True)]
+    per_turn_hermes = [min(xs) for xs in zip(*runs_hermes, strict=True)]
     t_atropos = best_of(atropos_rollout, repeats)
     t_ours_np = best_of(lambda: hermes_rollout(False), repeats * 5)
     t_ours_list = best_of(lambda: hermes_rollout(True), repeats * 5)
@@ -201,6 +215,9 @@ def bookkeeping(turns: list[Turn], repeats: int) -> dict[str, Any]:
         "speedup": t_atropos / t_ours_np,
         "speedup_list_input": t_atropos / t_ours_list,
         "target": TARGET_BOOKKEEPING,
+        "prompt_tokens_per_turn": [len(t.full_prompt_list) for t in turns],
+        "atroposlib_turn_us": [x * 1e6 for x in per_turn_atropos],
+        "hermes_turn_us": [x * 1e6 for x in per_turn_hermes],
     }
 
 
@@ -261,10 +278,33 @@ def run(quick: bool = False) -> dict[str, Any]:
     }
 
 
+def plot(result: dict[str, Any], path: str) -> None:
+    """Per-turn bookkeeping time against the prompt's length, both sides, log scale."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    b = result["bookkeeping"]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    x = b["prompt_tokens_per_turn"]
+    ax.plot(x, b["atroposlib_turn_us"], marker=".", label="atroposlib 0.4.0 ManagedServer nodes")
+    ax.plot(x, b["hermes_turn_us"], marker=".", label="hermes_env Trajectory")
+    ax.set_yscale("log")
+    ax.set_xlabel("prompt tokens at this turn")
+    ax.set_ylabel("bookkeeping per turn (us)")
+    ax.set_title(f"extension check + append + arrays out ({b['turns']} turns, best of several passes)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="10 turns / ~20k tokens")
     parser.add_argument("--json", default=None, help="also write the results here")
+    parser.add_argument("--plot", default=None, help="write a per-turn plot (PNG) here")
     args = parser.parse_args(argv)
     result = run(args.quick)
     b, m = result["bookkeeping"], result["phase1_mask"]
@@ -285,6 +325,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(result, f, indent=2)
+    if args.plot:
+        plot(result, args.plot)
     return 0
 
 
