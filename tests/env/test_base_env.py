@@ -210,3 +210,32 @@ async def test_wandb_on_logs_tool_stats_and_readable_rollouts(make_env: Any, mon
     assert metrics["train/tool_errors_per_rollout"] == 0.0 and metrics["train/groups_dropped"] == 0
     table = metrics["train/rollouts"]
     assert isinstance(table, wandb.Table) and "[assistant -> terminal]" in table.data[0][0]
+
+
+async def test_cancelled_group_still_cleans_every_workspace(make_env: Any, tmp_path: Path) -> None:
+    import asyncio
+
+    started = asyncio.Event()
+    calls = 0
+
+    class Hanging:
+        def __init__(self, servers: list[Any]) -> None:
+            self.servers = servers
+
+        async def chat_completion(self, **kwargs: Any) -> Any:
+            nonlocal calls
+            calls += 1
+            if calls == 4:
+                started.set()
+            await asyncio.Event().wait()
+
+    env = make_env()
+    env.server = Hanging(env.server.servers)
+    await env.setup()
+    task = asyncio.create_task(env.collect_trajectories(await env.get_next_item()))
+    await asyncio.wait_for(started.wait(), 30)
+    assert len(os.listdir(tmp_path / "ws")) == 4  # four live workspaces (README written by the setup hook)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert os.listdir(tmp_path / "ws") == []

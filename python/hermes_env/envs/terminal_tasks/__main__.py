@@ -20,7 +20,11 @@ from hermes_env.envs.terminal_tasks.env import CONFIG_PATH, TASKS_PATH, Terminal
 
 
 def demo(argv: Sequence[str]) -> None:
-    parser = argparse.ArgumentParser(prog="python -m hermes_env.envs.terminal_tasks demo", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m hermes_env.envs.terminal_tasks demo",
+        description=__doc__,
+        epilog="Any other --env.* / --openai.* flag is passed on to `process`.",
+    )
     parser.add_argument("--groups", type=int, default=8, help="groups to write (default 8)")
     parser.add_argument("--group-size", type=int, default=4, help="rollouts per group (default 4)")
     parser.add_argument("--backend", default="bwrap", help="terminal backend: bwrap (default), local or sandbox")
