@@ -45,6 +45,9 @@ MODES = ["parse", "stream_whole", "stream_1char", "stream_random"]
 ACCEPTED_FORMS: dict[str, set[str]] = {
     # Mistral's pre-v11 `[TOOL_CALLS] [{...}]` array and v11's `NAME{...}` without `[ARGS]`.
     "mistral": {"pre_v11_array", "name_brace_no_args_token"},
+    # Llama 3.x JSON calls name their arguments "parameters"; vLLM (and we) accept "arguments" too.
+    "llama3_json": {"arguments_key_instead"},
+    "llama4_json": {"arguments_key_instead"},
 }
 
 
@@ -138,6 +141,9 @@ INTENDED_OVER_EXPECTED: dict[str, set[str]] = {
     "deepseek_v31": {"end_marker_in_string"},
     "kimi_k2": {"end_marker_in_string"},
     "mistral": {"end_marker_in_string"},
+    # An empty output: content None where vLLM returns "".
+    "llama3_json": {"no_call"},
+    "llama4_json": {"no_call"},
 }
 
 

@@ -43,6 +43,14 @@ pub static REGISTRY: &[ParserSpec] = &[
         make: formats::kimi::kimi_k2,
     },
     ParserSpec {
+        name: "llama3_json",
+        make: formats::llama_json::llama3_json,
+    },
+    ParserSpec {
+        name: "llama4_json",
+        make: formats::llama_json::llama3_json,
+    },
+    ParserSpec {
         name: "llama4_pythonic",
         make: formats::pythonic::llama4_pythonic,
     },

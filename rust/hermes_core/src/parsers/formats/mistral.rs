@@ -35,7 +35,9 @@ use crate::parsers::stream::{Emitter, Format, FormatStream};
 use crate::parsers::tools::Tools;
 use crate::parsers::types::{IssueKind, Pos, RenderError, ToolCall};
 
-use super::shared::{check_stripped_content, render_args, skip_ws, ArgsValue, ArrStep, CallArray, Driven, Gate, Machine};
+use super::shared::{
+    check_stripped_content, render_args, skip_ws, ArgsValue, ArrStep, CallArray, Driven, Gate, Machine,
+};
 
 const BOT: &str = "[TOOL_CALLS]";
 const ARGS: &str = "[ARGS]";
@@ -155,9 +157,21 @@ impl Machine for MistralStream {
                         i += j;
                         let at = out.pos(base + i);
                         if rest.starts_with(ARGS) {
-                            self.reject(IssueKind::MissingName, at, "[ARGS] without a tool name; kept as content", Mode::RawContent, out);
+                            self.reject(
+                                IssueKind::MissingName,
+                                at,
+                                "[ARGS] without a tool name; kept as content",
+                                Mode::RawContent,
+                                out,
+                            );
                         } else if rest.starts_with(BOT) {
-                            self.reject(IssueKind::MalformedMarkup, at, "[TOOL_CALLS] repeated; the first is kept as content", Mode::Text, out);
+                            self.reject(
+                                IssueKind::MalformedMarkup,
+                                at,
+                                "[TOOL_CALLS] repeated; the first is kept as content",
+                                Mode::Text,
+                                out,
+                            );
                         } else {
                             self.array.reset();
                             self.mode = Mode::Array;
@@ -181,7 +195,13 @@ impl Machine for MistralStream {
                     }
                     let at = out.pos(base + i);
                     if self.name.is_empty() {
-                        self.reject(IssueKind::MalformedMarkup, at, "[TOOL_CALLS] not followed by a tool name; kept as content", Mode::Text, out);
+                        self.reject(
+                            IssueKind::MalformedMarkup,
+                            at,
+                            "[TOOL_CALLS] not followed by a tool name; kept as content",
+                            Mode::Text,
+                            out,
+                        );
                         continue;
                     }
                     match self.args_marker.find(rest, eof) {
@@ -209,7 +229,13 @@ impl Machine for MistralStream {
                         MarkerHit::Partial { at: 0 } => return i,
                         MarkerHit::Full { at: 0, .. } => {
                             let at = out.pos(base + i);
-                            self.reject(IssueKind::MissingArguments, at, "tool call without arguments; kept as content", Mode::Text, out);
+                            self.reject(
+                                IssueKind::MissingArguments,
+                                at,
+                                "tool call without arguments; kept as content",
+                                Mode::Text,
+                                out,
+                            );
                         }
                         _ => {
                             out.start_call(&self.name, None, self.call_at);
@@ -262,7 +288,11 @@ impl Machine for MistralStream {
                         MarkerHit::Partial { at: 0 } => return i,
                         _ => {
                             let at = out.pos(base + i);
-                            out.issue(IssueKind::UnexpectedText, at, "text after a tool call; it is kept in content");
+                            out.issue(
+                                IssueKind::UnexpectedText,
+                                at,
+                                "text after a tool call; it is kept in content",
+                            );
                             self.mode = Mode::Text;
                         }
                     }
@@ -288,7 +318,12 @@ impl Machine for MistralStream {
                             }
                             self.mode = Mode::AfterArgs;
                         }
-                        ArrStep::Content { text, kind, message, at } => {
+                        ArrStep::Content {
+                            text,
+                            kind,
+                            message,
+                            at,
+                        } => {
                             out.issue(kind, at, message);
                             let mut raw = std::mem::take(&mut self.raw);
                             raw.push_str(&text);
@@ -302,7 +337,11 @@ impl Machine for MistralStream {
                             self.mode = Mode::RawContent;
                         }
                         ArrStep::BrokenArgs { message, at } => {
-                            out.issue(IssueKind::MalformedJson, at, message + "; the arguments are kept as written");
+                            out.issue(
+                                IssueKind::MalformedJson,
+                                at,
+                                message + "; the arguments are kept as written",
+                            );
                             self.mode = Mode::RawArgs;
                         }
                     }
@@ -318,12 +357,22 @@ impl Machine for MistralStream {
             Mode::Text | Mode::AfterArgs => self.gate.text(leftover, out),
             Mode::AfterBot | Mode::Name | Mode::PreArgs => {
                 self.raw.push_str(leftover);
-                self.reject(IssueKind::Truncated, end, "output ended inside a tool call's name; kept as content", Mode::Text, out);
+                self.reject(
+                    IssueKind::Truncated,
+                    end,
+                    "output ended inside a tool call's name; kept as content",
+                    Mode::Text,
+                    out,
+                );
             }
             Mode::Args => {
                 out.args(leftover);
                 if self.args.end() != Status::Complete {
-                    out.issue(IssueKind::Truncated, end, "output ended inside a tool call's arguments; they are incomplete");
+                    out.issue(
+                        IssueKind::Truncated,
+                        end,
+                        "output ended inside a tool call's arguments; they are incomplete",
+                    );
                 }
                 out.end_call();
             }
@@ -335,13 +384,21 @@ impl Machine for MistralStream {
             Mode::Array => {
                 if self.array.in_started_call() {
                     out.args(leftover);
-                    out.issue(IssueKind::Truncated, end, "output ended inside a tool call's arguments; they are incomplete");
+                    out.issue(
+                        IssueKind::Truncated,
+                        end,
+                        "output ended inside a tool call's arguments; they are incomplete",
+                    );
                     out.end_call();
                 } else {
                     let mut raw = std::mem::take(&mut self.raw);
                     raw.push_str(&self.array.take_raw());
                     raw.push_str(leftover);
-                    out.issue(IssueKind::Truncated, end, "output ended inside the tool-call array; the unfinished part is kept as content");
+                    out.issue(
+                        IssueKind::Truncated,
+                        end,
+                        "output ended inside the tool-call array; the unfinished part is kept as content",
+                    );
                     self.gate.text(&raw, out);
                 }
             }
@@ -362,7 +419,9 @@ impl Format for Mistral {
     fn render(&self, calls: &[ToolCall], content: Option<&str>) -> Result<String, RenderError> {
         let content = content.unwrap_or("");
         if content.contains(BOT) {
-            return Err(RenderError(format!("content contains {BOT:?}, which would be read back as a tool call")));
+            return Err(RenderError(format!(
+                "content contains {BOT:?}, which would be read back as a tool call"
+            )));
         }
         check_stripped_content(content, !calls.is_empty(), "mistral")?;
         let mut out = String::from(content);

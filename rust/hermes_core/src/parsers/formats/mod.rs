@@ -5,6 +5,7 @@ pub mod deepseek;
 pub mod glm;
 pub mod hermes;
 pub mod kimi;
+pub mod llama_json;
 pub mod mistral;
 pub mod python_literal;
 pub mod pythonic;

@@ -364,8 +364,12 @@ impl CallObject {
             if !self.started {
                 self.raw.push_str(rest.get(..n).unwrap_or_default());
             }
-            let at = base + i;
             i += n;
+            // Where a value's text begins (the walker skips whitespace before it in the same step).
+            let at = match ev {
+                Walk::Value(t) => base + i - t.len(),
+                _ => base + i,
+            };
             match ev {
                 Walk::NeedMore => return (i, ObjEnd::NeedMore),
                 Walk::Key => {
@@ -467,10 +471,20 @@ pub(crate) enum ArrStep {
     /// decides whether that is content), empty otherwise.
     Done { raw: String },
     /// Text the caller must return as content (an element that is not a call), with its issue.
-    Content { text: String, kind: IssueKind, message: String, at: Pos },
+    Content {
+        text: String,
+        kind: IssueKind,
+        message: String,
+        at: Pos,
+    },
     /// The array broke and no call is open: `raw` (what was read of the broken part) is content,
     /// and so is the rest of the array region (the caller knows where it ends).
-    Broken { raw: String, kind: IssueKind, message: String, at: Pos },
+    Broken {
+        raw: String,
+        kind: IssueKind,
+        message: String,
+        at: Pos,
+    },
     /// The JSON broke inside a started call's arguments: the call is still open and the rest of
     /// the array region is its raw arguments (the caller ends the call).
     BrokenArgs { message: String, at: Pos },
@@ -497,7 +511,12 @@ pub(crate) struct CallArray {
 
 impl CallArray {
     pub(crate) fn new(name_key: &'static str, args_keys: &'static [&'static str]) -> CallArray {
-        CallArray { mode: ArrMode::Open, obj: CallObject::new(name_key, args_keys), raw: String::new(), calls: 0 }
+        CallArray {
+            mode: ArrMode::Open,
+            obj: CallObject::new(name_key, args_keys),
+            raw: String::new(),
+            calls: 0,
+        }
     }
 
     /// Expect a new array (its `[` after optional whitespace).
@@ -567,13 +586,29 @@ impl CallArray {
                         self.mode = ArrMode::AfterElem;
                         let mut text = std::mem::take(&mut self.raw);
                         text.push_str(&self.obj.take_raw());
-                        return (i, ArrStep::Content { text, kind, message, at });
+                        return (
+                            i,
+                            ArrStep::Content {
+                                text,
+                                kind,
+                                message,
+                                at,
+                            },
+                        );
                     }
                     ObjEnd::BrokenBeforeStart { message } => {
                         let mut raw = std::mem::take(&mut self.raw);
                         raw.push_str(&self.obj.take_raw());
                         self.mode = ArrMode::Open;
-                        return (i, ArrStep::Broken { raw, kind: IssueKind::MalformedJson, message, at });
+                        return (
+                            i,
+                            ArrStep::Broken {
+                                raw,
+                                kind: IssueKind::MalformedJson,
+                                message,
+                                at,
+                            },
+                        );
                     }
                     ObjEnd::BrokenArgs { message } => {
                         self.mode = ArrMode::Open;
@@ -582,7 +617,15 @@ impl CallArray {
                     ObjEnd::BrokenAfterArgs { message } => {
                         self.calls += 1;
                         self.mode = ArrMode::Open;
-                        return (i, ArrStep::Broken { raw: String::new(), kind: IssueKind::MalformedJson, message, at });
+                        return (
+                            i,
+                            ArrStep::Broken {
+                                raw: String::new(),
+                                kind: IssueKind::MalformedJson,
+                                message,
+                                at,
+                            },
+                        );
                     }
                 }
                 continue;
@@ -606,7 +649,11 @@ impl CallArray {
                 (ArrMode::ElemOrClose | ArrMode::AfterElem, b']') => {
                     self.keep_raw("]");
                     self.mode = ArrMode::Open;
-                    let raw = if self.calls == 0 { std::mem::take(&mut self.raw) } else { String::new() };
+                    let raw = if self.calls == 0 {
+                        std::mem::take(&mut self.raw)
+                    } else {
+                        String::new()
+                    };
                     return (i + 1, ArrStep::Done { raw });
                 }
                 (ArrMode::Elem, b']') => return (i, self.broken("trailing comma before ']'", at)),

@@ -1,0 +1,298 @@
+//! Llama 3.x JSON tool calls (vLLM `llama3_json`, alias `llama4_json`).
+//!
+//! ```text
+//! [<|python_tag|>]{"name": "NAME", "parameters": {..}}; {"name": .., "arguments": {..}}
+//! ```
+//!
+//! # Semantics
+//! - Calls are bare JSON objects at the start of the output (after optional whitespace and an
+//!   optional `<|python_tag|>`), separated by `;` and/or whitespace. The arguments key is
+//!   `parameters` or `arguments`. As in vLLM, `content` is `None` when calls are found (the only
+//!   text around well-formed calls is the tag, separators and whitespace).
+//! - An output that does not start with a call object is plain content. (vLLM decodes JSON at
+//!   every `{` of the text and drops prose around it; the format has no prose before calls, so
+//!   an object after prose stays content here.)
+//! - Strings are scanned with a JSON grammar, so `}`, `;` or `{"name": ...}` inside a string
+//!   argument are string text. The raw arguments JSON streams as it arrives.
+//!
+//! # Hold-back (forced by the format)
+//! A leading `{` may or may not start a call: the object is held until both its `"name"` and
+//! its arguments key have been read (`ToolCallStart` needs the name; an object without them is
+//! content). When the arguments come before the name they are held until the name arrives.
+//! Leading whitespace is held until the first non-whitespace byte.
+//!
+//! # Bad input
+//! An object that is not a call (no string `name`, no arguments key, JSON broken before the
+//! call started) is content with an issue, and so is everything after it. JSON broken inside
+//! started arguments: the rest of the output is appended to them raw (`malformed_json`; the
+//! format has no end marker to resynchronise on). Text after the calls: content,
+//! `unexpected_text`. Output cut inside an object: a started call keeps what arrived
+//! (`truncated`); an unstarted object is content (`truncated`).
+
+use std::sync::Arc;
+
+use crate::parsers::marker::{MarkerHit, MarkerSet};
+use crate::parsers::stream::{Emitter, Format, FormatStream};
+use crate::parsers::tools::Tools;
+use crate::parsers::types::{IssueKind, RenderError, ToolCall};
+
+use super::shared::{json_string, render_args, skip_ws, CallObject, Driven, Machine, ObjEnd};
+
+const PYTHON_TAG: &str = "<|python_tag|>";
+const ARGS_KEYS: &[&str] = &["parameters", "arguments"];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Start of output: whitespace, the tag, or the first object.
+    Start,
+    /// After `<|python_tag|>`: whitespace, then an object.
+    AfterTag,
+    Object,
+    /// After a call: whitespace, `;`, then the next object.
+    Between,
+    /// After `;`: whitespace, then the next object.
+    AfterSemicolon,
+    /// Plain content to the end.
+    Text,
+    /// Raw arguments of a call whose JSON broke, to the end.
+    RawArgs,
+}
+
+struct LlamaStream {
+    tag: MarkerSet,
+    mode: Mode,
+    /// Text read but not yet decided (leading whitespace, the tag, separators).
+    pending: String,
+    obj: CallObject,
+    calls: usize,
+}
+
+impl LlamaStream {
+    fn new() -> LlamaStream {
+        LlamaStream {
+            tag: MarkerSet::new(&[PYTHON_TAG]),
+            mode: Mode::Start,
+            pending: String::new(),
+            obj: CallObject::new("name", ARGS_KEYS),
+            calls: 0,
+        }
+    }
+
+    /// The rest is content: first what was pending.
+    fn to_text(&mut self, out: &mut Emitter<'_>) {
+        out.content(&std::mem::take(&mut self.pending));
+        self.mode = Mode::Text;
+    }
+
+    fn begin_object(&mut self, at: usize, out: &mut Emitter<'_>) {
+        let pos = out.pos(at);
+        self.obj.reset(pos);
+        self.mode = Mode::Object;
+    }
+}
+
+impl Machine for LlamaStream {
+    fn run(&mut self, input: &str, base: usize, eof: bool, out: &mut Emitter<'_>) -> usize {
+        let mut i = 0;
+        while i < input.len() {
+            let rest = &input[i..];
+            match self.mode {
+                Mode::Start | Mode::AfterTag | Mode::Between | Mode::AfterSemicolon => {
+                    let Some(j) = skip_ws(rest) else {
+                        self.pending.push_str(rest);
+                        return input.len();
+                    };
+                    self.pending.push_str(&rest[..j]);
+                    i += j;
+                    let rest = &input[i..];
+                    if rest.starts_with('{') {
+                        if self.calls > 0 {
+                            self.pending.clear();
+                        }
+                        self.begin_object(base + i, out);
+                        continue;
+                    }
+                    match self.mode {
+                        Mode::Start => match self.tag.find(rest, eof) {
+                            MarkerHit::Full { at: 0, end, .. } => {
+                                self.pending.push_str(PYTHON_TAG);
+                                i += end;
+                                self.mode = Mode::AfterTag;
+                            }
+                            MarkerHit::Partial { at: 0 } => return i,
+                            _ => self.to_text(out),
+                        },
+                        Mode::Between if rest.starts_with(';') => {
+                            self.pending.push(';');
+                            i += 1;
+                            self.mode = Mode::AfterSemicolon;
+                        }
+                        Mode::AfterTag => {
+                            let at = out.pos(base + i);
+                            out.issue(
+                                IssueKind::MalformedMarkup,
+                                at,
+                                "<|python_tag|> not followed by a JSON tool call; kept as content",
+                            );
+                            self.to_text(out);
+                        }
+                        _ => {
+                            let at = out.pos(base + i);
+                            out.issue(
+                                IssueKind::UnexpectedText,
+                                at,
+                                "text after the tool calls; it is kept in content",
+                            );
+                            self.to_text(out);
+                        }
+                    }
+                }
+                Mode::Object => {
+                    let (n, end) = self.obj.step(rest, base + i, out);
+                    let at = out.pos(base + i + n);
+                    i += n;
+                    if self.obj.started() {
+                        // The call started: what was pending (tag, separators) was markup.
+                        self.pending.clear();
+                    }
+                    match end {
+                        ObjEnd::NeedMore => return input.len(),
+                        ObjEnd::Call => {
+                            self.calls += 1;
+                            self.pending.clear();
+                            self.mode = Mode::Between;
+                        }
+                        ObjEnd::NotACall { kind, message } => {
+                            out.issue(kind, at, message);
+                            self.pending.push_str(&self.obj.take_raw());
+                            self.to_text(out);
+                        }
+                        ObjEnd::BrokenBeforeStart { message } => {
+                            out.issue(
+                                IssueKind::MalformedJson,
+                                at,
+                                message + "; the object is kept as content",
+                            );
+                            self.pending.push_str(&self.obj.take_raw());
+                            self.to_text(out);
+                        }
+                        ObjEnd::BrokenArgs { message } => {
+                            out.issue(
+                                IssueKind::MalformedJson,
+                                at,
+                                message + "; the rest of the output is kept in the arguments",
+                            );
+                            self.mode = Mode::RawArgs;
+                        }
+                        ObjEnd::BrokenAfterArgs { message } => {
+                            self.calls += 1;
+                            out.issue(IssueKind::MalformedJson, at, message + "; the rest is kept as content");
+                            self.pending.clear();
+                            self.mode = Mode::Text;
+                        }
+                    }
+                }
+                Mode::Text => {
+                    out.content(rest);
+                    return input.len();
+                }
+                Mode::RawArgs => {
+                    out.args(rest);
+                    return input.len();
+                }
+            }
+        }
+        i
+    }
+
+    fn end(&mut self, leftover: &str, out: &mut Emitter<'_>) {
+        let end = out.pos(out.chunk_offset());
+        match self.mode {
+            Mode::Object if self.obj.started() => {
+                out.args(leftover);
+                out.issue(
+                    IssueKind::Truncated,
+                    end,
+                    "output ended inside a tool call's arguments; they are incomplete",
+                );
+                out.end_call();
+            }
+            Mode::Object => {
+                out.issue(
+                    IssueKind::Truncated,
+                    end,
+                    "output ended inside a tool-call object; it is kept as content",
+                );
+                self.pending.push_str(&self.obj.take_raw());
+                self.pending.push_str(leftover);
+                self.to_text(out);
+            }
+            Mode::AfterTag | Mode::AfterSemicolon => {
+                self.pending.push_str(leftover);
+                let msg = if self.mode == Mode::AfterTag {
+                    "output ended after <|python_tag|>"
+                } else {
+                    "output ended after ';'"
+                };
+                out.issue(IssueKind::Truncated, end, format!("{msg}; kept as content"));
+                self.to_text(out);
+            }
+            Mode::Between => {} // trailing whitespace after the calls is framing
+            Mode::Start | Mode::Text => {
+                self.pending.push_str(leftover);
+                self.to_text(out);
+            }
+            Mode::RawArgs => {
+                out.args(leftover);
+                out.end_call();
+            }
+        }
+        self.mode = Mode::Text;
+    }
+}
+
+struct LlamaJson;
+
+impl Format for LlamaJson {
+    fn stream(&self, _tools: &Arc<Tools>) -> Box<dyn FormatStream> {
+        Box::new(Driven::new(LlamaStream::new()))
+    }
+
+    /// `{"name": .., "parameters": ..}` per call, joined by `; `. The format has no place for text
+    /// next to calls.
+    fn render(&self, calls: &[ToolCall], content: Option<&str>) -> Result<String, RenderError> {
+        let content = content.unwrap_or("");
+        if calls.is_empty() {
+            let start = content.trim_start_matches([' ', '\t', '\n', '\r']);
+            if start.starts_with('{') || start.starts_with(PYTHON_TAG) {
+                return Err(RenderError(
+                    "content that starts with '{' or <|python_tag|> would be read back as a JSON tool call".into(),
+                ));
+            }
+            return Ok(content.to_owned());
+        }
+        if !content.is_empty() {
+            return Err(RenderError(
+                "llama3_json cannot write text next to tool calls (a Llama 3 tool-call turn is only JSON); \
+                 pass content=None"
+                    .into(),
+            ));
+        }
+        let mut out = String::new();
+        for (i, call) in calls.iter().enumerate() {
+            if i > 0 {
+                out.push_str("; ");
+            }
+            out.push_str("{\"name\": ");
+            out.push_str(&json_string(&call.name));
+            out.push_str(", \"parameters\": ");
+            out.push_str(render_args(i, call)?);
+            out.push('}');
+        }
+        Ok(out)
+    }
+}
+
+pub fn llama3_json() -> Arc<dyn Format> {
+    Arc::new(LlamaJson)
+}
