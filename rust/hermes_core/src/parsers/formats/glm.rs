@@ -16,15 +16,24 @@
 //! Streaming: `ToolCallStart` comes when the name is complete (at `<arg_key>` or
 //! `</tool_call>`); `{"KEY": ` is released at `<arg_value>`; a string-typed value streams as
 //! JSON-string fragments, holding back only a possible `</arg_value>` prefix; a value of any other
-//! type is held until `</arg_value>`, because its conversion needs the whole text. Plain text is
-//! held back only while it may be the start of `<tool_call>`, plus whitespace runs (see
-//! [`super::xml_content`]). A name is held until it is complete (at most 256 bytes).
+//! type is held until it is complete, because its conversion needs the whole text. A name is held
+//! until it is complete (at most 256 bytes). Where the format forces more hold-back:
+//! - `</arg_value>` ends a value only when markup follows it (after whitespace); other text means
+//!   it was part of the value. So the closing quote (or a typed value) is released when the next
+//!   `<arg_key>` arrives;
+//! - the last value of a call is confirmed by the next call or the end of the output: if
+//!   `</arg_value></tool_call>` is followed by prose and then `</arg_value>` again, all of it was
+//!   value text. Until then the call's closing `"}` and `ToolCallEnd` wait, and so does prose
+//!   after the call;
+//! - plain text is held only while it may be the start of `<tool_call>` or `<arg_key>`, plus
+//!   whitespace runs (see [`super::xml_content`]).
 //!
 //! Where this parser departs from vLLM on purpose:
 //! - vLLM drops calls to tools that are not in the request. Here they are kept, with an
 //!   `unknown_tool` issue, so nothing is lost and an environment can still count them.
-//! - Inside a value only `</arg_value>` ends it, so `</tool_call>` in a value is kept as text
-//!   (vLLM ends the call there). A value cannot contain `</arg_value>`; `render` refuses it.
+//! - Inside a value only a confirmed `</arg_value>` ends it (see above), so `</tool_call>` and most
+//!   `</arg_value>` in a value are kept as text, as the text means (vLLM ends the value or the call
+//!   there). `render` refuses `</arg_value>` in a value all the same (no escaping in the format).
 //! - Malformed markup never loses text: a `<tool_call>` whose name is missing, broken or cut off is
 //!   returned as content with an issue. A key without a value, and stray text between pairs, are
 //!   dropped as vLLM drops them, with an issue giving the offset. A truncated call is kept with
@@ -524,7 +533,7 @@ impl GlmStream {
             return Some(ws);
         }
         match self.args_markers.find(rest, eof) {
-            MarkerHit::Full { at: 0, end, marker } if marker == 1 => {
+            MarkerHit::Full { at: 0, end, marker: 1 } => {
                 self.pending_end.push_str(&rest[..end]);
                 self.st = St::Tentative;
                 Some(end)
@@ -722,4 +731,169 @@ fn render(calls: &[ToolCall], content: Option<&str>, compact: bool) -> Result<St
         s.push_str(TOOL_CALL_END);
     }
     Ok(s)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::super::test_support::{args, check_events, every_split, kinds, parser, run};
+    use super::*;
+    use crate::parsers::Event;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    const GLM45: &str = "I'll read it.\n<tool_call>read_file\n<arg_key>path</arg_key>\n<arg_value>a/中.rs</arg_value>\n\
+        <arg_key>offset</arg_key>\n<arg_value>7</arg_value>\n</tool_call>\n<tool_call> terminal\n<arg_key> command </arg_key>\
+        <arg_value>\nls\n</arg_value>\n<arg_key>args</arg_key>\n<arg_value>[\"-l\", 2]</arg_value>\n</tool_call>";
+    const GLM47: &str = "<tool_call>list_processes</tool_call><tool_call>terminal<arg_key>command</arg_key><arg_value>echo 😀</arg_value><arg_key>force</arg_key><arg_value>0</arg_value></tool_call>";
+
+    #[test]
+    fn both_layouts_every_split() {
+        let r = every_split("glm45", GLM45);
+        assert_eq!(r.content.as_deref(), Some("I'll read it."));
+        assert_eq!(args(&r, 0), json!({"path": "a/中.rs", "offset": 7}));
+        // Values keep their newlines (no framing in glm); names and keys are trimmed.
+        assert_eq!(r.tool_calls[1].name, "terminal");
+        assert_eq!(args(&r, 1), json!({"command": "\nls\n", "args": ["-l", 2]}));
+        assert!(r.issues.is_empty());
+        let r = every_split("glm47", GLM47);
+        assert_eq!(r.content, None);
+        assert_eq!(args(&r, 0), json!({}));
+        assert_eq!(args(&r, 1), json!({"command": "echo 😀", "force": false}));
+    }
+
+    #[test]
+    fn string_values_stream() {
+        let p = parser("glm45");
+        let mut s = p.stream();
+        let mut got = String::new();
+        for e in s.feed("<tool_call>terminal\n<arg_key>command</arg_key>\n<arg_value>make -j8 al") {
+            if let Event::ToolCallArgsDelta { text, .. } = e {
+                got.push_str(&text);
+            }
+        }
+        assert_eq!(got, "{\"command\": \"make -j8 al");
+    }
+
+    #[test]
+    fn unknown_tools_are_kept_and_reported() {
+        let r = every_split(
+            "glm45",
+            "<tool_call>delete_db\n<arg_key>x</arg_key>\n<arg_value>1</arg_value>\n</tool_call>",
+        );
+        assert_eq!(r.tool_calls[0].name, "delete_db");
+        assert_eq!(args(&r, 0), json!({"x": "1"}));
+        assert_eq!(kinds(&r), ["unknown_tool"]);
+    }
+
+    #[test]
+    fn end_markers_inside_values() {
+        let text = "<tool_call>terminal<arg_key>command</arg_key><arg_value>echo '</tool_call>' '</arg_value>' \
+                    x</arg_value>\n</tool_call> mean</arg_value></tool_call>";
+        let r = every_split("glm47", text);
+        assert_eq!(
+            args(&r, 0),
+            json!({"command": "echo '</tool_call>' '</arg_value>' x</arg_value>\n</tool_call> mean"})
+        );
+        assert!(r.issues.is_empty() && r.content.is_none());
+    }
+
+    #[test]
+    fn malformed_and_truncated_never_lose_text() {
+        let r = every_split(
+            "glm45",
+            "<tool_call><arg_key>q</arg_key><arg_value>x</arg_value></tool_call>",
+        );
+        assert!(r.tool_calls.is_empty());
+        assert_eq!(kinds(&r)[0], "missing_name");
+        assert!(r.content.unwrap().contains("<arg_value>x</arg_value>"));
+        let r = every_split(
+            "glm45",
+            "<tool_call>read_file\n<tool_call>read_file\n<arg_key>path</arg_key><arg_value>p</arg_value></tool_call>",
+        );
+        assert_eq!(r.tool_calls.len(), 1);
+        assert_eq!(r.content.as_deref(), Some("<tool_call>read_file"));
+        let r = every_split("glm45", "text <tool_call>web_s");
+        assert!(r.tool_calls.is_empty());
+        assert_eq!(r.content.as_deref(), Some("text <tool_call>web_s"));
+        assert_eq!(kinds(&r), ["truncated"]);
+        for end in 0..=GLM45.len() {
+            if GLM45.is_char_boundary(end) {
+                let p = parser("glm45");
+                let (events, r) = run(&p, &GLM45[..end], &[end / 3]);
+                check_events(&events, &r);
+                assert!(r.same_as(&p.parse(&GLM45[..end])));
+            }
+        }
+    }
+
+    #[test]
+    fn render_round_trip_and_refusals() {
+        for name in ["glm45", "glm47"] {
+            let p = parser(name);
+            let calls = [ToolCall {
+                id: String::new(),
+                name: "terminal".into(),
+                arguments: r#"{"command": " a\nb ", "timeout": 3, "env": {"k": null}}"#.into(),
+            }];
+            let text = p.render(&calls, Some("ok")).unwrap();
+            let r = every_split(name, &text);
+            assert_eq!(r.content.as_deref(), Some("ok"));
+            assert_eq!(
+                args(&r, 0),
+                json!({"command": " a\nb ", "timeout": 3, "env": {"k": null}})
+            );
+            let bad = [ToolCall {
+                id: String::new(),
+                name: "terminal".into(),
+                arguments: r#"{"command": "</arg_value>"}"#.into(),
+            }];
+            assert!(p.render(&bad, None).unwrap_err().0.contains("</arg_value>"));
+            assert!(p.render(&calls, Some("<arg_key>")).is_err());
+        }
+    }
+
+    const FRAGMENTS: &[&str] = &[
+        "<tool_call>",
+        "</tool_call>",
+        "read_file",
+        "terminal",
+        "<arg_key>",
+        "</arg_key>",
+        "<arg_value>",
+        "</arg_value>",
+        "path",
+        "offset",
+        "env",
+        "\n",
+        " ",
+        "x",
+        "12",
+        "{\"a\": 1}",
+        "é",
+        "😀",
+        "</arg_",
+        "<",
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+        #[test]
+        fn fragments_never_panic_and_split_invariant(
+            parts in prop::collection::vec(prop::sample::select(FRAGMENTS), 0..40),
+            cuts in prop::collection::vec(0usize..300, 0..10),
+        ) {
+            let text = parts.concat();
+            let p = parser("glm45");
+            let whole = p.parse(&text);
+            let mut cuts = cuts;
+            cuts.sort_unstable();
+            let (events, r) = run(&p, &text, &cuts);
+            check_events(&events, &r);
+            prop_assert!(r.same_as(&whole), "{:?}\n{:?}\n{:?}", text, r, whole);
+            for c in &r.tool_calls {
+                prop_assert!(serde_json::from_str::<serde_json::Value>(&c.arguments).is_ok(), "{:?}", c.arguments);
+            }
+        }
+    }
 }

@@ -13,4 +13,6 @@ pub mod qwen3_coder;
 pub mod schema_values;
 pub(crate) mod sectioned;
 pub(crate) mod shared;
+#[cfg(test)]
+mod test_support;
 pub mod xml_content;

@@ -915,3 +915,121 @@ impl CallScanner {
         Scan::More(text.len())
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    fn call(src: &str) -> (String, Value) {
+        let c = parse_call(src).unwrap_or_else(|e| panic!("{src:?}: {e:?}"));
+        (c.name, serde_json::from_str(&c.args).unwrap())
+    }
+
+    fn fails(src: &str) -> String {
+        parse_call(src).unwrap_err().msg
+    }
+
+    #[test]
+    fn literals_become_json() {
+        let (name, args) = call(
+            "f(a='x', b=\"y\", c=1_000, d=-2.5e3, e=+7, f=--3, g=0x_ff, h=0o17, i=0b101, j=True, k=None, l=null, \
+             m=[1, (2,), (3), ()], n={'k': {1: None, 1.5: true, None: 0, True: []}}, o={1, 2}, p=.5, q=5., r=-0.0)",
+        );
+        assert_eq!(name, "f");
+        assert_eq!(
+            args,
+            json!({"a": "x", "b": "y", "c": 1000, "d": -2500.0, "e": 7, "f": 3, "g": 255, "h": 15, "i": 5,
+                   "j": true, "k": null, "l": null, "m": [1, [2], 3, []],
+                   "n": {"k": {"1": null, "1.5": true, "null": 0, "true": []}}, "o": [1, 2], "p": 0.5, "q": 5.0, "r": -0.0})
+        );
+        assert_eq!(
+            call("a.b.c(x=12345678901234567890123)").1,
+            json!({"x": 12345678901234567890123u128})
+        );
+        assert_eq!(call("ns . tool ( )").0, "ns.tool");
+    }
+
+    #[test]
+    fn strings_with_every_escape_form() {
+        let (_, a) = call(
+            r#"f(a='tab\there\n', b="q\"uote\\", c='\x41\u00e9\U0001F600\101\0', d=r'C:\new\'', e='''tri
+ple ''' "cat" 'enated', f='\q keeps', g=f'{{braces}}', h='\ud83d\ude00', i='\ud800', j=u'x', k='a\
+b')"#,
+        );
+        assert_eq!(
+            a,
+            json!({"a": "tab\there\n", "b": "q\"uote\\", "c": "Aé😀A\u{0}", "d": "C:\\new\\'",
+                   "e": "tri\nple catenated", "f": "\\q keeps", "g": "{braces}", "h": "😀", "i": "\u{FFFD}", "j": "x",
+                   "k": "ab"})
+        );
+    }
+
+    #[test]
+    fn comments_and_newlines_between_tokens() {
+        let (_, a) = call("f(\n  a=1,  # the first\n  b=[\n    2,\n  ],\n)");
+        assert_eq!(a, json!({"a": 1, "b": [2]}));
+    }
+
+    #[test]
+    fn what_is_not_a_literal_call() {
+        assert!(fails("f('x')").contains("positional"));
+        assert!(fails("f(a=x)").contains("variable"));
+        assert!(fails("f(a=str(1))").contains("nested call"));
+        assert!(fails("f(a='a' + 'b')").contains("','"));
+        assert!(fails("f(a=f'{x}')").contains("placeholder"));
+        assert!(fails("f(a=b'x')").contains("bytes"));
+        assert!(fails("f(a=1j)").contains("complex"));
+        assert!(fails("f(a=1e999)").contains("finite"));
+        assert!(fails("f(a=007)").contains("leading zeros"));
+        assert!(fails("f(a=1, a=2)").contains("repeated"));
+        assert!(fails("f(**kw)").contains("kwargs"));
+        assert!(fails("f(a='\\N{BULLET}')").contains("\\N"));
+        assert!(fails("f(a={[1]: 2})").contains("constants"));
+        assert!(fails("f(a=-True)").contains("numbers"));
+        assert!(fails("f(a='x\ny')").contains("newline"));
+        let deep = format!("f(a={}{})", "[".repeat(MAX_DEPTH + 1), "]".repeat(MAX_DEPTH + 1));
+        assert!(fails(&deep).contains("nested deeper"));
+        let ok = format!("f(a={}{})", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+        assert!(parse_call(&ok).is_ok());
+    }
+
+    #[test]
+    fn set_literals_are_noted() {
+        let c = parse_call("f(a={'x', 'y'})").unwrap();
+        assert_eq!(c.args, r#"{"a": ["x", "y"]}"#);
+        assert_eq!(c.notes.len(), 1);
+    }
+
+    #[test]
+    fn scanner_finds_the_call_end_in_any_chunking() {
+        let text = "(a='x)', b=\"\"\"q''')\"\"\", c=[{'k': (1, ')')}], # ) comment\n d='\\'')] tail";
+        let end = text.find("] tail").unwrap() - 1;
+        for cut in 0..text.len() {
+            let mut sc = CallScanner::default();
+            let (a, b) = text.as_bytes().split_at(cut);
+            let mut got = None;
+            let mut base = 0;
+            let mut rest: Vec<u8> = a.to_vec();
+            for piece in [None, Some(b)] {
+                if let Some(p) = piece {
+                    rest.extend_from_slice(p);
+                }
+                match sc.scan(&rest, false) {
+                    Scan::End(i) => {
+                        got = Some(base + i);
+                        break;
+                    }
+                    Scan::More(n) => {
+                        base += n;
+                        rest.drain(..n);
+                    }
+                    Scan::Mismatch(i) => panic!("mismatch at {i}"),
+                }
+            }
+            assert_eq!(got, Some(end), "cut {cut}");
+        }
+        assert_eq!(CallScanner::default().scan(b"(a=[1)", false), Scan::Mismatch(5));
+    }
+}

@@ -510,7 +510,7 @@ fn render(calls: &[ToolCall], content: Option<&str>, llama4: bool) -> Result<Str
     }
     let mut s = String::from("[");
     for (n, call) in calls.iter().enumerate() {
-        if !(!call.name.is_empty() && call.name.split('.').all(is_identifier)) {
+        if call.name.is_empty() || !call.name.split('.').all(is_identifier) {
             return Err(RenderError(format!(
                 "call {n}: tool name {:?} is not a Python name (letters, digits, '_', dots)",
                 call.name
@@ -606,4 +606,209 @@ fn python_string(s: &str, out: &mut String) {
         }
     }
     out.push('"');
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::super::test_support::{args, check_events, every_split, kinds, parser, run};
+    use super::*;
+    use crate::parsers::Event;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    const LIST: &str = "[read_file(path='src/中.py', offset=10), terminal(command=\"echo ')]' 😀\", timeout=1.5,\n  env={'A': [True, None]}), list_processes()]\n";
+
+    #[test]
+    fn list_every_split() {
+        for name in ["pythonic", "llama4_pythonic"] {
+            let r = every_split(name, LIST);
+            assert_eq!(r.content, None);
+            assert_eq!(r.tool_calls.len(), 3);
+            assert_eq!(args(&r, 0), json!({"path": "src/中.py", "offset": 10}));
+            assert_eq!(
+                args(&r, 1),
+                json!({"command": "echo ')]' 😀", "timeout": 1.5, "env": {"A": [true, null]}})
+            );
+            assert_eq!(args(&r, 2), json!({}));
+            assert!(r.issues.is_empty());
+        }
+    }
+
+    #[test]
+    fn spacing_variants_vllm_rejects_are_calls() {
+        for text in [" [f(a = 1)]", "[\n  f(a=1),\n]", "[ f(a=1) ]\n"] {
+            let r = every_split("pythonic", text);
+            assert_eq!(r.tool_calls.len(), 1, "{text:?}");
+            assert_eq!(args(&r, 0), json!({"a": 1}));
+            assert_eq!(r.content, None);
+        }
+    }
+
+    #[test]
+    fn llama4_wrapper() {
+        let r = every_split(
+            "llama4_pythonic",
+            "<|python_start|>[terminal(command='<|python_end|>')]<|python_end|>",
+        );
+        assert_eq!(args(&r, 0), json!({"command": "<|python_end|>"}));
+        assert!(r.content.is_none() && r.issues.is_empty());
+        let r = every_split("llama4_pythonic", "<|python_start|>[f()]");
+        assert_eq!(r.tool_calls.len(), 1);
+    }
+
+    #[test]
+    fn prose_is_content_without_issues() {
+        for text in [
+            "[Note] read this",
+            "[1, 2, 3]",
+            "[]",
+            "Hello [f(a=1)]",
+            "\n",
+            "",
+            "[x] done",
+        ] {
+            let r = every_split("pythonic", text);
+            assert!(r.tool_calls.is_empty(), "{text:?}");
+            assert_eq!(r.content.as_deref().unwrap_or(""), text);
+            assert!(r.issues.is_empty(), "{text:?}: {:?}", r.issues);
+        }
+    }
+
+    #[test]
+    fn calls_are_released_whole() {
+        let p = parser("pythonic");
+        let mut s = p.stream();
+        let mut events = s.feed("[f(a='long");
+        assert!(events.is_empty(), "{events:?}");
+        events.extend(s.feed(" text'), g("));
+        assert!(matches!(
+            &events[..],
+            [
+                Event::ToolCallStart { .. },
+                Event::ToolCallArgsDelta { .. },
+                Event::ToolCallEnd { .. }
+            ]
+        ));
+    }
+
+    #[test]
+    fn malformed_and_truncated_never_lose_text() {
+        let r = every_split("pythonic", "[list_processes(), g(x), h(b=2)]");
+        assert_eq!(r.tool_calls.len(), 1);
+        assert_eq!(r.content.as_deref(), Some("g(x), h(b=2)]"));
+        assert_eq!(kinds(&r), ["bad_arguments"]);
+        let r = every_split("pythonic", "[web_search(query=\"x\"]");
+        assert!(r.tool_calls.is_empty());
+        assert_eq!(r.content.as_deref(), Some("[web_search(query=\"x\"]"));
+        let r = every_split("pythonic", "[list_processes()] and then prose");
+        assert_eq!(r.tool_calls.len(), 1);
+        assert_eq!(r.content.as_deref(), Some(" and then prose"));
+        assert_eq!(kinds(&r), ["unexpected_text"]);
+        let r = every_split("pythonic", "terminal(command='ls')");
+        assert_eq!(kinds(&r), ["malformed_markup"]);
+        assert_eq!(r.content.as_deref(), Some("terminal(command='ls')"));
+        for end in 0..=LIST.len() {
+            if LIST.is_char_boundary(end) {
+                let p = parser("pythonic");
+                let (events, r) = run(&p, &LIST[..end], &[end / 2]);
+                check_events(&events, &r);
+                assert!(r.same_as(&p.parse(&LIST[..end])));
+                if end < LIST.trim_end().len() && end > 0 {
+                    assert!(!r.issues.is_empty(), "prefix {end} without an issue");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn render_round_trip_and_refusals() {
+        let p = parser("pythonic");
+        let calls = [
+            ToolCall {
+                id: String::new(),
+                name: "terminal".into(),
+                arguments: r#"{"command": "a\"b'c\\\n\u0001😀", "timeout": -1.5e-7, "env": {"x y": [null, true, 12345678901234567890]}}"#.into(),
+            },
+            ToolCall { id: String::new(), name: "list_processes".into(), arguments: "{}".into() },
+        ];
+        let text = p.render(&calls, None).unwrap();
+        let r = every_split("pythonic", &text);
+        assert_eq!(
+            args(&r, 0),
+            json!({"command": "a\"b'c\\\n\u{1}😀", "timeout": -1.5e-7, "env": {"x y": [null, true, 12345678901234567890u64]}})
+        );
+        assert_eq!(args(&r, 1), json!({}));
+        assert!(r.issues.is_empty());
+        assert!(p.render(&calls, Some("text")).is_err());
+        assert!(p.render(&[], Some("[not a call]")).is_err());
+        let kw = [ToolCall {
+            id: String::new(),
+            name: "f".into(),
+            arguments: r#"{"from": 1}"#.into(),
+        }];
+        assert!(p.render(&kw, None).is_err());
+        let name = [ToolCall {
+            id: String::new(),
+            name: "my tool".into(),
+            arguments: "{}".into(),
+        }];
+        assert!(p.render(&name, None).is_err());
+    }
+
+    const FRAGMENTS: &[&str] = &[
+        "[",
+        "]",
+        "(",
+        ")",
+        "{",
+        "}",
+        ",",
+        "=",
+        ":",
+        "f",
+        "read_file",
+        "a",
+        "'",
+        "\"",
+        "'''",
+        "\\",
+        "\n",
+        " ",
+        "#",
+        "1",
+        "-2.5e3",
+        "0x1f",
+        "True",
+        "None",
+        "r",
+        "f'",
+        "é",
+        "😀",
+        "<|python_start|>",
+        "<|python_end|>",
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+        #[test]
+        fn fragments_never_panic_and_split_invariant(
+            parts in prop::collection::vec(prop::sample::select(FRAGMENTS), 0..40),
+            cuts in prop::collection::vec(0usize..200, 0..10),
+            llama4 in any::<bool>(),
+        ) {
+            let text = parts.concat();
+            let p = parser(if llama4 { "llama4_pythonic" } else { "pythonic" });
+            let whole = p.parse(&text);
+            let mut cuts = cuts;
+            cuts.sort_unstable();
+            let (events, r) = run(&p, &text, &cuts);
+            check_events(&events, &r);
+            prop_assert!(r.same_as(&whole), "{:?}\n{:?}\n{:?}", text, r, whole);
+            if r.tool_calls.is_empty() {
+                let nonws = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
+                prop_assert_eq!(nonws(r.content.as_deref().unwrap_or("")), nonws(&text));
+            }
+        }
+    }
 }

@@ -18,15 +18,24 @@
 //! Streaming: `ToolCallStart` comes at the `>` that closes `<function=NAME`; each parameter's
 //! `{"KEY": ` (or `, "KEY": `) is released when `<parameter=KEY>` closes. A string-typed value
 //! streams as JSON-string fragments while it arrives; only a possible `</parameter>` prefix and
-//! one trailing newline (which is framing if `</parameter>` follows) are held back. A value of any
-//! other type is held until `</parameter>`, because its conversion needs the whole text.
-//! Plain text is held back only while it may be the start of `<tool_call>` or `<function=`,
-//! plus whitespace runs (see [`super::xml_content`]).
+//! one trailing newline (framing if `</parameter>` follows) are held back. A value of any other
+//! type is held until it is complete, because its conversion needs the whole text.
+//! Where the format forces more hold-back:
+//! - `</parameter>` ends a value only when markup follows it (after whitespace); other text means
+//!   it was part of the value (`echo '</parameter>'`). So the closing quote (or a typed value)
+//!   is released when the next `<parameter=` arrives;
+//! - the last value of a call is confirmed by the next call or the end of the output: if
+//!   `</parameter>` `</function>` `</tool_call>` is followed by prose and then `</parameter>` again,
+//!   all of it was value text. Until then the call's closing `"}` and `ToolCallEnd` wait, and so
+//!   does prose after the call;
+//! - plain text is held only while it may be the start of `<tool_call>` or `<function=`, plus
+//!   whitespace runs (see [`super::xml_content`]).
 //!
 //! Where this parser departs from vLLM on purpose:
-//! - Inside a value only `</parameter>` ends it, so `</function>`, `</tool_call>` and
-//!   `<parameter=` in a value are kept as text (vLLM cuts the value or the call there). A value
-//!   cannot contain `</parameter>` (the format cannot express it; `render` refuses it).
+//! - Inside a value only a confirmed `</parameter>` ends it (see above), so `</function>`,
+//!   `</tool_call>`, `<parameter=` and most `</parameter>` in a value are kept as text, as the
+//!   text means (vLLM cuts the value or the call there). `render` refuses `</parameter>` in a
+//!   value all the same: the format has no escaping and some placements are ambiguous.
 //! - Calls to tools not in the request are kept, with an `unknown_tool` issue.
 //! - Malformed markup never loses text: a `<tool_call>` that is not followed by `<function=NAME>`,
 //!   an unclosed or empty name, and a truncated name are returned as content with an issue.
@@ -818,4 +827,203 @@ fn render(calls: &[ToolCall], content: Option<&str>) -> Result<String, RenderErr
         s.push_str("</function>\n</tool_call>");
     }
     Ok(s)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::super::test_support::{args, check_events, every_split, kinds, parser, run};
+    use super::*;
+    use crate::parsers::{get_parser, Event};
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    const TWO_CALLS: &str = "Let me look. é😀\n\n<tool_call>\n<function=read_file>\n<parameter=path>\nsrc/中.rs\n</parameter>\n\
+        <parameter=offset>\n 12 \n</parameter>\n<parameter=limit>\nnull\n</parameter>\n</function>\n</tool_call>\n\
+        <tool_call>\n<function=terminal>\n<parameter=command>\n\necho \"a\\b\"\n\n</parameter>\n<parameter=timeout>\n1.5\n\
+        </parameter>\n<parameter=force>\nTrue\n</parameter>\n<parameter=env>\n{\"A\": [1, 2]}\n</parameter>\n</function>\n</tool_call>\n";
+
+    #[test]
+    fn realistic_output_every_split() {
+        let r = every_split("qwen3_coder", TWO_CALLS);
+        assert_eq!(r.content.as_deref(), Some("Let me look. é😀"));
+        assert_eq!(r.tool_calls.len(), 2);
+        assert_eq!(args(&r, 0), json!({"path": "src/中.rs", "offset": 12, "limit": null}));
+        // One leading and one trailing newline are framing; the others are the value's.
+        assert_eq!(
+            args(&r, 1),
+            json!({"command": "\necho \"a\\b\"\n", "timeout": 1.5, "force": true, "env": {"A": [1, 2]}})
+        );
+        assert!(r.issues.is_empty(), "{:?}", r.issues);
+    }
+
+    #[test]
+    fn string_values_stream_before_they_end_typed_values_wait() {
+        let p = parser("qwen3_coder");
+        let mut s = p.stream();
+        let mut args_so_far = String::new();
+        let mut take = |events: Vec<Event>| {
+            for e in events {
+                if let Event::ToolCallArgsDelta { text, .. } = e {
+                    args_so_far.push_str(&text);
+                }
+            }
+            args_so_far.clone()
+        };
+        take(s.feed("<tool_call>\n<function=terminal>\n<parameter=command>\nls -la"));
+        assert_eq!(take(s.feed(" /tmp\n")), "{\"command\": \"ls -la /tmp");
+        // The trailing newline is held (framing if </parameter> follows); a second one releases it.
+        assert_eq!(
+            take(s.feed("x\n</parameter>\n<parameter=timeout>\n3")),
+            "{\"command\": \"ls -la /tmp\\nx\", \"timeout\": "
+        );
+        // `</parameter>` ends the value once the next markup confirms it.
+        assert_eq!(
+            take(s.feed("0\n</parameter>\n<")),
+            "{\"command\": \"ls -la /tmp\\nx\", \"timeout\": "
+        );
+        assert_eq!(
+            take(s.feed("parameter=force>\n")),
+            "{\"command\": \"ls -la /tmp\\nx\", \"timeout\": 30, \"force\": "
+        );
+        take(s.feed("yes\n</parameter>\n</function>\n</tool_call>"));
+        assert_eq!(
+            take(s.finish()),
+            "{\"command\": \"ls -la /tmp\\nx\", \"timeout\": 30, \"force\": \"yes\"}"
+        );
+    }
+
+    #[test]
+    fn without_tools_values_stay_strings() {
+        let p = get_parser("qwen3_coder", Tools::none()).unwrap();
+        let r = p.parse("<tool_call>\n<function=f>\n<parameter=n>\n5\n</parameter>\n</function>\n</tool_call>");
+        assert_eq!(args(&r, 0), json!({"n": "5"}));
+        assert!(r.issues.is_empty());
+    }
+
+    #[test]
+    fn end_markers_inside_values_keep_their_meaning() {
+        let text = "<tool_call>\n<function=terminal>\n<parameter=command>\necho '</parameter>' && echo '</function>\n</tool_call>' x\n</parameter>\n</function>\n</tool_call>";
+        let r = every_split("qwen3_coder", text);
+        assert_eq!(
+            args(&r, 0),
+            json!({"command": "echo '</parameter>' && echo '</function>\n</tool_call>' x"})
+        );
+        assert!(r.issues.is_empty() && r.content.is_none());
+        // Prose after the calls is kept (vLLM drops it) and reported.
+        let r = every_split(
+            "qwen3_coder",
+            "<function=list_processes>\n</function>\n</tool_call>\nDone.",
+        );
+        assert_eq!(r.content.as_deref(), Some("\nDone."));
+        assert_eq!(kinds(&r), ["malformed_markup", "unexpected_text"]);
+    }
+
+    #[test]
+    fn malformed_and_truncated_never_lose_text() {
+        let r = every_split("qwen3_coder", "Hi <tool_call> not a call </tool_call> bye");
+        assert!(r.tool_calls.is_empty());
+        assert_eq!(r.content.as_deref(), Some("Hi <tool_call> not a call </tool_call> bye"));
+        assert_eq!(kinds(&r), ["malformed_markup"]);
+        let r = every_split(
+            "qwen3_coder",
+            "<tool_call>\n<function=read_file\n<parameter=path>\nx\n</parameter>",
+        );
+        assert!(r.tool_calls.is_empty());
+        assert!(r.content.unwrap().starts_with("<tool_call>\n<function=read_file"));
+        // Every prefix of a realistic output: no panic, invariants hold, issues say truncated.
+        for end in 0..=TWO_CALLS.len() {
+            if !TWO_CALLS.is_char_boundary(end) {
+                continue;
+            }
+            let p = parser("qwen3_coder");
+            let prefix = &TWO_CALLS[..end];
+            let (events, r) = run(&p, prefix, &[end / 2]);
+            check_events(&events, &r);
+            assert!(r.same_as(&p.parse(prefix)));
+            for c in &r.tool_calls {
+                assert!(serde_json::from_str::<serde_json::Value>(&c.arguments)
+                    .unwrap()
+                    .is_object());
+            }
+        }
+    }
+
+    #[test]
+    fn render_round_trip_and_refusals() {
+        let p = parser("qwen3_coder");
+        let calls = [ToolCall {
+            id: String::new(),
+            name: "terminal".into(),
+            arguments: r#"{"command": "\nprintf '%s\n' x\n", "timeout": 2.5, "force": false, "env": {"K": "v"}}"#
+                .into(),
+        }];
+        let text = p.render(&calls, Some("Running it.")).unwrap();
+        let r = every_split("qwen3_coder", &text);
+        assert_eq!(r.content.as_deref(), Some("Running it."));
+        assert_eq!(
+            args(&r, 0),
+            json!({"command": "\nprintf '%s\n' x\n", "timeout": 2.5, "force": false, "env": {"K": "v"}})
+        );
+        let bad = [ToolCall {
+            id: String::new(),
+            name: "terminal".into(),
+            arguments: r#"{"command": "a</parameter>b"}"#.into(),
+        }];
+        assert!(p.render(&bad, None).unwrap_err().0.contains("</parameter>"));
+        let bad = [ToolCall {
+            id: String::new(),
+            name: "a>b".into(),
+            arguments: "{}".into(),
+        }];
+        assert!(p.render(&bad, None).is_err());
+        assert!(p.render(&calls, Some("text <tool_call> x")).is_err());
+        assert!(p.render(&calls, Some("ends with space ")).is_err());
+    }
+
+    const FRAGMENTS: &[&str] = &[
+        "<tool_call>",
+        "</tool_call>",
+        "<function=",
+        "<function=read_file>",
+        "<function=terminal>",
+        "</function>",
+        "<parameter=",
+        "<parameter=path>",
+        "<parameter=offset>",
+        "<parameter=env>",
+        "</parameter>",
+        "<",
+        ">",
+        "\n",
+        " ",
+        "x",
+        "12",
+        "null",
+        "{\"a\": 1}",
+        "é",
+        "😀",
+        "</par",
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+        #[test]
+        fn fragments_never_panic_and_split_invariant(
+            parts in prop::collection::vec(prop::sample::select(FRAGMENTS), 0..40),
+            cuts in prop::collection::vec(0usize..300, 0..10),
+        ) {
+            let text = parts.concat();
+            let p = parser("qwen3_coder");
+            let whole = p.parse(&text);
+            let mut cuts = cuts;
+            cuts.sort_unstable();
+            let (events, r) = run(&p, &text, &cuts);
+            check_events(&events, &r);
+            prop_assert!(r.same_as(&whole), "{:?}\n{:?}\n{:?}", text, r, whole);
+            for c in &r.tool_calls {
+                prop_assert!(serde_json::from_str::<serde_json::Value>(&c.arguments).is_ok(), "{:?}", c.arguments);
+            }
+        }
+    }
 }

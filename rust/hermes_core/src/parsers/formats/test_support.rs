@@ -1,0 +1,97 @@
+//! Helpers for the format unit tests: run a parser over every chunking of a text and check the
+//! streaming invariants (DESIGN.md §1) against `parse`.
+#![allow(clippy::unwrap_used)]
+
+use crate::parsers::{get_parser, Event, ParseResult, Parser, Tools};
+
+/// The tools the format tests use: typed parameters of the kinds the XML formats convert.
+pub const TOOLS: &str = r#"[
+  {"type": "function", "function": {"name": "read_file", "parameters": {"type": "object", "properties": {
+     "path": {"type": "string"}, "offset": {"type": "integer"}, "limit": {"type": ["integer", "null"]}}}}},
+  {"type": "function", "function": {"name": "terminal", "parameters": {"type": "object", "properties": {
+     "command": {"type": "string"}, "timeout": {"type": "number"}, "force": {"type": "boolean"},
+     "env": {"type": "object"}, "args": {"type": "array"}}}}},
+  {"type": "function", "function": {"name": "list_processes", "parameters": {"type": "object", "properties": {}}}}
+]"#;
+
+pub fn parser(name: &str) -> Parser {
+    get_parser(name, Tools::from_json(TOOLS).unwrap()).unwrap()
+}
+
+/// Feed `text` in the pieces between `cuts` (char boundaries) and return the events and result.
+pub fn run(p: &Parser, text: &str, cuts: &[usize]) -> (Vec<Event>, ParseResult) {
+    let mut s = p.stream();
+    let mut events = Vec::new();
+    let mut last = 0;
+    for &c in cuts.iter().chain(std::iter::once(&text.len())) {
+        if c < last || !text.is_char_boundary(c) {
+            continue;
+        }
+        events.extend(s.feed(&text[last..c]));
+        last = c;
+    }
+    events.extend(s.finish());
+    (events, s.result())
+}
+
+/// Concatenated content and per-call arguments from events, checking their order rules.
+pub fn check_events(events: &[Event], r: &ParseResult) {
+    let mut content = String::new();
+    let mut args: Vec<String> = Vec::new();
+    let mut open = None;
+    for e in events {
+        match e {
+            Event::Content(t) => content.push_str(t),
+            Event::ToolCallStart { index, name, .. } => {
+                assert!(open.is_none());
+                assert_eq!(*index, args.len());
+                assert_eq!(&r.tool_calls[*index].name, name);
+                args.push(String::new());
+                open = Some(*index);
+            }
+            Event::ToolCallArgsDelta { index, text } => {
+                assert_eq!(open, Some(*index));
+                args[*index].push_str(text);
+            }
+            Event::ToolCallEnd { index } => {
+                assert_eq!(open, Some(*index));
+                open = None;
+            }
+        }
+    }
+    assert!(open.is_none());
+    assert_eq!(content, r.content.clone().unwrap_or_default());
+    assert_eq!(args.len(), r.tool_calls.len());
+    for (a, c) in args.iter().zip(&r.tool_calls) {
+        assert_eq!(a, &c.arguments);
+    }
+}
+
+/// Parse `text` whole, then streamed cut at every single point and one character at a time; all
+/// must agree. Returns the whole-text result.
+pub fn every_split(name: &str, text: &str) -> ParseResult {
+    let p = parser(name);
+    let whole = p.parse(text);
+    for cut in 0..=text.len() {
+        if text.is_char_boundary(cut) {
+            let (events, r) = run(&p, text, &[cut]);
+            check_events(&events, &r);
+            assert!(r.same_as(&whole), "{name}: cut at {cut}:\n{r:?}\nvs\n{whole:?}");
+        }
+    }
+    let all: Vec<usize> = (1..text.len()).collect();
+    let (events, r) = run(&p, text, &all);
+    check_events(&events, &r);
+    assert!(r.same_as(&whole), "{name}: one char at a time:\n{r:?}\nvs\n{whole:?}");
+    whole
+}
+
+/// The arguments of call `i` as a JSON value.
+pub fn args(r: &ParseResult, i: usize) -> serde_json::Value {
+    serde_json::from_str(&r.tool_calls[i].arguments).unwrap()
+}
+
+/// Issue kinds, in order.
+pub fn kinds(r: &ParseResult) -> Vec<&'static str> {
+    r.issues.iter().map(|i| i.kind.as_str()).collect()
+}
