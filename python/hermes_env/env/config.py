@@ -58,7 +58,9 @@ class HermesAgentEnvConfig(BaseEnvConfig):
     system_prompt: str | None = Field(default=None, description="System message put before the task prompt.")
     agent_temperature: float = Field(default=1.0, ge=0.0, description="Sampling temperature of the policy.")
     max_tokens_per_turn: int | None = Field(
-        default=None, ge=1, description="max_tokens per model call; None lets the server decide."
+        default=2048,
+        ge=1,
+        description="max_tokens of each model call. None sends none: beware, vLLM's /generate then stops at 16.",
     )
     rollout_timeout: float = Field(
         default=600.0, gt=0, description="Wall-clock budget of one rollout (model calls and tools), in seconds."
