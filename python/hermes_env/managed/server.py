@@ -161,7 +161,7 @@ class ManagedServer:
 
         sent = traj.tokens
         prompt_tokens, outputs, logprobs, finishes = await self.server.tokens_and_logprobs_completion(
-            input_ids=list(sent), n=n, **params
+            input_ids=sent, n=n, **params
         )
         self._check_reply(sent, prompt_tokens, outputs, logprobs)
 
@@ -229,7 +229,7 @@ class ManagedServer:
         version = branch.version if branch is not None else -1
         sent = traj.tokens
         prompt_tokens, outputs, logprobs, finishes = await self.server.tokens_and_logprobs_completion(
-            input_ids=list(sent), n=n, **params
+            input_ids=sent, n=n, **params
         )
         self._check_reply(sent, prompt_tokens, outputs, logprobs)
         samples = [traj] + [traj.fork() for _ in range(len(outputs) - 1)]
