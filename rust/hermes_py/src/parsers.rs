@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use hermes_core::parsers::{self as core, count_chars, Event, IssueKind, Stream, ToolCall, Tools};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::{PyDict, PyList, PySlice, PyString};
 
 /// Texts above this size are parsed with the GIL released.
 const DETACH_BYTES: usize = 64 * 1024;
@@ -114,6 +114,10 @@ pub struct PyParseResult {
 impl PyParseResult {
     fn build(py: Python<'_>, r: &core::ParseResult) -> PyResult<Self> {
         let content = r.content.as_deref().map(|c| PyString::new(py, c).unbind());
+        Self::build_with_content(py, r, content)
+    }
+
+    fn build_with_content(py: Python<'_>, r: &core::ParseResult, content: Option<Py<PyString>>) -> PyResult<Self> {
         let tool_calls = r
             .tool_calls
             .iter()
@@ -421,6 +425,48 @@ fn report_replaced(stream: &mut Stream, replaced: &[(usize, usize)]) {
     }
 }
 
+/// Content made of more slices than this is built from its UTF-8 instead.
+const MAX_CONTENT_SLICES: usize = 16;
+
+/// Byte spans of `text` as code-point spans (one pass up to the last span's end).
+fn char_spans(text: &str, spans: &[(usize, usize)]) -> Vec<(usize, usize)> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(spans.len());
+    let (mut at_byte, mut at_char) = (0, 0);
+    let mut to_char = |b: usize| {
+        let b = b.min(bytes.len());
+        if b >= at_byte {
+            at_char += count_chars(&bytes[at_byte..b]);
+        } else {
+            at_char -= count_chars(&bytes[b..at_byte]);
+        }
+        at_byte = b;
+        at_char
+    };
+    for &(a, b) in spans {
+        let ca = to_char(a);
+        let cb = to_char(b);
+        out.push((ca, cb));
+    }
+    out
+}
+
+/// The concatenation of `text[a:b]` for each code-point span.
+fn slices_of(text: &Bound<'_, PyString>, spans: &[(usize, usize)]) -> PyResult<Py<PyString>> {
+    let py = text.py();
+    if let [(a, b)] = spans {
+        if *a == 0 && *b == text.len()? {
+            return Ok(text.clone().unbind());
+        }
+    }
+    let parts = spans
+        .iter()
+        .map(|&(a, b)| text.get_item(PySlice::new(py, a as isize, b as isize, 1)))
+        .collect::<PyResult<Vec<_>>>()?;
+    let joined = PyString::new(py, "").call_method1("join", (parts,))?;
+    Ok(joined.cast_into::<PyString>()?.unbind())
+}
+
 /// A parser for one format and one request's tools.
 #[pyclass(name = "Parser", module = "hermes_env._core", frozen)]
 pub struct PyParser {
@@ -443,14 +489,27 @@ impl PyParser {
             report_replaced(&mut s, &t.replaced);
             s.feed_into(&t.text, Some(t.chars), None);
             s.finish_into(None);
-            s.into_result()
+            // Content that is a few slices of the input is cut from the caller's str below:
+            // a str slice is a memcpy, while building a str from UTF-8 decodes it again.
+            let spans = match (&t.text, s.content_spans()) {
+                (Cow::Borrowed(_), Some(spans)) if spans.len() <= MAX_CONTENT_SLICES => {
+                    Some(char_spans(&t.text, spans))
+                }
+                _ => None,
+            };
+            (s.into_result(), spans)
         };
-        let result = if t.text.len() >= DETACH_BYTES {
+        let (result, spans) = if t.text.len() >= DETACH_BYTES {
             py.detach(|| run(&t))
         } else {
             run(&t)
         };
-        PyParseResult::build(py, &result)
+        let content = match (&result.content, spans) {
+            (None, _) => None,
+            (Some(_), Some(spans)) => Some(slices_of(text, &spans)?),
+            (Some(c), None) => Some(PyString::new(py, c).unbind()),
+        };
+        PyParseResult::build_with_content(py, &result, content)
     }
 
     /// A fresh incremental parser for one output.

@@ -492,6 +492,29 @@ impl JimStream {
 
 impl FormatStream for JimStream {
     fn feed(&mut self, chunk: &str, out: &mut Emitter<'_>) {
+        // Fast paths for the two states a long output spends its time in, when nothing is held:
+        // prose that cannot start a marker, and the inside of a JSON string.
+        if self.held.is_empty() {
+            match self.mode {
+                Mode::Text if !self.after_call && self.text_markers.find(chunk, false) == MarkerHit::None => {
+                    out.content(chunk);
+                    return;
+                }
+                Mode::Object if self.walker.skip_plain_string(chunk.as_bytes()) => {
+                    if !self.started {
+                        self.raw.push_str(chunk);
+                    }
+                    match self.member {
+                        Member::Name => self.name_raw.push_str(chunk),
+                        Member::Args if self.started => out.args(chunk),
+                        Member::Args => self.args_held.push_str(chunk),
+                        Member::Other => {}
+                    }
+                    return;
+                }
+                _ => {}
+            }
+        }
         self.feed_input(chunk, false, out);
     }
 

@@ -390,6 +390,19 @@ impl JsonScanner {
         self.lit_i = 1;
     }
 
+    /// Streaming fast path: inside a string, consume `input` whole when it holds no quote,
+    /// backslash or control byte (the state cannot change). Returns false, consuming nothing,
+    /// otherwise; then call [`JsonScanner::feed`].
+    #[inline]
+    pub fn skip_plain_string(&mut self, input: &[u8]) -> bool {
+        if matches!(self.st, St::Str { .. }) && input.iter().all(|&b| b >= 0x20 && b != b'"' && b != b'\\') {
+            self.pos += input.len();
+            true
+        } else {
+            false
+        }
+    }
+
     /// The input has ended: completes a top-level number, otherwise reports what is missing.
     pub fn end(&mut self) -> Status {
         match self.st {
@@ -538,6 +551,19 @@ impl ObjectWalker {
         } else {
             inner.to_owned()
         };
+    }
+
+    /// Streaming fast path: while a member value is inside a string, consume `input` whole
+    /// when it cannot end or escape the string (see [`JsonScanner::skip_plain_string`]). The
+    /// caller treats `input` as `Walk::Value(input)`.
+    #[inline]
+    pub fn skip_plain_string(&mut self, input: &[u8]) -> bool {
+        if self.st == W::InValue && self.pending.is_none() && self.scanner.skip_plain_string(input) {
+            self.pos += input.len();
+            true
+        } else {
+            false
+        }
     }
 
     /// Process `input` up to the next event. Returns the bytes consumed and the event.

@@ -68,6 +68,10 @@ impl MarkerSet {
     #[inline]
     fn next_candidate(&self, hay: &[u8], from: usize) -> Option<usize> {
         let rest = hay.get(from..)?;
+        if rest.len() < 16 {
+            // Streaming feeds are often a few bytes: a plain loop beats memchr's setup cost.
+            return rest.iter().position(|&x| self.is_first[x as usize]).map(|i| i + from);
+        }
         let found = match self.firsts.as_slice() {
             [] => None,
             [a] => memchr::memchr(*a, rest),

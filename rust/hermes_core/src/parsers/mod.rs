@@ -63,6 +63,6 @@ pub use json_in_markers::JsonInMarkers;
 pub use json_scan::{JsonError, JsonErrorKind, JsonScanner, ObjectWalker, Status, Walk};
 pub use marker::{MarkerHit, MarkerSet};
 pub use registry::{get_parser, list_parsers, Parser, ParserSpec, UnknownParserError, REGISTRY};
-pub use stream::{count_chars, Emitter, Format, FormatStream, Stream};
+pub use stream::{count_chars, Emitter, EventSink, Format, FormatStream, Stream};
 pub use tools::{ParamSpec, ParamType, ToolSpec, Tools, ToolsError};
 pub use types::{Event, IssueKind, ParseIssue, ParseResult, Pos, RenderError, ToolCall};

@@ -1,0 +1,152 @@
+//! Pure-Rust streaming cost versus whole-text parsing (issue 2/3 target: streaming in 4-byte
+//! chunks costs at most 3x `parse` of the same text).
+//!
+//! `cargo run --release -p hermes_core --example stream_vs_parse -- PARSER FILE [FILE...]`
+//! prints, per file: size, whole-text MB/s, streamed MB/s with 4-byte chunks (moved to UTF-8
+//! boundaries) and the ratio. benches/parse_bench.py writes the files and calls this.
+#![allow(clippy::print_stdout)]
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use hermes_core::parsers::{get_parser, EventSink, Parser, Tools};
+
+/// Best time of repeated runs, repeating until at least `budget` has been spent (min 3 runs).
+fn best_of(budget: Duration, mut f: impl FnMut()) -> Duration {
+    let start = Instant::now();
+    let mut best = Duration::MAX;
+    let mut runs = 0;
+    while runs < 3 || start.elapsed() < budget {
+        let t = Instant::now();
+        f();
+        best = best.min(t.elapsed());
+        runs += 1;
+    }
+    best
+}
+
+fn chunk_bounds(text: &str, size: usize) -> Vec<usize> {
+    let mut bounds = vec![0];
+    let mut at = 0;
+    while at < text.len() {
+        let mut next = (at + size).min(text.len());
+        while !text.is_char_boundary(next) {
+            next += 1;
+        }
+        bounds.push(next);
+        at = next;
+    }
+    bounds
+}
+
+/// A consumer that forwards every event as it comes (as a server writing SSE chunks would):
+/// it copies the text into a reused buffer and counts events, allocating nothing per event.
+#[derive(Default)]
+struct Forward {
+    buf: String,
+    events: usize,
+}
+
+impl EventSink for Forward {
+    fn content(&mut self, text: &str) {
+        self.buf.push_str(text);
+        self.events += 1;
+    }
+    fn start(&mut self, _index: usize, id: &str, name: &str) {
+        self.buf.push_str(id);
+        self.buf.push_str(name);
+        self.events += 1;
+    }
+    fn args(&mut self, _index: usize, text: &str) {
+        self.buf.push_str(text);
+        self.events += 1;
+    }
+    fn end(&mut self, _index: usize) {
+        self.events += 1;
+    }
+}
+
+fn stream_chunks(parser: &Parser, text: &str, bounds: &[usize]) -> usize {
+    let mut s = parser.stream();
+    let mut sink = Forward::default();
+    for w in bounds.windows(2) {
+        s.feed_sink(&text[w[0]..w[1]], None, Some(&mut sink));
+        sink.buf.clear();
+    }
+    s.finish_sink(Some(&mut sink));
+    s.into_result().tool_calls.len() + sink.events
+}
+
+/// The same with `Vec<Event>` (one String per text event, dropped after each feed).
+fn stream_events(parser: &Parser, text: &str, bounds: &[usize]) -> usize {
+    let mut s = parser.stream();
+    let mut events = Vec::new();
+    let mut n = 0;
+    for w in bounds.windows(2) {
+        s.feed_into(&text[w[0]..w[1]], None, Some(&mut events));
+        n += events.len();
+        events.clear();
+    }
+    s.finish_into(Some(&mut events));
+    s.into_result().tool_calls.len() + n
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let Some(name) = args.next() else {
+        println!("usage: stream_vs_parse PARSER FILE [FILE...]");
+        std::process::exit(2);
+    };
+    let parser = match get_parser(&name, Tools::none()) {
+        Ok(p) => p,
+        Err(e) => {
+            println!("{e}");
+            std::process::exit(2);
+        }
+    };
+    println!(
+        "{:<28} {:>9} {:>7} {:>12} {:>14} {:>7}",
+        "file", "bytes", "calls", "parse MB/s", "stream4 MB/s", "ratio"
+    );
+    for path in args {
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) => {
+                println!("{path}: {e}");
+                continue;
+            }
+        };
+        let budget = Duration::from_millis(400);
+        let calls = parser.parse(&text).tool_calls.len();
+        let whole = if std::env::var_os("ONLY_STREAM").is_some() {
+            Duration::from_nanos(1)
+        } else {
+            best_of(budget, || {
+                black_box(parser.parse(black_box(&text)));
+            })
+        };
+        let bounds = chunk_bounds(&text, 4);
+        let streamed = best_of(budget, || {
+            black_box(stream_chunks(&parser, black_box(&text), &bounds));
+        });
+        let vec_events = best_of(budget, || {
+            black_box(stream_events(&parser, black_box(&text), &bounds));
+        });
+        let mbs = |d: Duration| text.len() as f64 / d.as_secs_f64() / 1e6;
+        let file = std::path::Path::new(&path)
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or(path);
+        println!(
+            "{:<22} {:>9} {:>6} {:>11.0} {:>13.0} {:>6.2}x {:>16.0} {:>6.2}x",
+            file,
+            text.len(),
+            calls,
+            mbs(whole),
+            mbs(streamed),
+            streamed.as_secs_f64() / whole.as_secs_f64(),
+            mbs(vec_events),
+            vec_events.as_secs_f64() / whole.as_secs_f64()
+        );
+    }
+}
