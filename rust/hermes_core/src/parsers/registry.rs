@@ -35,8 +35,16 @@ pub static REGISTRY: &[ParserSpec] = &[
         make: formats::glm::glm47,
     },
     ParserSpec {
+        name: "granite",
+        make: formats::granite::granite,
+    },
+    ParserSpec {
         name: "hermes",
         make: formats::hermes::hermes,
+    },
+    ParserSpec {
+        name: "jamba",
+        make: formats::jamba::jamba,
     },
     ParserSpec {
         name: "kimi_k2",
@@ -77,6 +85,10 @@ pub static REGISTRY: &[ParserSpec] = &[
     ParserSpec {
         name: "qwen3_xml",
         make: formats::qwen3_coder::qwen3_coder,
+    },
+    ParserSpec {
+        name: "xlam",
+        make: formats::xlam::xlam,
     },
 ];
 

@@ -3,7 +3,10 @@
 
 pub mod deepseek;
 pub mod glm;
+pub mod granite;
 pub mod hermes;
+pub mod jamba;
+pub(crate) mod json_array;
 pub mod kimi;
 pub mod llama_json;
 pub mod mistral;
@@ -15,4 +18,5 @@ pub(crate) mod sectioned;
 pub(crate) mod shared;
 #[cfg(test)]
 mod test_support;
+pub mod xlam;
 pub mod xml_content;

@@ -531,11 +531,6 @@ impl CallArray {
         self.calls
     }
 
-    /// True before the `[` (only whitespace seen).
-    pub(crate) fn not_started(&self) -> bool {
-        self.mode == ArrMode::Open
-    }
-
     /// The array's unconsumed text so far plus the open element's, for content at a cut-off end.
     pub(crate) fn take_raw(&mut self) -> String {
         let mut raw = std::mem::take(&mut self.raw);
@@ -665,4 +660,21 @@ impl CallArray {
             i += 1;
         }
     }
+}
+
+/// Append `[{"name": .., "arguments": ..}, ...]` for `calls` to `out`.
+pub(crate) fn render_call_array(calls: &[ToolCall], out: &mut String) -> Result<(), RenderError> {
+    out.push('[');
+    for (i, call) in calls.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        out.push_str("{\"name\": ");
+        out.push_str(&json_string(&call.name));
+        out.push_str(", \"arguments\": ");
+        out.push_str(render_args(i, call)?);
+        out.push('}');
+    }
+    out.push(']');
+    Ok(())
 }

@@ -1,0 +1,61 @@
+//! AI21 Jamba (vLLM `jamba`): `<tool_calls>[{"name": .., "arguments": {..}}, ...]</tool_calls>`,
+//! a row of the [`json_array`](super::json_array) format.
+//!
+//! Content is the text before `<tool_calls>`, verbatim as vLLM returns it; whitespace after the
+//! calls is dropped (vLLM drops all text after them; other text is kept here). The array is
+//! scanned as JSON, so `</tool_calls>` inside a string argument is text (vLLM's regex loses all
+//! calls then). Hold-back: see the `json_array` module.
+
+use std::sync::Arc;
+
+use crate::parsers::stream::{Format, FormatStream};
+use crate::parsers::tools::Tools;
+use crate::parsers::types::{RenderError, ToolCall};
+
+use super::json_array::{ArrayRegions, ArraySpec, Region};
+use super::shared::{render_call_array, Driven};
+
+const START: &str = "<tool_calls>";
+const END: &str = "</tool_calls>";
+
+const JAMBA: ArraySpec = ArraySpec {
+    regions: &[Region {
+        start: START,
+        end: Some(END),
+        fence: false,
+    }],
+    bare: false,
+    think_end: None,
+    args_keys: &["arguments"],
+    strip_edges: false,
+    drop_tail_ws: true,
+    one_region: true,
+};
+
+struct Jamba;
+
+impl Format for Jamba {
+    fn stream(&self, _tools: &Arc<Tools>) -> Box<dyn FormatStream> {
+        Box::new(Driven::new(ArrayRegions::new(JAMBA)))
+    }
+
+    fn render(&self, calls: &[ToolCall], content: Option<&str>) -> Result<String, RenderError> {
+        let content = content.unwrap_or("");
+        if content.contains(START) {
+            return Err(RenderError(format!(
+                "content contains {START:?}, which would be read back as tool calls"
+            )));
+        }
+        let mut out = String::from(content);
+        if !calls.is_empty() {
+            out.push_str(START);
+            render_call_array(calls, &mut out)?;
+            out.push_str(END);
+        }
+        Ok(out)
+    }
+}
+
+pub fn jamba() -> Arc<dyn Format> {
+    Arc::new(Jamba)
+}

@@ -1,0 +1,460 @@
+//! The described format "a JSON array of `{"name", "arguments"}` call objects in a region of
+//! the output": Granite, Jamba and xLAM are rows of it.
+//!
+//! ```text
+//! granite: ... <|tool_call|>[{"name": .., "arguments": {..}}, ...]          (or <tool_call>, no end marker)
+//! jamba:   ... <tool_calls>[{..}, ...]</tool_calls>
+//! xlam:    [{..}, ...]   |   ```json\n[..]\n```   |   <tool_call>[..]</tool_call>   |   [TOOL_CALLS][..]   |   ...</think>[..]
+//! ```
+//!
+//! # Semantics
+//! - A region opens at one of the row's start markers (or, for xLAM, at a bare `[` at the start
+//!   of the output or right after `</think>`) and must hold a JSON array; each element that is
+//!   a call object streams as its own call: `ToolCallStart` once its name and arguments key are
+//!   known, then the arguments' raw JSON as it arrives. Strings are scanned with a JSON grammar,
+//!   so marker text inside a string argument is string text.
+//! - Text outside regions is content, with the row's [`Gate`] whitespace policy. A fenced block
+//!   (```` ``` ````) that does not hold a call array is ordinary content (code in prose).
+//!
+//! # Hold-back
+//! A marker's length of plain text; whitespace that may precede a region; a region's opening
+//! (marker, fence language tag, `[`) until its first element decides whether it holds calls;
+//! an element object until its name and arguments key are known.
+//!
+//! # Bad input (never raises, never loses text)
+//! An element that is not a call is content with an issue (`missing_name`, ...), the rest of the
+//! array still streams. A region that does not start with `[`: its marker and text stay
+//! content (`malformed_markup`). JSON broken before a call started: the rest of the region is
+//! content; inside started arguments: the rest of the region is appended to them raw
+//! (`malformed_json`). Missing end marker, or text after an end-marker-less array:
+//! `malformed_markup` / `unexpected_text`, text kept. Output cut inside a region: started call
+//! keeps what arrived, the unstarted rest is content (`truncated`).
+
+use crate::parsers::marker::{MarkerHit, MarkerSet};
+use crate::parsers::stream::Emitter;
+use crate::parsers::types::{IssueKind, Pos};
+
+use super::shared::{skip_ws, ArrStep, CallArray, Gate, Machine};
+
+/// One way a call array is introduced.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Region {
+    pub start: &'static str,
+    /// Closing marker (`None`: the array ends the region).
+    pub end: Option<&'static str>,
+    /// A Markdown fence: an optional language tag line follows the start, and a region that does
+    /// not hold an array is plain content without an issue.
+    pub fence: bool,
+}
+
+/// The description of one row.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ArraySpec {
+    pub regions: &'static [Region],
+    /// A bare array at the start of the output, or after `think_end`, is a region (xLAM).
+    pub bare: bool,
+    /// End of a reasoning block after which a bare array may follow (kept as content).
+    pub think_end: Option<&'static str>,
+    pub args_keys: &'static [&'static str],
+    pub strip_edges: bool,
+    pub drop_tail_ws: bool,
+    /// The format writes all calls in one region that ends the output (Jamba, Granite): text or
+    /// another region after it is kept/parsed, with an issue.
+    pub one_region: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Text,
+    /// At the start of the output or after `think_end`: whitespace, then maybe a bare array.
+    BareCheck,
+    /// After a fence start: the language tag line.
+    FenceTag,
+    /// After a start marker: whitespace, then `[`.
+    PreArray,
+    Array,
+    /// After the array: whitespace, then the region's end marker.
+    AfterArray,
+    RawArgs,
+    RawContent,
+}
+
+pub(crate) struct ArrayRegions {
+    spec: ArraySpec,
+    /// Region starts, then `think_end` (if any) as the last index.
+    text_markers: MarkerSet,
+    mode: Mode,
+    region: Option<Region>,
+    end_marker: MarkerSet,
+    gate: Gate,
+    /// The region's opening text while none of its calls has started.
+    raw: String,
+    region_at: Pos,
+    array: CallArray,
+    /// A call of the current region has started (its opening was markup).
+    region_called: bool,
+    /// A region with calls has ended (for `one_region`).
+    done_region: bool,
+    after_reported: bool,
+}
+
+impl ArrayRegions {
+    pub(crate) fn new(spec: ArraySpec) -> ArrayRegions {
+        let mut markers: Vec<&str> = spec.regions.iter().map(|r| r.start).collect();
+        if let Some(t) = spec.think_end {
+            markers.push(t);
+        }
+        ArrayRegions {
+            spec,
+            text_markers: MarkerSet::new(&markers),
+            mode: if spec.bare { Mode::BareCheck } else { Mode::Text },
+            region: None,
+            end_marker: MarkerSet::new(&[]),
+            gate: Gate::new(spec.strip_edges, spec.drop_tail_ws),
+            raw: String::new(),
+            region_at: Pos::default(),
+            array: CallArray::new("name", spec.args_keys),
+            region_called: false,
+            done_region: false,
+            after_reported: false,
+        }
+    }
+
+    fn open_region(&mut self, region: Option<Region>, marker_text: &str, at: Pos) {
+        self.region = region;
+        self.end_marker = MarkerSet::new(&[region.and_then(|r| r.end).unwrap_or("")]);
+        self.raw.clear();
+        self.raw.push_str(marker_text);
+        self.region_at = at;
+        self.array.reset();
+        self.region_called = false;
+        self.mode = match region {
+            Some(r) if r.fence => Mode::FenceTag,
+            Some(_) => Mode::PreArray,
+            None => Mode::Array,
+        };
+    }
+
+    /// The region is not a call array: its text so far is content (with an issue unless it is a
+    /// fence, where non-array content is ordinary prose); scanning goes on after it.
+    fn reject_region(&mut self, at: Pos, out: &mut Emitter<'_>) {
+        if !self.region.is_some_and(|r| r.fence) {
+            let start = self.region.map_or("the array", |r| r.start);
+            let msg = format!("{start:?} is not followed by a JSON array of tool calls; it is kept as content");
+            out.issue(IssueKind::MalformedMarkup, at, msg);
+        }
+        let raw = std::mem::take(&mut self.raw);
+        self.gate.text(&raw, out);
+        self.mode = Mode::Text;
+    }
+
+    /// Content inside a region (before any call of it started the region's text goes first).
+    fn region_text(&mut self, s: &str, out: &mut Emitter<'_>) {
+        let raw = std::mem::take(&mut self.raw);
+        self.gate.text(&raw, out);
+        self.gate.text(s, out);
+    }
+
+    /// `one_region` formats: non-whitespace text after the call block is reported (once).
+    fn after_region_text(&mut self, s: &str, at: usize, out: &mut Emitter<'_>) {
+        if !(self.spec.one_region && self.done_region) || self.after_reported {
+            return;
+        }
+        if let Some(j) = skip_ws(s) {
+            self.after_reported = true;
+            let pos = out.pos(at + j);
+            out.issue(
+                IssueKind::UnexpectedText,
+                pos,
+                "text after the tool-call block; it is kept in content",
+            );
+        }
+    }
+
+    fn has_end(&self) -> bool {
+        self.region.and_then(|r| r.end).is_some()
+    }
+}
+
+impl Machine for ArrayRegions {
+    fn run(&mut self, input: &str, base: usize, eof: bool, out: &mut Emitter<'_>) -> usize {
+        let mut i = 0;
+        while i < input.len() {
+            let rest = &input[i..];
+            match self.mode {
+                Mode::BareCheck => {
+                    let Some(j) = skip_ws(rest) else {
+                        self.gate.text(rest, out);
+                        return input.len();
+                    };
+                    self.gate.text(&rest[..j], out);
+                    i += j;
+                    let rest = &input[i..];
+                    match self.text_markers.find(rest, eof) {
+                        MarkerHit::Partial { at: 0 } => return i,
+                        MarkerHit::Full { at: 0, .. } => self.mode = Mode::Text,
+                        _ if rest.starts_with('[') => {
+                            let at = out.pos(base + i);
+                            self.open_region(None, "", at);
+                        }
+                        _ => self.mode = Mode::Text,
+                    }
+                }
+                Mode::Text => match self.text_markers.find(rest, eof) {
+                    MarkerHit::Full { at, end, marker } => {
+                        self.after_region_text(&rest[..at], base + i, out);
+                        if self.done_region && !self.after_reported && self.spec.regions.get(marker).is_some() {
+                            self.after_reported = true;
+                            let pos = out.pos(base + i + at);
+                            out.issue(
+                                IssueKind::MalformedMarkup,
+                                pos,
+                                "a second tool-call block (the format writes one); it is parsed too",
+                            );
+                        }
+                        self.gate.text(&rest[..at], out);
+                        let at_pos = out.pos(base + i + at);
+                        let marker_text = &rest[at..end];
+                        i += end;
+                        match self.spec.regions.get(marker) {
+                            Some(region) => self.open_region(Some(*region), marker_text, at_pos),
+                            None => {
+                                // `</think>`: reasoning stays content; a bare array may follow.
+                                self.gate.text(marker_text, out);
+                                self.mode = Mode::BareCheck;
+                            }
+                        }
+                    }
+                    MarkerHit::Partial { at } => {
+                        self.after_region_text(&rest[..at], base + i, out);
+                        self.gate.text(&rest[..at], out);
+                        return i + at;
+                    }
+                    MarkerHit::None => {
+                        self.after_region_text(rest, base + i, out);
+                        self.gate.text(rest, out);
+                        return input.len();
+                    }
+                },
+                Mode::FenceTag => {
+                    // ```json / ``` then whitespace; any other language tag is not a call block.
+                    let tag_len = rest.bytes().take_while(|b| b.is_ascii_alphanumeric()).count();
+                    if tag_len == rest.len() && !eof {
+                        return i;
+                    }
+                    let tag = &rest[..tag_len];
+                    if !(tag.is_empty() || tag.eq_ignore_ascii_case("json")) {
+                        let at = out.pos(base + i);
+                        self.reject_region(at, out);
+                        continue;
+                    }
+                    self.raw.push_str(tag);
+                    i += tag_len;
+                    self.mode = Mode::PreArray;
+                }
+                Mode::PreArray => {
+                    let Some(j) = skip_ws(rest) else {
+                        self.raw.push_str(rest);
+                        return input.len();
+                    };
+                    self.raw.push_str(&rest[..j]);
+                    i += j;
+                    if input[i..].starts_with('[') {
+                        self.mode = Mode::Array;
+                    } else {
+                        let at = out.pos(base + i);
+                        self.reject_region(at, out);
+                    }
+                }
+                Mode::Array => {
+                    let (n, step) = self.array.step(rest, base + i, out);
+                    i += n;
+                    if !self.region_called && (self.array.calls() > 0 || self.array.in_started_call()) {
+                        // The region holds calls: its opening was markup.
+                        self.region_called = true;
+                        self.raw.clear();
+                        self.gate.markup(out);
+                    }
+                    match step {
+                        ArrStep::NeedMore => return input.len(),
+                        ArrStep::Done { raw } => {
+                            if self.region_called && !self.has_end() {
+                                self.done_region = true;
+                            }
+                            if self.array.calls() == 0 {
+                                let at = out.pos(base + i);
+                                out.issue(
+                                    IssueKind::MalformedMarkup,
+                                    at,
+                                    "tool-call array without calls; kept as content",
+                                );
+                                self.raw.push_str(&raw);
+                                let raw = std::mem::take(&mut self.raw);
+                                self.gate.text(&raw, out);
+                            }
+                            self.mode = Mode::AfterArray;
+                        }
+                        ArrStep::Content {
+                            text,
+                            kind,
+                            message,
+                            at,
+                        } => {
+                            out.issue(kind, at, message);
+                            self.region_text(&text, out);
+                        }
+                        ArrStep::Broken { raw, kind, message, at } => {
+                            out.issue(kind, at, message);
+                            self.region_text(&raw, out);
+                            self.mode = Mode::RawContent;
+                        }
+                        ArrStep::BrokenArgs { message, at } => {
+                            out.issue(
+                                IssueKind::MalformedJson,
+                                at,
+                                message + "; the arguments are kept as written",
+                            );
+                            self.mode = Mode::RawArgs;
+                        }
+                    }
+                }
+                Mode::AfterArray => {
+                    if !self.has_end() {
+                        // No end marker: what follows is content (an issue if it is not whitespace).
+                        let Some(j) = skip_ws(rest) else {
+                            self.gate.text(rest, out);
+                            return input.len();
+                        };
+                        self.gate.text(&rest[..j], out);
+                        i += j;
+                        let at = out.pos(base + i);
+                        out.issue(
+                            IssueKind::UnexpectedText,
+                            at,
+                            "text after the tool-call array; it is kept in content",
+                        );
+                        self.after_reported = true;
+                        self.mode = Mode::Text;
+                        continue;
+                    }
+                    let Some(j) = skip_ws(rest) else { return input.len() };
+                    i += j;
+                    match self.end_marker.find(&input[i..], eof) {
+                        MarkerHit::Full { at: 0, end, .. } => {
+                            if self.region_called {
+                                self.gate.markup(out);
+                                self.done_region = true;
+                            } else {
+                                // No call in the region: its end marker is content like its start.
+                                self.gate.text(&input[i..i + end], out);
+                            }
+                            i += end;
+                            self.mode = Mode::Text;
+                        }
+                        MarkerHit::Partial { at: 0 } => return i,
+                        _ => {
+                            let at = out.pos(base + i);
+                            let end = self.region.and_then(|r| r.end).unwrap_or_default();
+                            out.issue(
+                                IssueKind::MalformedMarkup,
+                                at,
+                                format!("no {end:?} after the tool-call array; the text is kept in content"),
+                            );
+                            self.mode = Mode::Text;
+                        }
+                    }
+                }
+                Mode::RawArgs | Mode::RawContent => {
+                    let is_args = self.mode == Mode::RawArgs;
+                    let (upto, next) = if self.has_end() {
+                        match self.end_marker.find(rest, eof) {
+                            MarkerHit::Full { at, end, .. } => (at, Some(end)),
+                            MarkerHit::Partial { at } => (at, None),
+                            MarkerHit::None => (rest.len(), None),
+                        }
+                    } else {
+                        (rest.len(), None)
+                    };
+                    if is_args {
+                        out.args(&rest[..upto]);
+                    } else {
+                        self.region_text(&rest[..upto], out);
+                    }
+                    match next {
+                        Some(end) => {
+                            if is_args {
+                                out.end_call();
+                                self.gate.markup(out);
+                            } else {
+                                let marker = &rest[upto..end];
+                                self.region_text(marker, out);
+                            }
+                            i += end;
+                            self.mode = Mode::Text;
+                        }
+                        None => return i + upto,
+                    }
+                }
+            }
+        }
+        i
+    }
+
+    fn end(&mut self, leftover: &str, out: &mut Emitter<'_>) {
+        let end = out.pos(out.chunk_offset());
+        match self.mode {
+            Mode::Text | Mode::BareCheck => self.gate.text(leftover, out),
+            Mode::FenceTag | Mode::PreArray => {
+                self.raw.push_str(leftover);
+                let fence = self.region.is_some_and(|r| r.fence);
+                if !fence {
+                    out.issue(
+                        IssueKind::Truncated,
+                        end,
+                        "output ended right after a tool-call marker; kept as content",
+                    );
+                }
+                let raw = std::mem::take(&mut self.raw);
+                self.gate.text(&raw, out);
+            }
+            Mode::Array => {
+                if self.array.in_started_call() {
+                    out.args(leftover);
+                    out.issue(
+                        IssueKind::Truncated,
+                        end,
+                        "output ended inside a tool call's arguments; they are incomplete",
+                    );
+                    out.end_call();
+                } else {
+                    let mut raw = self.array.take_raw();
+                    raw.push_str(leftover);
+                    out.issue(
+                        IssueKind::Truncated,
+                        end,
+                        "output ended inside the tool-call array; the unfinished part is kept as content",
+                    );
+                    self.region_text(&raw, out);
+                }
+            }
+            Mode::AfterArray => {
+                if self.has_end() {
+                    let endm = self.region.and_then(|r| r.end).unwrap_or_default();
+                    out.issue(
+                        IssueKind::Truncated,
+                        end,
+                        format!("output ended before {endm:?}; the calls are complete and kept"),
+                    );
+                }
+                self.gate.text(leftover, out);
+            }
+            Mode::RawArgs => {
+                out.args(leftover);
+                out.end_call();
+            }
+            Mode::RawContent => self.region_text(leftover, out),
+        }
+        self.gate.finish(out);
+        self.mode = Mode::Text;
+    }
+}
