@@ -97,7 +97,7 @@ def write_rust_inputs(tmp: Path, items: list[tuple[str, str, bool, str, str]]) -
     folder.mkdir(parents=True, exist_ok=True)
     rows = []
     for wid, parser, dense, size, text in items:
-        name = f"{wid}.txt"
+        name = wid.replace("/", "_") + ".txt"
         (folder / name).write_text(text, encoding="utf-8", newline="")
         rows.append({"id": wid, "parser": parser, "dense": dense, "size": size, "file": name})
     manifest = {"tools": workloads.TOOLS, "workloads": rows}

@@ -164,14 +164,18 @@ def goals(res: dict[str, Any]) -> list[dict[str, Any]]:
                 False,
             )
         )
-    traj = res.get("trajectory")
-    if isinstance(traj, dict):
-        for key, val in _flatten(traj).items():
-            low = key.lower()
-            if isinstance(val, int | float) and ("speedup" in low or low.endswith("_x") or "ratio" in low):
-                need = 50.0 if ("managed" in low or "turn" in low) else 20.0 if "mask" in low else None
-                if need is not None:
-                    out.append(_goal(f"trajectory: {key}", f">= {need:g}x", float(val), need, "x"))
+    # Trajectory and sandbox benches report {"speedup"..., "target"} per comparison.
+    for section in ("trajectory", "sandbox"):
+        data = res.get(section)
+        if not isinstance(data, dict):
+            continue
+        for name, sub in data.items():
+            if not isinstance(sub, dict) or not isinstance(sub.get("target"), int | float):
+                continue
+            for key, val in sub.items():
+                if key.startswith("speedup") and isinstance(val, int | float):
+                    label = f"{section}: {name} {key.replace('_', ' ')} vs atroposlib"
+                    out.append(_goal(label, f">= {sub['target']:g}x", float(val), float(sub["target"]), "x"))
     return out
 
 
@@ -258,6 +262,21 @@ def markdown(res: dict[str, Any], plots: list[str]) -> str:
                     _fmt(_ratio(x["v_win_us"], x["h_win_us"])),
                 ]
                 lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "## Calls found (same bytes in, so the counts should agree)", ""]
+    diffs = []
+    for fmt in res["formats"]:
+        for size in SIZE_ORDER:
+            cid = case_id(fmt, True, size)
+            counts = {
+                "hermes_env": _get(res, "hermes_env", cid, "whole", "tool_calls"),
+                "hermes_core": _get(res, "rust", "cases", cid, "hermes_calls"),
+                "tool-parser": _get(res, "rust", "cases", cid, "peer_calls"),
+                "vLLM": _get(res, "vllm", "cases", cid + "/whole", "tool_calls"),
+            }
+            seen = {k: v for k, v in counts.items() if v is not None}
+            if len(set(seen.values())) > 1:
+                diffs.append(f"- `{cid}`: " + ", ".join(f"{k} {v}" for k, v in seen.items()))
+    lines += diffs or ["Every implementation that ran found the same number of calls in every call-dense output."]
     skipped = {k: v for k, v in (_get(res, "vllm", "cases") or {}).items() if "skipped" in v or "error" in v}
     if skipped:
         lines += ["", "vLLM cases not measured:", ""]
