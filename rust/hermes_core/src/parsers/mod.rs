@@ -8,7 +8,8 @@
 //! - [`types`]: [`ToolCall`], [`ParseIssue`]/[`IssueKind`], [`Event`], [`ParseResult`], [`Pos`].
 //! - [`tools`]: [`Tools`], the request's tool schemas (names, per-parameter JSON-schema types).
 //! - [`stream`]: the [`FormatStream`] / [`Format`] traits every format implements, the
-//!   [`Emitter`] formats write to, and the [`Stream`] driver.
+//!   [`Emitter`] formats write to, the [`Stream`] driver, and [`EventSink`] (where events go:
+//!   `Vec<Event>`, or a consumer that forwards text without building event strings).
 //! - [`marker`]: [`MarkerSet`], marker search with bounded hold-back (memchr-fast).
 //! - [`json_scan`]: [`JsonScanner`] (one JSON value, incrementally, grammar-checked, no
 //!   recursion) and [`ObjectWalker`] (an object's members, raw value text as it arrives).
@@ -45,8 +46,10 @@
 //! 4. Register: add one [`ParserSpec`] row to [`registry::REGISTRY`] under vLLM's
 //!    `--tool-call-parser` name (aliases are extra rows pointing to the same constructor).
 //! 5. Tests pick it up automatically: `tests/parsers/test_conformance.py` runs every registered
-//!    parser with a `../shared/conformance/<name>.jsonl` (alias map `CONFORMANCE_FILE` there for
-//!    names sharing a file), and `tests/parsers/test_properties.py` runs round trip and split
+//!    parser with a `../shared/conformance/<name>.jsonl` (alias map `CONFORMANCE_FILE` in
+//!    `tests/parsers/parser_checks.py` for names sharing a file; where a parser deliberately
+//!    answers the text's `intended` instead of vLLM's `expected`, add its categories to
+//!    `INTENDED_OVER_EXPECTED` in test_conformance.py), and `tests/parsers/test_properties.py` runs round trip and split
 //!    invariance for every name in `list_parsers()`. The Rust proptests in
 //!    `rust/hermes_core/tests/parsers.rs` iterate over `list_parsers()` too.
 

@@ -272,7 +272,10 @@ pub struct Stream {
     format: Box<dyn FormatStream>,
     acc: Accum,
     end: Pos,
-    window: Vec<u8>,
+    /// The last bytes of the output (at least `WINDOW_KEEP` once that many were fed), in a fixed
+    /// buffer: a `Vec` here cost a store-forwarding stall per feed.
+    window: [u8; 2 * WINDOW_KEEP],
+    window_len: usize,
     finished: bool,
 }
 
@@ -291,7 +294,8 @@ impl Stream {
                 rng: random_seed(),
             },
             end: Pos::default(),
-            window: Vec::new(),
+            window: [0; 2 * WINDOW_KEEP],
+            window_len: 0,
             finished: false,
         }
     }
@@ -332,7 +336,7 @@ impl Stream {
                 None => None,
             },
             chunk: chunk.as_bytes(),
-            window: &self.window,
+            window: self.window.get(..self.window_len).unwrap_or_default(),
             base: Pos {
                 byte: self.end.byte,
                 char: self.end.char,
@@ -354,16 +358,20 @@ impl Stream {
 
     /// Keep the last bytes of the output so positions of held-back text stay exact.
     fn remember(&mut self, chunk: &[u8]) {
-        if chunk.len() >= WINDOW_KEEP {
-            self.window.clear();
-            self.window.extend_from_slice(&chunk[chunk.len() - WINDOW_KEEP..]);
-        } else {
-            self.window.extend_from_slice(chunk);
-            if self.window.len() > 4 * WINDOW_KEEP {
-                let cut = self.window.len() - WINDOW_KEEP;
-                self.window.drain(..cut);
-            }
+        let n = chunk.len();
+        if n >= WINDOW_KEEP {
+            self.window[..WINDOW_KEEP].copy_from_slice(&chunk[n - WINDOW_KEEP..]);
+            self.window_len = WINDOW_KEEP;
+            return;
         }
+        if self.window_len + n > 2 * WINDOW_KEEP {
+            // Keep the newest WINDOW_KEEP - n bytes, so the window holds WINDOW_KEEP after the copy.
+            let keep = WINDOW_KEEP - n;
+            self.window.copy_within(self.window_len - keep..self.window_len, 0);
+            self.window_len = keep;
+        }
+        self.window[self.window_len..self.window_len + n].copy_from_slice(chunk);
+        self.window_len += n;
     }
 
     /// End of output: flush what is held back and report unfinished calls. Idempotent.
@@ -390,7 +398,7 @@ impl Stream {
                 None => None,
             },
             chunk: &[],
-            window: &self.window,
+            window: self.window.get(..self.window_len).unwrap_or_default(),
             base: self.end,
             cursor: (0, 0),
         };
