@@ -33,6 +33,9 @@ logger = logging.getLogger(__name__)
 # the pool's limit is a safety net this much later, for a tool that fails to stop itself.
 TOOL_GRACE_SECONDS = 5.0
 
+# Fewer tokens than this left before max_context_tokens: no further turn is started.
+MIN_TURN_TOKENS = 32
+
 ToolErrorKind = Literal["unknown_tool", "invalid_json", "bad_arguments", "tool_failed", "timeout"]
 
 
@@ -73,6 +76,7 @@ class AgentResult:
     managed_state: Any = None
     tool_calls_made: int = 0
     budget_exhausted: bool = False
+    context_exhausted: bool = False  # stopped because another turn could overflow max_context_tokens
     error: str | None = None  # why the loop stopped early (model call failed), if it did
 
     @property
@@ -120,6 +124,7 @@ class HermesAgentLoop:
         rollout_timeout: float = 600.0,
         extra_body: dict[str, Any] | None = None,
         sampling: dict[str, Any] | None = None,
+        max_context_tokens: int | None = None,
     ) -> None:
         self.server = server
         self.tools = {tool.name: tool for tool in tools}
@@ -130,6 +135,8 @@ class HermesAgentLoop:
         self.tool_timeout = tool_timeout
         self.tool_grace = tool_grace
         self.rollout_timeout = rollout_timeout
+        self.max_context_tokens = max_context_tokens
+        self.max_tokens = max_tokens
         self.sampling: dict[str, Any] = {"temperature": temperature, **(sampling or {})}
         if max_tokens is not None:
             self.sampling["max_tokens"] = max_tokens
@@ -141,7 +148,17 @@ class HermesAgentLoop:
         messages = [dict(m) for m in messages]
         result = AgentResult(messages=messages, turns_used=0, finished_naturally=False)
         deadline = time.monotonic() + self.rollout_timeout
+        used_tokens = 0  # prompt + completion of the last call, as the server reported them
         for turn in range(self.max_turns):
+            sampling = self.sampling
+            if self.max_context_tokens and used_tokens:
+                room = self.max_context_tokens - used_tokens
+                if room < MIN_TURN_TOKENS:
+                    # The conversation has (nearly) reached the trainer's limit: stop rather than grow past it.
+                    result.context_exhausted = True
+                    break
+                if self.max_tokens is None or self.max_tokens > room:
+                    sampling = {**self.sampling, "max_tokens": room}
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 result.budget_exhausted = True
@@ -150,10 +167,10 @@ class HermesAgentLoop:
                 async with asyncio.timeout(remaining):
                     if self.schemas:
                         completion = await self.server.chat_completion(
-                            messages=messages, tools=self.schemas, n=1, **self.sampling
+                            messages=messages, tools=self.schemas, n=1, **sampling
                         )
                     else:  # no `tools` key at all: some servers reject tools=null
-                        completion = await self.server.chat_completion(messages=messages, n=1, **self.sampling)
+                        completion = await self.server.chat_completion(messages=messages, n=1, **sampling)
             except TimeoutError:
                 result.budget_exhausted = True
                 result.error = f"model call did not return within the rollout budget of {self.rollout_timeout:g}s"
@@ -164,6 +181,11 @@ class HermesAgentLoop:
                 break
             choice = completion.choices[0]
             message = choice.message
+            usage = getattr(completion, "usage", None)
+            if usage is not None:
+                used_tokens = int(getattr(usage, "prompt_tokens", 0) or 0) + int(
+                    getattr(usage, "completion_tokens", 0) or 0
+                )
             result.turns_used += 1
             result.reasoning_per_turn.append(extract_reasoning(message))
             calls = _tool_call_dicts(message)

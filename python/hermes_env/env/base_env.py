@@ -191,6 +191,7 @@ class HermesAgentBaseEnv(BaseEnv):
             rollout_timeout=self.config.rollout_timeout,
             extra_body=self.config.extra_body,
             sampling=sampling,
+            max_context_tokens=self.config.max_token_length if self.config.max_token_length > 0 else None,
         )
 
     async def run_agent(
