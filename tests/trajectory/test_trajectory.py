@@ -216,3 +216,12 @@ def test_pickle_round_trip_and_bad_state() -> None:
     state[1] = [1, *state[1][1:]]  # a prompt position claiming to be trained
     with pytest.raises(ValueError, match="index 0"):
         Trajectory().__setstate__(tuple(state))
+
+
+def test_equality_compares_contents() -> None:
+    t = make()
+    f = t.fork()
+    assert f == t and f is not t
+    f.add_prompt([7])
+    assert f != t
+    assert t != [1, 2, 3]

@@ -107,8 +107,8 @@ fn warn(py: Python<'_>, message: String) -> PyResult<()> {
 
 /// Token-exact record of one rollout branch: tokens, masks (-100 = not trained) and logprobs
 /// (1.0 where not generated), always the same length.
-#[pyclass(module = "hermes_env._core", name = "Trajectory", from_py_object)]
-#[derive(Clone)]
+#[pyclass(module = "hermes_env._core", name = "Trajectory", from_py_object, eq)]
+#[derive(Clone, PartialEq)]
 pub struct PyTrajectory {
     inner: Trajectory,
 }
