@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_env.sandbox import ExecutorConfig, PoolConfig, SandboxPolicy, SlotPool, ToolExecutor
-from hermes_env.sandbox.isolation import bwrap_argv, limits_prefix, slot_identity
+from hermes_env.sandbox.isolation import UidBlock, bwrap_argv, limits_prefix, slot_identity
 from hermes_env.sandbox.runner import run_process
 from hermes_env.sandbox.workspace import reset
 
@@ -52,11 +52,12 @@ async def _direct_calls(n_traj: int, n_calls: int, concurrency: int, policy: San
     root = Path(tempfile.mkdtemp(prefix="hermes-bench-direct-"))
     root.chmod(0o711)
     gate = asyncio.Semaphore(concurrency)
+    uids = UidBlock()  # its own slot uids, never those of a pool running beside it
     latencies: list[float] = []
 
     async def one_traj(t: int) -> None:
         ws = root / str(t)
-        identity = slot_identity(9_999, t, n_traj)  # one user per workspace, as the pool's slots have
+        identity = slot_identity(0, t, n_traj, uids.base)  # one user per workspace, as the pool's slots have
         reset(ws, identity)
         for c in range(n_calls):
             argv = limits_prefix(policy.limits, nproc_offset=0) + bwrap_argv(
@@ -69,8 +70,11 @@ async def _direct_calls(n_traj: int, n_calls: int, concurrency: int, policy: San
             if r.exit_code != 0 or r.output.strip() != f"t{t}-c{c}":
                 raise RuntimeError(f"direct bwrap call failed: {r.output!r}")
 
-    await asyncio.gather(*(one_traj(t) for t in range(n_traj)))
-    shutil.rmtree(root, ignore_errors=True)
+    try:
+        await asyncio.gather(*(one_traj(t) for t in range(n_traj)))
+    finally:
+        uids.release()
+        shutil.rmtree(root, ignore_errors=True)
     return latencies
 
 

@@ -126,3 +126,23 @@ async def test_policy_cannot_be_set_by_a_request(executor: ToolExecutor) -> None
     # Only the pool that started a worker can drive it: without the pool's secret the answer is 401.
     async with aiohttp.ClientSession() as s, s.post(lease.url + "/execute", json=body) as resp:
         assert resp.status == 401
+
+
+async def test_many_trajectories_with_tiny_batches_all_complete(pool: SlotPool) -> None:
+    # Regression: a dispatcher built on wait_for(queue.get()) loses calls when a get completes as the
+    # window times out; with many small windows some trajectory would then wait forever.
+    from hermes_env.sandbox import ExecutorConfig
+
+    async with ToolExecutor(pool, ExecutorConfig(batch_window_ms=0.5, max_batch_size=3)) as ex:
+
+        async def trajectory(t: int) -> list[str]:
+            out = []
+            for c in range(30):
+                tool = "read_file" if c % 2 else "write_file"
+                out.append((await ex.execute(f"many-{t}", tool, {"path": "f", "content": f"{t}:{c}"})).output)
+            return out
+
+        results = await asyncio.wait_for(asyncio.gather(*(trajectory(t) for t in range(8))), 120)
+    for t, outputs in enumerate(results):
+        assert outputs[1::2] == [f"{t}:{c}" for c in range(0, 30, 2)]
+    assert ex.calls_sent == 240 and ex.batches_sent >= 240 // 3

@@ -44,6 +44,7 @@ class ToolExecutor:
         self.pool = pool
         self.config = config or ExecutorConfig()
         self._queue: asyncio.Queue[_Pending] = asyncio.Queue()
+        self._batch_full = asyncio.Event()
         self._session: aiohttp.ClientSession | None = None
         self._dispatcher: asyncio.Task[None] | None = None
         self._inflight: set[asyncio.Task[None]] = set()
@@ -123,8 +124,12 @@ class ToolExecutor:
             else:
                 call = ToolCall(slot=lease.slot, tool=tool, args=dict(args), timeout=limit)
                 self._queue.put_nowait(_Pending(lease, call, future))
+                if self._queue.qsize() + 1 >= self.config.max_batch_size:
+                    self._batch_full.set()  # a full batch need not wait out the window
             waits.append(future)
-        results = list(await asyncio.gather(*waits))
+        # Belt and braces: even if a future were never settled, no caller waits past its deadline.
+        deadline = limit + self.config.transport_grace_s + 30.0
+        results = list(await asyncio.gather(*(self._bounded(w, deadline) for w in waits)))
         if lost:
             for (tool, _), r in zip(calls, results, strict=True):
                 if tool in self.config.external_tools:
@@ -132,6 +137,15 @@ class ToolExecutor:
                 r.output = f"[{lost}; this call ran in a fresh workspace]\n" + r.output
                 r.data.setdefault("workspace_replaced", True)
         return results
+
+    @staticmethod
+    async def _bounded(waiter: asyncio.Future[ToolResult], deadline: float) -> ToolResult:
+        try:
+            return await asyncio.wait_for(asyncio.shield(waiter), deadline)
+        except TimeoutError:
+            waiter.cancel()
+            log.error("a tool call got no result within %.0fs; failing it", deadline)
+            return ToolResult.failure("internal", f"no result within {deadline:g}s (executor bug or overload)")
 
     async def release_trajectory(self, trajectory_id: str, reset_workspace: bool = True) -> None:
         await self.pool.release(trajectory_id, reset_workspace=reset_workspace)
@@ -181,25 +195,35 @@ class ToolExecutor:
         while True:
             first = await self._queue.get()
             batch = [first]
-            deadline = time.monotonic() + window
-            while len(batch) < self.config.max_batch_size:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    # Take whatever is already queued without waiting further.
-                    while len(batch) < self.config.max_batch_size and not self._queue.empty():
-                        batch.append(self._queue.get_nowait())
-                    break
-                try:
-                    batch.append(await asyncio.wait_for(self._queue.get(), remaining))
-                except TimeoutError:
-                    break
+            # Never wait_for(queue.get()): on Python < 3.12 a get that completes as the timeout fires
+            # is lost with its item, and that call's caller would wait forever. Wait on an event instead.
+            if window > 0 and self._queue.qsize() + 1 < self.config.max_batch_size:
+                self._batch_full.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._batch_full.wait(), window)
+            while len(batch) < self.config.max_batch_size and not self._queue.empty():
+                batch.append(self._queue.get_nowait())
             by_worker: dict[str, list[_Pending]] = {}
             for p in batch:
                 by_worker.setdefault(p.lease.worker_id, []).append(p)
             for worker_id, items in by_worker.items():
-                task = asyncio.create_task(self._send(worker_id, items))
+                task = asyncio.create_task(self._send_guarded(worker_id, items))
                 self._inflight.add(task)
                 task.add_done_callback(self._inflight.discard)
+
+    async def _send_guarded(self, worker_id: str, items: list[_Pending]) -> None:
+        """``_send``, with the guarantee that every call's future is settled whatever happens."""
+        try:
+            await self._send(worker_id, items)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a bug here must fail these calls, never leave their callers waiting
+            log.exception("dispatching a batch to %s failed", worker_id)
+            for p in items:
+                self._settle(p, ToolResult.failure("internal", f"dispatch to {worker_id} failed: {exc!r}"))
+        finally:
+            for p in items:
+                self._settle(p, ToolResult.failure("internal", "the call was abandoned (executor closing)"))
 
     async def _send(self, worker_id: str, items: list[_Pending]) -> None:
         assert self._session is not None

@@ -13,6 +13,7 @@ run as that user. The count is then per slot, and one slot's fork bomb cannot st
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -26,6 +27,8 @@ SANDBOX_WORKDIR = "/workspace"
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # First uid handed to slots when the worker runs as root; far above normal login users.
 SLOT_UID_BASE = 200_000
+UID_BLOCK = 8192  # slots one pool can have at once (uids wrap around within its block)
+MAX_UID_BLOCKS = 4096
 
 
 class SandboxUnavailableError(RuntimeError):
@@ -40,12 +43,43 @@ class SlotIdentity:
     gid: int | None
 
 
-def slot_identity(worker_index: int, slot: int, slots_per_worker: int) -> SlotIdentity:
-    """A distinct uid per slot across the pool when running as root, else the worker's own user."""
+def slot_identity(worker_index: int, slot: int, slots_per_worker: int, uid_base: int = SLOT_UID_BASE) -> SlotIdentity:
+    """A distinct uid per slot of the pool when running as root, else the worker's own user."""
     if os.geteuid() != 0:
         return SlotIdentity(None, None)
-    uid = SLOT_UID_BASE + (worker_index * slots_per_worker + slot) % 1_000_000
+    uid = uid_base + (worker_index * slots_per_worker + slot) % UID_BLOCK
     return SlotIdentity(uid, uid)
+
+
+class UidBlock:
+    """A range of UID_BLOCK slot uids held by one pool for its lifetime.
+
+    Pools on the same host (two environments, a benchmark beside a training run) must never
+    share a slot uid: resetting a slot kills every process of its uid. Each pool claims a block
+    with an exclusive ``flock`` on a lock file, released when the pool closes or its process dies.
+    """
+
+    def __init__(self, lock_dir: str = "/tmp") -> None:
+        self.base = SLOT_UID_BASE
+        self._fd: int | None = None
+        if os.geteuid() != 0:
+            return  # commands run as our own user; there is nothing to share
+        for block in range(MAX_UID_BLOCKS):
+            fd = os.open(os.path.join(lock_dir, f"hermes-sandbox-uids-{block}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                continue
+            self._fd = fd
+            self.base = SLOT_UID_BASE + block * UID_BLOCK
+            return
+        raise SandboxUnavailableError(f"all {MAX_UID_BLOCKS} sandbox uid blocks are held by other pools on this host")
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing drops the flock
+            self._fd = None
 
 
 def _system_mounts() -> list[str]:

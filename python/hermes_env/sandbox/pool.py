@@ -25,6 +25,7 @@ from typing import Any
 import aiohttp
 
 from hermes_env.sandbox.config import PoolConfig, SandboxPolicy
+from hermes_env.sandbox.isolation import SLOT_UID_BASE, UidBlock
 from hermes_env.sandbox.workers import (
     SECRET_HEADER,
     LocalLauncher,
@@ -93,6 +94,7 @@ class SlotPool:
         self._started = False
         # Shared with every worker; sent by the executor so nothing else can drive a sandbox server.
         self._secret = secrets.token_hex(16)
+        self._uids: UidBlock | None = None
 
     @property
     def auth_headers(self) -> dict[str, str]:
@@ -112,6 +114,7 @@ class SlotPool:
         if self._started:
             return
         self._started = True
+        self._uids = UidBlock()  # slot uids no other pool on this host uses
         if self._owns_root:
             self._root = Path(tempfile.mkdtemp(prefix="hermes-sandbox-"))
             self._root.chmod(0o711)  # slot users must traverse it to reach their workspaces
@@ -150,6 +153,8 @@ class SlotPool:
         await self._launcher.aclose()
         if self._owns_root and self._started:
             shutil.rmtree(self._root, ignore_errors=True)
+        if self._uids is not None:
+            self._uids.release()
 
     async def _start_worker(self) -> _Worker:
         index = next(self._index)
@@ -160,6 +165,7 @@ class SlotPool:
             root=self._root / f"w{index}",
             start_timeout_s=self.config.worker_start_timeout_s,
             secret=self._secret,
+            uid_base=self._uids.base if self._uids is not None else SLOT_UID_BASE,
         )
         handle = self._launcher.create(spec)
         self._starting += 1

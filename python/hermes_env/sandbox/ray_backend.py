@@ -57,6 +57,7 @@ class _SandboxWorkerActor:
             root=Path(spec["root"]),
             start_timeout_s=spec["start_timeout_s"],
             secret=secret,
+            uid_base=spec["uid_base"],
         )
         ws.root.mkdir(parents=True, exist_ok=True)
         node_id = ray.get_runtime_context().get_node_id()
@@ -118,6 +119,7 @@ class RayWorker(WorkerHandle):
             "policy": self.spec.policy.model_dump(),
             "root": str(self.spec.root),
             "start_timeout_s": self.spec.start_timeout_s,
+            "uid_base": self.spec.uid_base,
         }
         try:
             info = await asyncio.wait_for(

@@ -28,7 +28,8 @@ _PR_SET_CHILD_SUBREAPER = 36
 
 
 async def spawn(*argv: str, **kwargs: Any) -> asyncio.subprocess.Process:
-    """``asyncio.create_subprocess_exec`` that records the child as managed (see ``reap_orphans``)."""
+    """``asyncio.create_subprocess_exec`` in a new session, recorded as managed (see ``reap_orphans``)."""
+    kwargs["start_new_session"] = True
     proc = await asyncio.create_subprocess_exec(*argv, **kwargs)
     _MANAGED[proc.pid] = proc
     return proc
@@ -44,7 +45,13 @@ def become_subreaper() -> bool:
 
 
 def reap_orphans() -> int:
-    """waitpid every zombie child that asyncio does not manage; returns how many were reaped."""
+    """waitpid every zombie child that is an orphan reparented to us; returns how many were reaped.
+
+    Children we spawned lead their own session (``spawn`` starts them so); their status belongs
+    to asyncio's child watcher, which may not have collected it yet, or registered the pid in
+    ``_MANAGED``, while ``create_subprocess_exec`` is still connecting pipes. An orphan (a
+    sandbox's init whose bwrap was killed) lives in its dead parent's session instead.
+    """
     for pid in [pid for pid, proc in _MANAGED.items() if proc.returncode is not None]:
         _MANAGED.pop(pid, None)
     me = str(os.getpid())
@@ -57,7 +64,9 @@ def reap_orphans() -> int:
                 fields = f.read().rsplit(b")", 1)[1].split()
         except (OSError, IndexError):
             continue
-        if len(fields) > 1 and fields[0] == b"Z" and fields[1].decode() == me:
+        # fields after the comm: state, ppid, pgrp, session
+        is_orphan = len(fields) > 3 and fields[3] != entry.name.encode()
+        if fields and fields[0] == b"Z" and fields[1].decode() == me and is_orphan:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(int(entry.name), os.WNOHANG)
                 reaped += 1

@@ -28,6 +28,7 @@ from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
 from hermes_env.sandbox.config import SandboxPolicy
+from hermes_env.sandbox.isolation import SLOT_UID_BASE
 from hermes_env.sandbox.protocol import (
     ArtifactRequest,
     BatchRequest,
@@ -134,7 +135,7 @@ def build_app(host: SlotHost, worker_id: str, secret: str | None = None) -> web.
 async def serve(args: argparse.Namespace) -> int:
     policy = SandboxPolicy.model_validate_json(args.policy)
     become_subreaper()
-    host = SlotHost(Path(args.root), args.slots, policy, worker_index=args.worker_index)
+    host = SlotHost(Path(args.root), args.slots, policy, worker_index=args.worker_index, uid_base=args.uid_base)
     try:
         await asyncio.to_thread(host.prepare)
     except (RuntimeError, OSError) as exc:
@@ -179,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--root", required=True, help="directory holding this worker's slot workspaces")
     p.add_argument("--policy", default="{}", help="SandboxPolicy as JSON (set by the environment)")
     p.add_argument("--worker-index", type=int, default=0, help="distinct per worker; picks the slots' uids")
+    p.add_argument("--uid-base", type=int, default=SLOT_UID_BASE, help="first slot uid of the pool's uid block")
     p.add_argument("--worker-id", default="worker")
     p.add_argument("--parent-pid", type=int, default=0, help="exit when this process is no longer our parent")
     args = p.parse_args(argv)

@@ -16,6 +16,7 @@ from typing import Any
 from hermes_env.sandbox import workspace as ws
 from hermes_env.sandbox.config import SandboxPolicy
 from hermes_env.sandbox.isolation import (
+    SLOT_UID_BASE,
     SlotIdentity,
     bwrap_argv,
     limits_prefix,
@@ -45,7 +46,9 @@ class Slot:
 class SlotHost:
     """The slots of one worker: workspaces under ``root``, isolation per ``policy``."""
 
-    def __init__(self, root: Path, n_slots: int, policy: SandboxPolicy, worker_index: int = 0) -> None:
+    def __init__(
+        self, root: Path, n_slots: int, policy: SandboxPolicy, worker_index: int = 0, uid_base: int = SLOT_UID_BASE
+    ) -> None:
         self.root = root
         self.policy = policy
         self.worker_index = worker_index
@@ -54,7 +57,7 @@ class SlotHost:
                 index=i,
                 workspace=root / "slots" / str(i),
                 control_dir=root / "control" / str(i),
-                identity=slot_identity(worker_index, i, n_slots),
+                identity=slot_identity(worker_index, i, n_slots, uid_base),
             )
             for i in range(n_slots)
         ]

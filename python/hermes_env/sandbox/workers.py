@@ -18,6 +18,7 @@ from pathlib import Path
 
 import hermes_env
 from hermes_env.sandbox.config import SandboxPolicy
+from hermes_env.sandbox.isolation import SLOT_UID_BASE
 
 
 class WorkerStartError(RuntimeError):
@@ -32,6 +33,7 @@ class WorkerSpec:
     root: Path
     start_timeout_s: float
     secret: str | None = None  # shared with the pool; the server refuses requests without it
+    uid_base: int = SLOT_UID_BASE  # the pool's uid block (see isolation.UidBlock)
 
 
 class WorkerHandle(abc.ABC):
@@ -83,6 +85,8 @@ def server_command(spec: WorkerSpec, worker_id: str, parent_pid: int, python: st
         str(spec.index),
         "--worker-id",
         worker_id,
+        "--uid-base",
+        str(spec.uid_base),
         "--parent-pid",
         str(parent_pid),
     ]
