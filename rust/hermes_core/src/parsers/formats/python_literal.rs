@@ -504,7 +504,7 @@ impl Parser<'_> {
             let Some(b) = self.peek() else {
                 return err(start, "unterminated string literal");
             };
-            let special = b == q || b == b'\\' || b == b'\n' || (fstring && (b == b'{' || b == b'}'));
+            let special = b == q || b == b'\\' || b == b'\n' || b == b'\r' || (fstring && (b == b'{' || b == b'}'));
             if !special {
                 self.i += 1;
                 continue;
@@ -521,12 +521,17 @@ impl Parser<'_> {
                 }
                 text.push(q as char);
                 self.i += 1;
-            } else if b == b'\n' {
+            } else if b == b'\n' || b == b'\r' {
+                // Python reads \r\n and a lone \r in source as a newline.
                 if !triple {
                     return err(self.i, "newline inside a single-quoted string");
                 }
                 text.push('\n');
-                self.i += 1;
+                self.i += if b == b'\r' && self.s.get(self.i + 1) == Some(&b'\n') {
+                    2
+                } else {
+                    1
+                };
             } else if b == b'{' || b == b'}' {
                 if self.s.get(self.i + 1) == Some(&b) {
                     text.push(b as char);
@@ -538,11 +543,20 @@ impl Parser<'_> {
                 // In raw strings a backslash stays, and it keeps the next character (even a quote).
                 text.push('\\');
                 self.i += 1;
-                if let Some(c) = char_at(self.src, self.i) {
-                    if c != '\n' || triple {
+                match char_at(self.src, self.i) {
+                    Some('\r' | '\n') => {
+                        // A backslash-newline in a raw string keeps both (as "\\\n").
+                        if self.s.get(self.i) == Some(&b'\r') && self.s.get(self.i + 1) == Some(&b'\n') {
+                            self.i += 1;
+                        }
+                        text.push('\n');
+                        self.i += 1;
+                    }
+                    Some(c) => {
                         text.push(c);
                         self.i += c.len_utf8();
                     }
+                    None => {}
                 }
             } else {
                 self.escape(text, &mut pending_high)?;
@@ -861,7 +875,7 @@ impl CallScanner {
                     }
                 } else {
                     self.run = 0;
-                    if b == b'\n' && !triple {
+                    if (b == b'\n' || b == b'\r') && !triple {
                         // Python refuses this (the parser reports it); end the string here so
                         // the brackets after it keep their meaning.
                         self.quote = None;
