@@ -43,6 +43,10 @@ pub static REGISTRY: &[ParserSpec] = &[
         make: formats::hermes::hermes,
     },
     ParserSpec {
+        name: "internlm",
+        make: formats::internlm::internlm,
+    },
+    ParserSpec {
         name: "jamba",
         make: formats::jamba::jamba,
     },

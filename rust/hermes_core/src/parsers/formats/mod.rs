@@ -5,6 +5,7 @@ pub mod deepseek;
 pub mod glm;
 pub mod granite;
 pub mod hermes;
+pub mod internlm;
 pub mod jamba;
 pub(crate) mod json_array;
 pub mod kimi;
