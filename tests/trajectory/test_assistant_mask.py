@@ -97,3 +97,24 @@ def test_trained_text_is_the_assistant_contents(tok, turns) -> None:
     for m in messages[1:-1:2]:
         assert m["content"] + "<|im_end|>" in text
     assert text.endswith(messages[-1]["content"].lstrip("\n") + "<|im_end|>")
+
+
+LLAMA3_STYLE = (
+    "{{ '<|begin_of_text|>' }}{% for m in messages %}"
+    "{{ '<|start_header_id|>' + m['role'] + '<|end_header_id|>\n\n' + m['content'] | trim + '<|eot_id|>' }}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %}"
+)
+
+
+def test_other_template_markers_are_learned(tok) -> None:
+    """Header and end-of-turn text come from probe renderings, not from a Qwen-specific table."""
+    messages = [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello there"},
+        {"role": "user", "content": "bye"},
+        {"role": "assistant", "content": "bye!"},
+    ]
+    r = render_with_assistant_spans(tok, messages, chat_template=LLAMA3_STYLE)
+    text = tok.apply_chat_template(messages, tokenize=False, chat_template=LLAMA3_STYLE)
+    assert [text[s:e] for s, e in r.spans] == ["hello there<|eot_id|>", "bye!<|eot_id|>"]
