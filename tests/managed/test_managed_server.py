@@ -303,3 +303,30 @@ async def test_agent_loop_on_the_managed_server(server_manager, scripted, tok) -
     (traj,) = result.managed_state["trajectories"]
     assert_aligned(traj, server.requests)
     assert traj.num_trained == sum(len(r.samples[0].token_ids) for r in server.requests)
+
+
+async def test_enable_thinking_false_tool_loop_keeps_what_the_model_saw(server_manager, scripted, tok) -> None:
+    """Qwen3 with enable_thinking=False puts an empty think block in each generation prompt but not in
+    replayed turns; keep_raw keeps the block the model actually saw, raise reports it."""
+    server, script = scripted
+
+    def plain_tool_turn(r: ScriptedRequest) -> str:
+        k = assistant_turn(r)
+        return tool_turn(k).split("</think>\n\n", 1)[1] if k < 2 else "Done."
+
+    script.fn = plain_tool_turn
+    async with managed_server(
+        server_manager, tok, divergence_policy="keep_raw", chat_template_kwargs={"enable_thinking": False}
+    ) as m:
+        _, replies = await run_tool_loop(m, 3)
+        (branch,) = m.get_state()["branches"]
+    assert [c.finish_reason for c in replies] == ["tool_calls", "tool_calls", "stop"]
+    assert_aligned(branch.trajectory, server.requests)
+    assert tok.decode(server.requests[2].body["prompt"]["prompt_token_ids"]).count("<think>\n\n</think>") == 3
+
+    server.requests.clear()
+    async with managed_server(
+        server_manager, tok, divergence_policy="raise", chat_template_kwargs={"enable_thinking": False}
+    ) as m:
+        with pytest.raises(TrajectoryDivergence):
+            await run_tool_loop(m, 3)
