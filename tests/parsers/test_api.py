@@ -17,6 +17,8 @@ from hermes_env.parsers import (
     get_parser,
     list_parsers,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 TOOLS = [
     {
@@ -226,3 +228,33 @@ def test_bad_input_kinds() -> None:
         assert len(r.tool_calls) == n_calls, (text, r)
     r = p.parse('<tool_call>{"name": "read_file", "arguments": {"path": "a.py"')
     assert r.tool_calls[0].arguments == '{"path": "a.py"'
+
+
+@settings(deadline=None, max_examples=150)
+@given(
+    text=st.lists(
+        st.one_of(
+            st.text(st.characters(exclude_categories=()), max_size=8),
+            st.sampled_from(["<tool_call>", "</tool_call>", '{"name": "f", "arguments": {"a": "', '"}}']),
+        ),
+        max_size=12,
+    ).map("".join),
+    data=st.data(),
+)
+def test_any_python_str_including_surrogates(text: str, data: st.DataObject) -> None:
+    """Any Python str (lone surrogates included) parses without raising, whole or streamed."""
+    p = get_parser("hermes")
+    whole = p.parse(text)
+    n_bad = sum(0xD800 <= ord(c) <= 0xDFFF for c in text)
+    bad = [i for i in whole.issues if i.kind == "invalid_unicode"]
+    assert len(bad) == n_bad
+    assert all(0xD800 <= ord(text[i.char_offset]) <= 0xDFFF for i in bad)
+    cuts = sorted(set(data.draw(st.lists(st.integers(0, len(text)), max_size=6))))
+    s = p.stream()
+    for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True):
+        s.feed(text[a:b])
+    s.finish()
+    assert s.result() == whole
+    if not whole.tool_calls:
+        repaired = "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
+        assert (whole.content or "") == repaired
