@@ -258,3 +258,16 @@ def test_any_python_str_including_surrogates(text: str, data: st.DataObject) -> 
     if not whole.tool_calls:
         repaired = "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
         assert (whole.content or "") == repaired
+
+
+def test_issue_kinds_match_the_stub() -> None:
+    """The Rust IssueKind list and the `_IssueKind` Literal in _core.pyi stay in step."""
+    import re
+    from pathlib import Path
+
+    import hermes_env
+
+    stub = (Path(hermes_env.__file__).parent / "_core.pyi").read_text(encoding="utf-8")
+    block = re.search(r"_IssueKind = _Literal\[(.*?)\]", stub, re.S)
+    assert block is not None
+    assert re.findall(r'"(\w+)"', block.group(1)) == ISSUE_KINDS
