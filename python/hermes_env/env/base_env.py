@@ -452,33 +452,56 @@ class HermesAgentBaseEnv(BaseEnv):
         started = time.monotonic()
         progress = GroupProgress(total=total, desc=self.name or type(self).__name__)
         stop_reason = None
+        pending: set[asyncio.Task[tuple[Any, ScoredDataGroup | None]]] = set()
+        out_of_items = False
+
+        async def one_group(item: Any) -> tuple[Any, ScoredDataGroup | None]:
+            group, _ = await self.collect_trajectories(item)
+            if group is not None:
+                group = await self.postprocess_histories(group)
+            return item, group
+
         try:
-            while self.curr_step < total:
-                item = await self.get_next_item()
-                if item is None:
-                    stop_reason = "the dataset ran out of items"
-                    break
-                group, _ = await self.collect_trajectories(item)
-                if group is not None:
-                    group = await self.postprocess_histories(group)
-                if not group:
-                    failures_in_a_row += 1
-                    progress.dropped(self.rollout_stats.groups_dropped)
-                    if failures_in_a_row >= self.config.max_failed_groups_in_a_row:
-                        stop_reason = (
-                            f"{failures_in_a_row} groups in a row failed (see the warnings above); stopping. "
-                            "Check the inference server and --env.rollout_timeout"
-                        )
+            while self.curr_step < total and stop_reason is None:
+                # Keep up to process_concurrency groups in flight, never more than the groups still needed.
+                while (
+                    not out_of_items
+                    and len(pending) < self.config.process_concurrency
+                    and self.curr_step + len(pending) < total
+                ):
+                    item = await self.get_next_item()
+                    if item is None:
+                        out_of_items = True
                         break
-                    continue
-                failures_in_a_row = 0
-                await self.handle_send_to_api(group, item, do_send_to_api=False, abort_on_any_max_length_exceeded=False)
-                if self.config.use_wandb:
-                    await self.wandb_log()
-                self.curr_step += 1
-                summary = self.rollout_stats.summary()
-                progress.advance(summary["mean_reward"], self.rollout_stats.groups_dropped)
+                    pending.add(asyncio.create_task(one_group(item)))
+                if not pending:
+                    stop_reason = "the dataset ran out of items" if out_of_items else None
+                    break
+                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    item, group = task.result()
+                    if not group:
+                        failures_in_a_row += 1
+                        progress.dropped(self.rollout_stats.groups_dropped)
+                        if failures_in_a_row >= self.config.max_failed_groups_in_a_row:
+                            stop_reason = (
+                                f"{failures_in_a_row} groups in a row failed (see the warnings above); stopping. "
+                                "Check the inference server and --env.rollout_timeout"
+                            )
+                        continue
+                    failures_in_a_row = 0
+                    # One complete group, one whole jsonl line.
+                    await self.handle_send_to_api(
+                        group, item, do_send_to_api=False, abort_on_any_max_length_exceeded=False
+                    )
+                    if self.config.use_wandb:
+                        await self.wandb_log()
+                    self.curr_step += 1
+                    progress.advance(self.rollout_stats.summary()["mean_reward"], self.rollout_stats.groups_dropped)
         finally:
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
             progress.close()
             await self.close()
         self._report(started, stop_reason)

@@ -99,6 +99,9 @@ class HermesAgentEnvConfig(BaseEnvConfig):
     server_check_timeout: float = Field(
         default=10.0, ge=0, description="Seconds to wait for the inference server to answer before the run starts."
     )
+    process_concurrency: int = Field(
+        default=4, ge=1, description="process mode: groups rolled out at once (each runs group_size rollouts)."
+    )
     max_failed_groups_in_a_row: int = Field(
         default=3, ge=1, description="process mode stops (cleanly) after this many consecutive dropped groups."
     )

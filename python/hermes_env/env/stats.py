@@ -27,6 +27,7 @@ class RolloutRecord:
     finished_naturally: bool
     budget_exhausted: bool
     reward_failed: bool
+    context_exhausted: bool = False
     toolsets: tuple[str, ...] = ()
 
     @classmethod
@@ -49,6 +50,7 @@ class RolloutRecord:
             finished_naturally=result.finished_naturally,
             budget_exhausted=result.budget_exhausted,
             reward_failed=reward_failed,
+            context_exhausted=result.context_exhausted,
             toolsets=toolsets,
         )
 
@@ -103,6 +105,7 @@ def summarize(records: list[RolloutRecord]) -> dict[str, Any]:
         "tool_errors_per_rollout": _mean([len(r.tool_error_kinds) for r in records]),
         "finished_naturally_rate": _mean([float(r.finished_naturally) for r in records]),
         "budget_exhausted_rate": _mean([float(r.budget_exhausted) for r in records]),
+        "context_exhausted_rate": _mean([float(r.context_exhausted) for r in records]),
         "reward_failures": sum(r.reward_failed for r in records),
         "trained_tokens": sum(r.trained_tokens for r in records),
         "total_tokens": sum(r.total_tokens for r in records),
