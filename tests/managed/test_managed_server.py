@@ -330,3 +330,73 @@ async def test_enable_thinking_false_tool_loop_keeps_what_the_model_saw(server_m
     ) as m:
         with pytest.raises(TrajectoryDivergence):
             await run_tool_loop(m, 3)
+
+
+FRAGMENTS = ["\n", "\n\n", " ", "ok", "Done", "é", "日本", "😀", "{", "}", '"', "<tool_call>", "</think>", "x" * 40]
+
+
+def random_reply(rng: Any, k: int) -> str:
+    body = "".join(rng.choice(FRAGMENTS) for _ in range(rng.randint(0, 8)))
+    think = f"<think>\n{body}\n</think>\n\n" if rng.random() < 0.5 else ""
+    if rng.random() < 0.6:
+        call = json.dumps({"name": "terminal", "arguments": {"command": body or "ls"}})
+        return f"{think}{body if rng.random() < 0.3 else ''}<tool_call>\n{call}\n</tool_call>"
+    return think + (body or "fine")
+
+
+@pytest.mark.parametrize("policy", ["keep_raw", "raise", "warn_and_restart"])
+async def test_random_conversations_never_mismask(server_manager, scripted, tok, policy: str) -> None:
+    """Seeded fuzz: random replies (think blocks, stray markers, odd whitespace, unicode), tool results
+    and new user messages. keep_raw always extends exactly; raise either extends exactly or refuses;
+    warn_and_restart's sequences are each exact. Never a silently wrong mask."""
+    import random
+    import warnings
+
+    server, script = scripted
+    rng = random.Random(f"managed-fuzz-{policy}")
+    stats = {"requests": 0, "refused": 0, "restarts": 0}
+    for case in range(6):
+        server.requests.clear()
+        replies = iter([random_reply(rng, k) for k in range(8)])
+        script.fn = lambda r, replies=replies: next(replies)
+        messages: list[dict[str, Any]] = [SYSTEM, {"role": "user", "content": f"case {case}"}]
+        async with managed_server(server_manager, tok, divergence_policy=policy) as m:
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", TrajectoryDivergenceWarning)
+                    for _ in range(rng.randint(2, 6)):
+                        c = await m.chat_completion(messages=messages, tools=TOOLS, max_tokens=200)
+                        msg = c.choices[0].message
+                        messages.append(msg.model_dump(exclude_none=True))
+                        for call in msg.tool_calls or []:
+                            messages.append({"role": "tool", "tool_call_id": call.id, "content": "out"})
+                        if not msg.tool_calls or rng.random() < 0.3:
+                            messages.append({"role": "user", "content": rng.choice(["more", "again\n", "日本"])})
+            except TrajectoryDivergence:
+                assert policy == "raise"
+                stats["refused"] += 1
+            state = m.get_state()
+        (branch,) = state["branches"]
+        stats["requests"] += len(server.requests)
+        stats["restarts"] += len(branch.restarted)
+        if policy == "warn_and_restart":
+            # The sequences split the requests in order: each request extends the current sequence
+            # exactly, or it is the first of the next one (earlier replies are masked prompt there).
+            sequences = [*branch.restarted, branch]
+            groups: list[list[Any]] = [[] for _ in sequences]
+            j = 0
+            for r in server.requests:
+                sent = r.body["prompt"]["prompt_token_ids"] + r.samples[0].token_ids
+                if sequences[j].tokens[: len(sent)] != sent:
+                    j += 1
+                groups[j].append(r)
+            for seq, group in zip(sequences, groups, strict=True):
+                assert_aligned(seq.trajectory, group)
+        else:
+            assert_aligned(branch.trajectory, server.requests)
+    # the fuzz must actually hit template divergences, or it proves nothing about the policies
+    assert stats["requests"] >= 12
+    if policy == "raise":
+        assert stats["refused"] > 0
+    if policy == "warn_and_restart":
+        assert stats["restarts"] > 0
