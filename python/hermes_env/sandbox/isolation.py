@@ -108,6 +108,10 @@ def bwrap_argv(
         bwrap,
         "--unshare-user",
         "--unshare-pid",
+        # The command itself is the namespace's pid 1. With bwrap's own init in between, bwrap's
+        # monitor exits without reaping that init, which lingers as a zombie of the slot's uid and
+        # counts against its process limit (RLIMIT_NPROC) until someone reaps it.
+        "--as-pid-1",
         "--unshare-ipc",
         "--unshare-uts",
         "--unshare-cgroup-try",
