@@ -203,28 +203,32 @@ impl JsonScanner {
             match self.st {
                 St::Str { key } => {
                     let rest = &input[i..];
-                    match memchr::memchr2(b'"', b'\\', rest) {
-                        None => {
-                            if let Some(j) = rest.iter().position(|&b| b < 0x20) {
-                                return self.fail(JsonErrorKind::ControlCharacterInString, i + j);
-                            }
-                            i = n;
+                    // Short inputs (streaming): one plain pass beats memchr's setup cost.
+                    let stop = if rest.len() < 16 {
+                        rest.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+                    } else {
+                        let j = memchr::memchr2(b'"', b'\\', rest);
+                        let upto = j.unwrap_or(rest.len());
+                        match rest[..upto].iter().position(|&b| b < 0x20) {
+                            Some(k) => Some(k),
+                            None => j,
                         }
-                        Some(j) => {
-                            if rest[..j].iter().any(|&b| b < 0x20) {
-                                let k = rest.iter().position(|&b| b < 0x20).unwrap_or(j);
-                                return self.fail(JsonErrorKind::ControlCharacterInString, i + k);
-                            }
-                            i += j + 1;
-                            if rest[j] == b'\\' {
-                                self.st = St::Esc { key };
-                            } else if key {
-                                self.st = St::Colon;
-                            } else if self.value_done() {
-                                self.pos += i;
-                                return (i, Status::Complete);
-                            }
-                        }
+                    };
+                    let Some(j) = stop else {
+                        i = n;
+                        continue;
+                    };
+                    if rest[j] < 0x20 {
+                        return self.fail(JsonErrorKind::ControlCharacterInString, i + j);
+                    }
+                    i += j + 1;
+                    if rest[j] == b'\\' {
+                        self.st = St::Esc { key };
+                    } else if key {
+                        self.st = St::Colon;
+                    } else if self.value_done() {
+                        self.pos += i;
+                        return (i, Status::Complete);
                     }
                 }
                 St::Esc { key } => {
