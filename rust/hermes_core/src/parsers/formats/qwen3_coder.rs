@@ -712,6 +712,13 @@ impl FormatStream for Qwen3Stream {
         if chunk.is_empty() {
             return;
         }
+        if self.buf.is_empty() {
+            // Nothing held: run on the chunk itself and keep only its undecided tail.
+            let used = self.run(chunk, false, out);
+            self.base += used;
+            self.buf.push_str(chunk.get(used..).unwrap_or_default());
+            return;
+        }
         self.buf.push_str(chunk);
         self.process(false, out);
     }
