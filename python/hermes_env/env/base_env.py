@@ -13,8 +13,7 @@ A subclass implements ``setup``, ``get_next_item``, ``format_prompt(item)``,
   workspace is always cleaned up;
 - sends only complete groups: if any rollout of a group fails (server error, time budget),
   the whole group is dropped and counted;
-- ``process`` mode: a progress bar, a jsonl that is never left with a torn line, its HTML, and
-  a summary table; wandb stays optional.
+- ``serve``/``process``/``evaluate`` come from :class:`~hermes_env.env.run_modes.RunModesMixin`.
 """
 
 from __future__ import annotations
@@ -22,14 +21,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import os
 import random
-import sys
-import time
 import uuid
 from abc import abstractmethod
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from atroposlib.envs.base import BaseEnv, ScoredDataGroup
@@ -37,26 +32,13 @@ from atroposlib.envs.base import BaseEnv, ScoredDataGroup
 from hermes_env.agent.loop import AgentResult, HermesAgentLoop
 from hermes_env.agent.tool_pool import ToolWorkerPool
 from hermes_env.env.config import HermesAgentEnvConfig
-from hermes_env.env.dataset import DatasetError
-from hermes_env.env.output import GroupJsonlWriter, write_html
+from hermes_env.env.errors import RolloutFailed
+from hermes_env.env.output import GroupJsonlWriter
 from hermes_env.env.phases import ResolvedPhase, phase1_item, phase2_item, prompt_only_item, resolve_phase
-from hermes_env.env.preflight import InferenceServerUnreachable, check_servers
-from hermes_env.env.progress import GroupProgress
-from hermes_env.env.stats import RolloutRecord, RolloutStats, format_summary_table, summarize, wandb_table
+from hermes_env.env.run_modes import RunModesMixin
+from hermes_env.env.stats import RolloutRecord, RolloutStats, wandb_table
 
 logger = logging.getLogger(__name__)
-
-
-class EnvSetupError(RuntimeError):
-    """The run cannot start: the backend is unusable or the inference server does not answer."""
-
-
-async def _already_set_up() -> None:
-    """Stands in for ``setup`` once it has run (atroposlib's managers call it again)."""
-
-
-class RolloutFailed(RuntimeError):
-    """A rollout that produced no usable trajectory; its whole group is dropped."""
 
 
 @dataclass
@@ -71,18 +53,7 @@ class GroupTools:
         return [tool.schema for tool in self.tools]
 
 
-def _wandb_configured() -> bool:
-    """Whether wandb can log without prompting: an API key, an offline/disabled mode, or a netrc login."""
-    if os.environ.get("WANDB_API_KEY") or os.environ.get("WANDB_MODE") in ("offline", "disabled", "dryrun"):
-        return True
-    netrc = Path(os.environ.get("NETRC", Path.home() / ".netrc"))
-    try:
-        return "api.wandb.ai" in netrc.read_text()
-    except OSError:
-        return False
-
-
-class HermesAgentBaseEnv(BaseEnv):
+class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
     """Base class of hermes_env environments (DESIGN.md §4)."""
 
     env_config_cls = HermesAgentEnvConfig
@@ -302,63 +273,6 @@ class HermesAgentBaseEnv(BaseEnv):
         self.rollout_stats.add_readable(outcomes[best][0]["messages"], records[best].score)  # type: ignore[index]
         return group, []
 
-    async def run_eval(
-        self, items: list[Any]
-    ) -> list[tuple[Any, dict[str, Any] | None, RolloutRecord | None, str | None]]:
-        """One rollout per item (eval split, at most ``max_eval_workers`` at once): (item, scored, record, error)."""
-        gate = asyncio.Semaphore(self.config.max_eval_workers)
-
-        async def one(item: Any) -> tuple[Any, dict[str, Any] | None, RolloutRecord | None, str | None]:
-            async with gate:
-                try:
-                    scored, record = await self.rollout(item, self.resolve_group_tools(), 0, split="eval")
-                except RolloutFailed as err:
-                    return item, None, None, str(err)
-                return item, scored, record, None
-
-        return list(await asyncio.gather(*(one(item) for item in items)))
-
-    async def evaluate_items(
-        self, items: list[Any], *, id_field: str = "id", extra_metrics: Any = None
-    ) -> dict[str, float]:
-        """Run ``items`` once each (eval split) and save ``metrics.json``/``samples.jsonl`` via ``evaluate_log``.
-
-        ``extra_metrics(outcomes) -> dict`` may add environment-specific metrics.
-        """
-        started = time.time()
-        outcomes = await self.run_eval(items)
-        records = [record for _, _, record, _ in outcomes if record is not None]
-        stats = summarize(records)
-        metrics = {
-            "eval/accuracy": sum(r.score for r in records) / len(outcomes) if outcomes else 0.0,
-            "eval/items": float(len(outcomes)),
-            "eval/failed_rollouts": float(sum(1 for *_, err in outcomes if err is not None)),
-            "eval/mean_turns": stats["mean_turns"],
-            "eval/mean_tool_calls": stats["mean_tool_calls"],
-            "eval/tool_errors_per_rollout": stats["tool_errors_per_rollout"],
-            "eval/finished_naturally_rate": stats["finished_naturally_rate"],
-        }
-        if extra_metrics is not None:
-            metrics.update(extra_metrics(outcomes))
-        samples = [
-            {
-                "id": item.get(id_field) if isinstance(item, dict) else None,
-                "score": record.score if record else None,
-                "turns": record.turns if record else 0,
-                "tool_calls": record.tool_calls if record else 0,
-                "tool_errors": list(record.tool_error_kinds) if record else [],
-                "error": err,
-                "messages": scored["messages"] if scored else None,
-            }
-            for item, scored, record, err in outcomes
-        ]
-        await self.evaluate_log(metrics, start_time=started, end_time=time.time(), samples=samples)
-        if self.config.use_wandb:
-            import wandb
-
-            wandb.log(metrics, step=self.curr_step)
-        return metrics
-
     # ------------------------------------------------------------------ wandb (optional)
     async def add_rollouts_for_wandb(self, scored_data: Any, item: Any = None) -> None:
         """Readable conversations are kept by :meth:`collect_trajectories`; nothing to decode here."""
@@ -376,146 +290,3 @@ class HermesAgentBaseEnv(BaseEnv):
         metrics["train/tool_pool_timeouts"] = self.tool_pool.stats.timed_out
         metrics["train/groups_dropped"] = self.rollout_stats.groups_dropped
         await super().wandb_log(metrics)
-
-    # ------------------------------------------------------------------ run modes
-    async def preflight(self) -> None:
-        """Fail fast, with a message, when the backend cannot start or an inference server does not answer."""
-        try:
-            _ = self.backend
-        except Exception as err:  # noqa: BLE001 - unknown name, bwrap missing, bad options: all user-fixable
-            raise EnvSetupError(f"terminal backend {self.config.terminal_backend!r} cannot be used: {err}") from err
-        if not getattr(self.server, "servers", None) or type(self.server.servers[0]).__name__ == "ServerHarness":
-            return
-        try:
-            await check_servers(self.server, wait=self.config.server_check_timeout)
-        except InferenceServerUnreachable as err:
-            raise EnvSetupError(str(err)) from None
-
-    async def _setup_or_exit(self) -> None:
-        try:
-            await self.preflight()
-            await self.setup()
-        except (EnvSetupError, DatasetError) as err:
-            await self.close()
-            raise SystemExit(f"error: {err}") from None
-
-    async def env_manager(self) -> None:
-        await self._setup_or_exit()
-        setup, self.setup = self.setup, _already_set_up  # type: ignore[method-assign]
-        try:
-            await super().env_manager()
-        finally:
-            self.setup = setup  # type: ignore[method-assign]
-            await self.close()
-
-    async def _run_evaluate(self) -> None:
-        await self._setup_or_exit()
-        self._init_process_wandb()
-        try:
-            await self.evaluate()
-        finally:
-            await self.close()
-
-    async def close(self) -> None:
-        """Release the backend and close the jsonl (idempotent)."""
-        if self.jsonl_writer is not None:
-            self.jsonl_writer.close()
-        if self._backend is not None:
-            backend, self._backend = self._backend, None
-            await backend.aclose()
-
-    def _init_process_wandb(self) -> None:
-        """wandb for process/evaluate (no trainer to ask for a project): only when a login exists."""
-        if not self.config.use_wandb:
-            return
-        if not _wandb_configured():
-            logger.warning(
-                "wandb logging is on but no wandb login was found (WANDB_API_KEY, WANDB_MODE or ~/.netrc): "
-                "continuing without wandb; pass --env.use_wandb false to silence this"
-            )
-            self.config.use_wandb = False
-            return
-        import wandb
-
-        wandb.init(project=self.wandb_project, group=self.wandb_group, name=self.name, config=self.config.model_dump())
-
-    async def process_manager(self) -> None:
-        """``process``: ``total_steps`` complete groups to jsonl + HTML, with a progress bar and a summary."""
-        await self._setup_or_exit()
-        self._init_process_wandb()
-        total = self.n_groups_to_process
-        self.config.group_size = self.group_size_to_process
-        if self.max_token_len <= 0:
-            self.max_token_len = self.config.max_token_length  # no trainer: use our own limit
-        self.curr_step = 0
-        failures_in_a_row = 0
-        started = time.monotonic()
-        progress = GroupProgress(total=total, desc=self.name or type(self).__name__)
-        stop_reason = None
-        pending: set[asyncio.Task[tuple[Any, ScoredDataGroup | None]]] = set()
-        out_of_items = False
-
-        async def one_group(item: Any) -> tuple[Any, ScoredDataGroup | None]:
-            group, _ = await self.collect_trajectories(item)
-            if group is not None:
-                group = await self.postprocess_histories(group)
-            return item, group
-
-        try:
-            while self.curr_step < total and stop_reason is None:
-                # Keep up to process_concurrency groups in flight, never more than the groups still needed.
-                while (
-                    not out_of_items
-                    and len(pending) < self.config.process_concurrency
-                    and self.curr_step + len(pending) < total
-                ):
-                    item = await self.get_next_item()
-                    if item is None:
-                        out_of_items = True
-                        break
-                    pending.add(asyncio.create_task(one_group(item)))
-                if not pending:
-                    stop_reason = "the dataset ran out of items" if out_of_items else None
-                    break
-                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                for task in done:
-                    item, group = task.result()
-                    if not group:
-                        failures_in_a_row += 1
-                        progress.dropped(self.rollout_stats.groups_dropped)
-                        if failures_in_a_row >= self.config.max_failed_groups_in_a_row:
-                            stop_reason = (
-                                f"{failures_in_a_row} groups in a row failed (see the warnings above); stopping. "
-                                "Check the inference server and --env.rollout_timeout"
-                            )
-                        continue
-                    failures_in_a_row = 0
-                    # One complete group, one whole jsonl line.
-                    await self.handle_send_to_api(
-                        group, item, do_send_to_api=False, abort_on_any_max_length_exceeded=False
-                    )
-                    if self.config.use_wandb:
-                        await self.wandb_log()
-                    self.curr_step += 1
-                    progress.advance(self.rollout_stats.summary()["mean_reward"], self.rollout_stats.groups_dropped)
-        finally:
-            for task in pending:
-                task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
-            progress.close()
-            await self.close()
-        self._report(started, stop_reason)
-
-    def _report(self, started: float, stop_reason: str | None) -> None:
-        path = self.config.data_path_to_save_groups
-        summary = self.rollout_stats.summary()
-        out = sys.stdout
-        print(format_summary_table(summary, elapsed=time.monotonic() - started), file=out)
-        if path and summary["groups"] > 0:
-            html = write_html(path)
-            print(f"scored groups: {path}\nhtml view:     {html}", file=out)
-        if stop_reason:
-            print(f"stopped early: {stop_reason}", file=out)
-        out.flush()
-        if stop_reason and summary["groups"] == 0:
-            raise SystemExit(f"error: no groups were produced: {stop_reason}")

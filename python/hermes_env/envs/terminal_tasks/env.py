@@ -18,9 +18,10 @@ from atroposlib.envs.server_handling.server_baseline import APIServerConfig
 from pydantic import Field
 
 from hermes_env.agent.loop import AgentResult
-from hermes_env.env.base_env import HermesAgentBaseEnv, RolloutFailed
+from hermes_env.env.base_env import HermesAgentBaseEnv
 from hermes_env.env.config import HermesAgentEnvConfig
 from hermes_env.env.dataset import load_rows
+from hermes_env.env.errors import RolloutFailed
 from hermes_env.envs import DEFAULT_MODEL, default_tokenizer_name
 
 logger = logging.getLogger(__name__)
