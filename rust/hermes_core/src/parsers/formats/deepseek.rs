@@ -116,3 +116,131 @@ pub fn deepseek_v3() -> Arc<dyn Format> {
 pub fn deepseek_v31() -> Arc<dyn Format> {
     Arc::new(DeepSeek { spec: V31 })
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::super::shared::testing::{every_split, soup, soup_holds};
+    use crate::parsers::IssueKind;
+    use proptest::prelude::*;
+
+    const V3_TEXT: &str = "Let me check é😀.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>read_file\n```json\n\
+        {\"path\": \"a<｜tool▁call▁end｜>b```\", \"n\": [1, -2.5e3]}\n```<｜tool▁call▁end｜>\n<｜tool▁call▁begin｜>function\
+        <｜tool▁sep｜>list_processes\n```json\n{}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>\nDone.";
+
+    #[test]
+    fn v3_every_split_point() {
+        let r = every_split("deepseek_v3", V3_TEXT);
+        assert!(r.issues.is_empty(), "{:?}", r.issues);
+        assert_eq!(r.content.as_deref(), Some("Let me check é😀.\nDone."));
+        assert_eq!(r.tool_calls.len(), 2);
+        assert_eq!(r.tool_calls[0].name, "read_file");
+        // The end marker inside the JSON string is string text.
+        assert_eq!(
+            r.tool_calls[0].arguments,
+            "{\"path\": \"a<｜tool▁call▁end｜>b```\", \"n\": [1, -2.5e3]}"
+        );
+        assert_eq!(r.tool_calls[1].arguments, "{}");
+    }
+
+    #[test]
+    fn v31_every_split_point() {
+        let text = "Hi\n<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>terminal<｜tool▁sep｜>{\"command\": \"echo '<｜tool▁calls▁end｜>'\"}\
+            <｜tool▁call▁end｜><｜tool▁call▁begin｜>web_search<｜tool▁sep｜>{\"query\": \"x\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>\n";
+        let r = every_split("deepseek_v31", text);
+        assert!(r.issues.is_empty(), "{:?}", r.issues);
+        assert_eq!(r.content.as_deref(), Some("Hi\n"));
+        let names: Vec<&str> = r.tool_calls.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["terminal", "web_search"]);
+        assert_eq!(
+            r.tool_calls[0].arguments,
+            "{\"command\": \"echo '<｜tool▁calls▁end｜>'\"}"
+        );
+    }
+
+    #[test]
+    fn broken_calls_keep_their_text() {
+        // No separator: the call is content, with an issue at the stray end marker.
+        let text =
+            "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>web_search{\"q\": 1}<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
+        let r = every_split("deepseek_v31", text);
+        assert!(r.tool_calls.is_empty());
+        assert!(r.content.as_deref().unwrap().contains("web_search{\"q\": 1}"));
+        assert_eq!(r.issues[0].kind, IssueKind::MalformedMarkup);
+        // Broken JSON inside started arguments: raw arguments up to the end marker.
+        let text = "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>t<｜tool▁sep｜>{\"a\": 1,}<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
+        let r = every_split("deepseek_v31", text);
+        assert_eq!(r.tool_calls[0].arguments, "{\"a\": 1,}");
+        assert_eq!(r.issues[0].kind, IssueKind::MalformedJson);
+        assert_eq!(&text[r.issues[0].offset..r.issues[0].offset + 1], "}");
+        // Cut inside the header: content, truncated.
+        let r = every_split(
+            "deepseek_v3",
+            "x<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>read_fi",
+        );
+        assert!(r.tool_calls.is_empty());
+        assert_eq!(r.issues.last().unwrap().kind, IssueKind::Truncated);
+        // Cut inside the arguments: the call stays with what arrived.
+        let r = every_split(
+            "deepseek_v31",
+            "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>t<｜tool▁sep｜>{\"a\": \"b",
+        );
+        assert_eq!(r.tool_calls[0].arguments, "{\"a\": \"b");
+        assert_eq!(r.issues.last().unwrap().kind, IssueKind::Truncated);
+    }
+
+    #[test]
+    fn render_round_trip_and_refusals() {
+        use crate::parsers::ToolCall;
+        let calls = vec![ToolCall {
+            id: String::new(),
+            name: "read_file".into(),
+            arguments: "{\"path\": \"```\"}".into(),
+        }];
+        for name in ["deepseek_v3", "deepseek_v31"] {
+            let p = super::super::shared::testing::parser(name);
+            let text = p.render(&calls, Some("Hi ")).unwrap();
+            let r = every_split(name, &text);
+            assert_eq!(r.content.as_deref(), Some("Hi "));
+            assert_eq!(r.tool_calls[0].arguments, calls[0].arguments);
+            let bad = vec![ToolCall {
+                name: "a\nb".into(),
+                ..calls[0].clone()
+            }];
+            assert!(p.render(&bad, None).is_err() || name == "deepseek_v31");
+            assert!(p.render(&calls, Some("<｜tool▁calls▁begin｜>")).is_err());
+        }
+    }
+
+    const FRAGMENTS: &[&str] = &[
+        "<｜tool▁calls▁begin｜>",
+        "<｜tool▁calls▁end｜>",
+        "<｜tool▁call▁begin｜>",
+        "<｜tool▁call▁end｜>",
+        "<｜tool▁sep｜>",
+        "function",
+        "read_file",
+        "\n",
+        "```json\n",
+        "```",
+        "{",
+        "}",
+        "\"a\"",
+        ":",
+        "1",
+        "\"<｜tool▁call▁end｜>\"",
+        " ",
+        "x",
+        "é",
+        "<｜",
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+        #[test]
+        fn marker_soup_never_panics(text in soup(FRAGMENTS), cuts in prop::collection::vec(0usize..300, 0..8)) {
+            soup_holds("deepseek_v3", &text, &cuts);
+            soup_holds("deepseek_v31", &text, &cuts);
+        }
+    }
+}

@@ -66,3 +66,57 @@ impl Format for InternLm {
 pub fn internlm() -> Arc<dyn Format> {
     Arc::new(InternLm)
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::super::shared::testing::{every_split, parser, soup, soup_holds};
+    use crate::parsers::ToolCall;
+    use proptest::prelude::*;
+
+    #[test]
+    fn one_call_every_split_point() {
+        let text = "Let me look.\n<|action_start|><|plugin|>\n{\"name\": \"read_file\", \"parameters\": {\"p\": \"<|action_end|>\"}}<|action_end|>";
+        let r = every_split("internlm", text);
+        assert!(r.issues.is_empty(), "{:?}", r.issues);
+        assert_eq!(r.content.as_deref(), Some("Let me look.\n"));
+        assert_eq!(r.tool_calls[0].arguments, "{\"p\": \"<|action_end|>\"}");
+    }
+
+    #[test]
+    fn render_refuses_parallel_calls() {
+        let p = parser("internlm");
+        let call = ToolCall {
+            id: String::new(),
+            name: "a".into(),
+            arguments: "{\"x\": 1}".into(),
+        };
+        let r = every_split("internlm", &p.render(std::slice::from_ref(&call), Some("Hi")).unwrap());
+        assert_eq!(r.tool_calls[0].arguments, call.arguments);
+        let err = p.render(&[call.clone(), call], None).unwrap_err();
+        assert!(err.0.contains("one tool call per turn"));
+    }
+
+    const FRAGMENTS: &[&str] = &[
+        "<|action_start|>",
+        "<|plugin|>",
+        "<|action_end|>",
+        "{",
+        "}",
+        "\"name\"",
+        "\"parameters\"",
+        ":",
+        "\"x\"",
+        ",",
+        "\n",
+        " ",
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+        #[test]
+        fn marker_soup_never_panics(text in soup(FRAGMENTS), cuts in prop::collection::vec(0usize..300, 0..8)) {
+            soup_holds("internlm", &text, &cuts);
+        }
+    }
+}

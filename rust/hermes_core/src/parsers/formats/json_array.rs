@@ -458,3 +458,140 @@ impl Machine for ArrayRegions {
         self.mode = Mode::Text;
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::super::shared::testing::{every_split, parser, soup, soup_holds};
+    use crate::parsers::{IssueKind, ToolCall};
+    use proptest::prelude::*;
+
+    const ARRAY: &str = "[{\"name\": \"read_file\", \"arguments\": {\"path\": \"</tool_calls>```]\"}}, \
+                         {\"arguments\": {}, \"name\": \"list_processes\"}]";
+
+    fn check_calls(r: &crate::parsers::ParseResult) {
+        assert!(r.issues.is_empty(), "{:?}", r.issues);
+        let names: Vec<&str> = r.tool_calls.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["read_file", "list_processes"]);
+        assert_eq!(r.tool_calls[0].arguments, "{\"path\": \"</tool_calls>```]\"}");
+    }
+
+    #[test]
+    fn every_row_every_split_point() {
+        let r = every_split("jamba", &format!("Checking.\n<tool_calls>{ARRAY}</tool_calls>\n"));
+        check_calls(&r);
+        assert_eq!(r.content.as_deref(), Some("Checking.\n"));
+        for marker in ["<|tool_call|>", "<tool_call>"] {
+            let r = every_split("granite", &format!("Checking. {marker}{ARRAY}"));
+            check_calls(&r);
+            assert_eq!(r.content.as_deref(), Some("Checking."));
+        }
+        for text in [
+            format!("{ARRAY}\n"),
+            format!("Checking.\n\n```json\n{ARRAY}\n```"),
+            format!("```\n{ARRAY}\n```"),
+            format!("<tool_call>{ARRAY}</tool_call>"),
+            format!("[TOOL_CALLS]{ARRAY}"),
+        ] {
+            check_calls(&every_split("xlam", &text));
+        }
+        let r = every_split("xlam", &format!("<think>plan</think>\n{ARRAY}"));
+        check_calls(&r);
+        assert_eq!(r.content.as_deref(), Some("<think>plan</think>"));
+    }
+
+    #[test]
+    fn prose_and_code_fences_are_content() {
+        let text = "Use this:\n\n```python\nprint([1])\n```\n\nAnd `[x]`.";
+        let r = every_split("xlam", text);
+        assert!(r.tool_calls.is_empty() && r.issues.is_empty());
+        assert_eq!(r.content.as_deref(), Some(text));
+    }
+
+    #[test]
+    fn bad_elements_keep_text() {
+        let r = every_split(
+            "jamba",
+            "<tool_calls>[{\"arguments\": {}}, {\"name\": \"ok\", \"arguments\": {}}]</tool_calls>",
+        );
+        assert_eq!(r.tool_calls.len(), 1);
+        assert!(r.content.as_deref().unwrap().contains("{\"arguments\": {}}"));
+        assert_eq!(r.issues[0].kind, IssueKind::MissingName);
+        let r = every_split("granite", "<|tool_call|>{\"name\": \"a\", \"arguments\": {}}");
+        assert!(r.tool_calls.is_empty());
+        assert_eq!(
+            r.content.as_deref(),
+            Some("<|tool_call|>{\"name\": \"a\", \"arguments\": {}}")
+        );
+        let r = every_split(
+            "jamba",
+            "<tool_calls>[{\"name\": \"a\", \"arguments\": {\"x\": 1,}}]</tool_calls>",
+        );
+        assert_eq!(r.tool_calls[0].arguments, "{\"x\": 1,}}]");
+        assert_eq!(r.issues[0].kind, IssueKind::MalformedJson);
+        let r = every_split("xlam", "[{\"name\":\"write");
+        assert!(r.tool_calls.is_empty());
+        assert_eq!(r.content.as_deref(), Some("[{\"name\":\"write"));
+        assert_eq!(r.issues[0].kind, IssueKind::Truncated);
+    }
+
+    #[test]
+    fn render_round_trips() {
+        let calls = vec![
+            ToolCall {
+                id: String::new(),
+                name: "a".into(),
+                arguments: "{\"s\": \"]\"}".into(),
+            },
+            ToolCall {
+                id: String::new(),
+                name: "b".into(),
+                arguments: "{}".into(),
+            },
+        ];
+        for name in ["granite", "jamba", "xlam"] {
+            let p = parser(name);
+            for content in [None, Some("Hi")] {
+                let r = every_split(name, &p.render(&calls, content).unwrap());
+                assert_eq!(r.content.as_deref(), content, "{name}");
+                assert_eq!(r.tool_calls.len(), 2);
+                assert_eq!(r.tool_calls[0].arguments, calls[0].arguments);
+            }
+        }
+        assert!(parser("xlam").render(&calls, Some("```json")).is_err());
+    }
+
+    const FRAGMENTS: &[&str] = &[
+        "<tool_calls>",
+        "</tool_calls>",
+        "<|tool_call|>",
+        "<tool_call>",
+        "</tool_call>",
+        "[TOOL_CALLS]",
+        "```json\n",
+        "```",
+        "</think>",
+        "[",
+        "]",
+        "{",
+        "}",
+        "\"name\"",
+        "\"arguments\"",
+        "\"a\"",
+        ":",
+        ",",
+        " ",
+        "\n",
+        "x",
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+        #[test]
+        fn marker_soup_never_panics(text in soup(FRAGMENTS), cuts in prop::collection::vec(0usize..300, 0..8)) {
+            for name in ["granite", "jamba", "xlam"] {
+                soup_holds(name, &text, &cuts);
+            }
+        }
+    }
+}

@@ -100,3 +100,94 @@ impl Format for Kimi {
 pub fn kimi_k2() -> Arc<dyn Format> {
     Arc::new(Kimi)
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::super::shared::testing::{every_split, parser, soup, soup_holds};
+    use crate::parsers::{IssueKind, ToolCall};
+    use proptest::prelude::*;
+
+    #[test]
+    fn ids_are_kept_every_split_point() {
+        let text = "我先看一下。\n<|tool_calls_section_begin|><|tool_call_begin|>functions.read_file:0<|tool_call_argument_begin|>\
+            {\"path\": \"<|tool_call_end|>\"}<|tool_call_end|><|tool_call_begin|> web_search:1 <|tool_call_argument_begin|>\
+            {\"query\": \"q\"}<|tool_call_end|><|tool_calls_section_end|>\n";
+        let r = every_split("kimi_k2", text);
+        assert!(r.issues.is_empty(), "{:?}", r.issues);
+        assert_eq!(r.content.as_deref(), Some("我先看一下。"));
+        assert_eq!(r.tool_calls[0].id, "functions.read_file:0");
+        assert_eq!(r.tool_calls[0].name, "read_file");
+        assert_eq!(r.tool_calls[0].arguments, "{\"path\": \"<|tool_call_end|>\"}");
+        assert_eq!(r.tool_calls[1].id, "web_search:1");
+        assert_eq!(r.tool_calls[1].name, "web_search");
+    }
+
+    #[test]
+    fn malformed_sections() {
+        let r = every_split("kimi_k2", "<|tool_calls_section_begin|><|tool_calls_section_end|>");
+        assert!(r.tool_calls.is_empty());
+        assert_eq!(
+            r.content.as_deref(),
+            Some("<|tool_calls_section_begin|><|tool_calls_section_end|>")
+        );
+        assert_eq!(r.issues[0].kind, IssueKind::MalformedMarkup);
+        let text = "<|tool_calls_section_begin|>thinking<|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{}\
+            <|tool_call_end|><|tool_calls_section_end|>";
+        let r = every_split("kimi_k2", text);
+        assert_eq!(r.tool_calls.len(), 1);
+        assert!(r.content.as_deref().unwrap().contains("thinking"));
+        assert_eq!(r.issues[0].kind, IssueKind::UnexpectedText);
+    }
+
+    #[test]
+    fn render_keeps_kimi_ids() {
+        let p = parser("kimi_k2");
+        let calls = vec![
+            ToolCall {
+                id: "functions.read_file:7".into(),
+                name: "read_file".into(),
+                arguments: "{}".into(),
+            },
+            ToolCall {
+                id: "call_x".into(),
+                name: "terminal".into(),
+                arguments: "{\"c\": 1}".into(),
+            },
+        ];
+        let text = p.render(&calls, Some("Hi")).unwrap();
+        let r = every_split("kimi_k2", &text);
+        assert_eq!(r.tool_calls[0].id, "functions.read_file:7");
+        assert_eq!(r.tool_calls[1].id, "functions.terminal:1");
+        assert_eq!(r.content.as_deref(), Some("Hi"));
+        assert!(
+            p.render(&calls, Some("Hi\n")).is_err(),
+            "trailing whitespace would be stripped"
+        );
+    }
+
+    const FRAGMENTS: &[&str] = &[
+        "<|tool_calls_section_begin|>",
+        "<|tool_calls_section_end|>",
+        "<|tool_call_begin|>",
+        "<|tool_call_end|>",
+        "<|tool_call_argument_begin|>",
+        "functions.f:0",
+        "{\"a\": 1}",
+        "{",
+        "\"",
+        "\n",
+        " ",
+        "x",
+        "<|",
+        "😀",
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+        #[test]
+        fn marker_soup_never_panics(text in soup(FRAGMENTS), cuts in prop::collection::vec(0usize..300, 0..8)) {
+            soup_holds("kimi_k2", &text, &cuts);
+        }
+    }
+}

@@ -79,7 +79,7 @@ impl LlamaStream {
     }
 
     /// The rest is content: first what was pending.
-    fn to_text(&mut self, out: &mut Emitter<'_>) {
+    fn rest_is_text(&mut self, out: &mut Emitter<'_>) {
         out.content(&std::mem::take(&mut self.pending));
         self.mode = Mode::Text;
     }
@@ -120,7 +120,7 @@ impl Machine for LlamaStream {
                                 self.mode = Mode::AfterTag;
                             }
                             MarkerHit::Partial { at: 0 } => return i,
-                            _ => self.to_text(out),
+                            _ => self.rest_is_text(out),
                         },
                         Mode::Between if rest.starts_with(';') => {
                             self.pending.push(';');
@@ -134,7 +134,7 @@ impl Machine for LlamaStream {
                                 at,
                                 "<|python_tag|> not followed by a JSON tool call; kept as content",
                             );
-                            self.to_text(out);
+                            self.rest_is_text(out);
                         }
                         _ => {
                             let at = out.pos(base + i);
@@ -143,7 +143,7 @@ impl Machine for LlamaStream {
                                 at,
                                 "text after the tool calls; it is kept in content",
                             );
-                            self.to_text(out);
+                            self.rest_is_text(out);
                         }
                     }
                 }
@@ -165,7 +165,7 @@ impl Machine for LlamaStream {
                         ObjEnd::NotACall { kind, message } => {
                             out.issue(kind, at, message);
                             self.pending.push_str(&self.obj.take_raw());
-                            self.to_text(out);
+                            self.rest_is_text(out);
                         }
                         ObjEnd::BrokenBeforeStart { message } => {
                             out.issue(
@@ -174,7 +174,7 @@ impl Machine for LlamaStream {
                                 message + "; the object is kept as content",
                             );
                             self.pending.push_str(&self.obj.take_raw());
-                            self.to_text(out);
+                            self.rest_is_text(out);
                         }
                         ObjEnd::BrokenArgs { message } => {
                             out.issue(
@@ -225,7 +225,7 @@ impl Machine for LlamaStream {
                 );
                 self.pending.push_str(&self.obj.take_raw());
                 self.pending.push_str(leftover);
-                self.to_text(out);
+                self.rest_is_text(out);
             }
             Mode::AfterTag | Mode::AfterSemicolon => {
                 self.pending.push_str(leftover);
@@ -235,12 +235,12 @@ impl Machine for LlamaStream {
                     "output ended after ';'"
                 };
                 out.issue(IssueKind::Truncated, end, format!("{msg}; kept as content"));
-                self.to_text(out);
+                self.rest_is_text(out);
             }
             Mode::Between => {} // trailing whitespace after the calls is framing
             Mode::Start | Mode::Text => {
                 self.pending.push_str(leftover);
-                self.to_text(out);
+                self.rest_is_text(out);
             }
             Mode::RawArgs => {
                 out.args(leftover);
@@ -295,4 +295,90 @@ impl Format for LlamaJson {
 
 pub fn llama3_json() -> Arc<dyn Format> {
     Arc::new(LlamaJson)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::super::shared::testing::{every_split, parser, soup, soup_holds};
+    use crate::parsers::{IssueKind, ToolCall};
+    use proptest::prelude::*;
+
+    #[test]
+    fn calls_every_split_point() {
+        let text =
+            "\n<|python_tag|>{\"name\": \"terminal\", \"parameters\": {\"command\": \"echo '; {\\\"name\\\": 1}'\"}}; \
+                    {\"parameters\": {\"q\": \"}\"}, \"name\": \"web_search\"}\n{\"name\": \"x\", \"arguments\": {}}\n";
+        let r = every_split("llama3_json", text);
+        assert!(r.issues.is_empty(), "{:?}", r.issues);
+        assert_eq!(r.content, None);
+        let names: Vec<&str> = r.tool_calls.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["terminal", "web_search", "x"]);
+        assert_eq!(r.tool_calls[1].arguments, "{\"q\": \"}\"}");
+    }
+
+    #[test]
+    fn objects_that_are_not_calls_are_content() {
+        let text = "{\"parameters\": {}}; {\"name\": \"x\", \"parameters\": {}}";
+        let r = every_split("llama3_json", text);
+        assert!(r.tool_calls.is_empty());
+        assert_eq!(r.content.as_deref(), Some(text));
+        assert_eq!(r.issues[0].kind, IssueKind::MissingName);
+        let r = every_split("llama3_json", "Here is JSON: {\"name\": \"x\", \"parameters\": {}}");
+        assert!(r.tool_calls.is_empty() && r.issues.is_empty());
+        let r = every_split("llama3_json", "{\"name\": \"x\", \"parameters\": {\"a\": [1, 2");
+        assert_eq!(r.tool_calls[0].arguments, "{\"a\": [1, 2");
+        assert_eq!(r.issues[0].kind, IssueKind::Truncated);
+        let r = every_split("llama3_json", "{\"name\": \"sear");
+        assert_eq!(r.content.as_deref(), Some("{\"name\": \"sear"));
+    }
+
+    #[test]
+    fn render_round_trip_and_refusals() {
+        let p = parser("llama4_json");
+        let calls = vec![
+            ToolCall {
+                id: String::new(),
+                name: "a".into(),
+                arguments: "{\"s\": \";\"}".into(),
+            },
+            ToolCall {
+                id: String::new(),
+                name: "b".into(),
+                arguments: String::new(),
+            },
+        ];
+        let r = every_split("llama3_json", &p.render(&calls, None).unwrap());
+        assert_eq!(r.tool_calls.len(), 2);
+        assert_eq!(r.tool_calls[1].arguments, "{}");
+        assert!(p.render(&calls, Some("text")).is_err());
+        assert!(p.render(&[], Some(" {\"a\": 1}")).is_err());
+    }
+
+    const FRAGMENTS: &[&str] = &[
+        "<|python_tag|>",
+        "{",
+        "}",
+        "\"name\"",
+        "\"parameters\"",
+        "\"arguments\"",
+        ":",
+        ",",
+        ";",
+        "\"x\"",
+        "[",
+        "]",
+        " ",
+        "\n",
+        "1",
+        "é",
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+        #[test]
+        fn marker_soup_never_panics(text in soup(FRAGMENTS), cuts in prop::collection::vec(0usize..300, 0..8)) {
+            soup_holds("llama3_json", &text, &cuts);
+        }
+    }
 }

@@ -123,8 +123,8 @@ impl Machine for MistralStream {
             match self.mode {
                 Mode::Text => match self.bot.find(rest, eof) {
                     MarkerHit::Full { at, end, .. } => {
+                        // Whether the marker is markup is known when a call starts (gate.markup then).
                         self.gate.text(&rest[..at], out);
-                        self.gate.markup(out);
                         self.raw.clear();
                         self.raw.push_str(BOT);
                         self.call_at = out.pos(base + i + at);
@@ -238,6 +238,7 @@ impl Machine for MistralStream {
                             );
                         }
                         _ => {
+                            self.gate.markup(out);
                             out.start_call(&self.name, None, self.call_at);
                             self.raw.clear();
                             self.args.reset();
@@ -300,9 +301,10 @@ impl Machine for MistralStream {
                 Mode::Array => {
                     let (n, step) = self.array.step(rest, base + i, out);
                     i += n;
-                    if self.array.calls() > 0 {
+                    if (self.array.calls() > 0 || self.array.in_started_call()) && !self.raw.is_empty() {
                         // A call came out of the array: `[TOOL_CALLS]` was markup.
                         self.raw.clear();
+                        self.gate.markup(out);
                     }
                     match step {
                         ArrStep::NeedMore => return input.len(),
@@ -443,4 +445,110 @@ impl Format for Mistral {
 
 pub fn mistral() -> Arc<dyn Format> {
     Arc::new(Mistral)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::super::shared::testing::{every_split, parser, soup, soup_holds};
+    use crate::parsers::{IssueKind, ToolCall};
+    use proptest::prelude::*;
+
+    #[test]
+    fn v11_forms_every_split_point() {
+        let text = "Sure — on it.\n\n[TOOL_CALLS]read_file[ARGS]{\"path\": \"[TOOL_CALLS]x[ARGS]\"}\n\
+                    [TOOL_CALLS]list_processes[ARGS] {}[TOOL_CALLS]web_search{\"query\": \"é😀\"}\n";
+        let r = every_split("mistral", text);
+        assert!(r.issues.is_empty(), "{:?}", r.issues);
+        assert_eq!(r.content.as_deref(), Some("Sure — on it."));
+        let names: Vec<&str> = r.tool_calls.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["read_file", "list_processes", "web_search"]);
+        assert_eq!(r.tool_calls[0].arguments, "{\"path\": \"[TOOL_CALLS]x[ARGS]\"}");
+        assert_eq!(r.tool_calls[1].arguments, "{}");
+    }
+
+    #[test]
+    fn pre_v11_array_every_split_point() {
+        let text =
+            "[TOOL_CALLS] [{\"name\": \"a\", \"arguments\": {\"x\": \"]\"}}, {\"arguments\": {}, \"name\": \"b\"}]";
+        let r = every_split("mistral", text);
+        assert!(r.issues.is_empty(), "{:?}", r.issues);
+        assert_eq!(r.content, None);
+        assert_eq!(r.tool_calls.len(), 2);
+        assert_eq!(r.tool_calls[0].arguments, "{\"x\": \"]\"}");
+        assert_eq!(
+            (r.tool_calls[1].name.as_str(), r.tool_calls[1].arguments.as_str()),
+            ("b", "{}")
+        );
+    }
+
+    #[test]
+    fn prose_mentioning_the_marker_is_content() {
+        let text = "To call a tool the model writes [TOOL_CALLS] around the request.";
+        let r = every_split("mistral", text);
+        assert!(r.tool_calls.is_empty());
+        assert_eq!(r.content.as_deref(), Some(text));
+        assert_eq!(r.issues[0].kind, IssueKind::MalformedMarkup);
+    }
+
+    #[test]
+    fn bad_input_keeps_text() {
+        let r = every_split("mistral", "[TOOL_CALLS]t[ARGS]{\"a\": 1,}[TOOL_CALLS]u[ARGS]{}");
+        assert_eq!(r.tool_calls.len(), 2);
+        assert_eq!(r.tool_calls[0].arguments, "{\"a\": 1,}");
+        assert_eq!(r.issues[0].kind, IssueKind::MalformedJson);
+        let r = every_split("mistral", "[TOOL_CALLS]t[ARGS]{\"a\": 1} and that's it");
+        assert_eq!(r.tool_calls.len(), 1);
+        assert_eq!(r.content.as_deref(), Some("and that's it"));
+        assert_eq!(r.issues[0].kind, IssueKind::UnexpectedText);
+        let r = every_split("mistral", "[TOOL_CALLS]search_files[ARGS]");
+        assert!(r.tool_calls.is_empty());
+        assert_eq!(r.content.as_deref(), Some("[TOOL_CALLS]search_files[ARGS]"));
+    }
+
+    #[test]
+    fn render_round_trip_and_refusals() {
+        let p = parser("mistral");
+        let calls = vec![ToolCall {
+            id: String::new(),
+            name: "read_file".into(),
+            arguments: "{\"p\": \"[ARGS]\"}".into(),
+        }];
+        let r = every_split("mistral", &p.render(&calls, Some("Hi")).unwrap());
+        assert_eq!(r.tool_calls[0].arguments, calls[0].arguments);
+        assert_eq!(r.content.as_deref(), Some("Hi"));
+        let bad = vec![ToolCall {
+            name: "two words".into(),
+            ..calls[0].clone()
+        }];
+        assert!(p.render(&bad, None).is_err());
+    }
+
+    const FRAGMENTS: &[&str] = &[
+        "[TOOL_CALLS]",
+        "[ARGS]",
+        "read_file",
+        "[",
+        "]",
+        "{",
+        "}",
+        "\"name\"",
+        "\"arguments\"",
+        ":",
+        ",",
+        "\"",
+        " ",
+        "\n",
+        "x",
+        "1",
+        "é",
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+        #[test]
+        fn marker_soup_never_panics(text in soup(FRAGMENTS), cuts in prop::collection::vec(0usize..300, 0..8)) {
+            soup_holds("mistral", &text, &cuts);
+        }
+    }
 }

@@ -228,6 +228,9 @@ impl Sectioned {
     }
 
     fn start_call(&mut self, out: &mut Emitter<'_>) {
+        if self.section_calls == 0 {
+            self.gate.markup(out);
+        }
         let (name, id) = self.name_and_id();
         out.start_call(&name, id, self.call_at);
         self.raw.clear();
@@ -244,8 +247,8 @@ impl Machine for Sectioned {
             match self.mode {
                 Mode::Text => match self.text_markers.find(rest, eof) {
                     MarkerHit::Full { at, end, .. } => {
+                        // The marker is markup once a call of the section starts (gate.markup then).
                         self.gate.text(&rest[..at], out);
-                        self.gate.markup(out);
                         self.section_raw.clear();
                         self.section_raw.push_str(self.spec.section_begin);
                         self.section_calls = 0;
