@@ -16,6 +16,16 @@ Everything here is implemented in Rust (``hermes_env._core``); this module is th
 Parsers are registered under vLLM's ``--tool-call-parser`` names. Malformed or truncated output
 never raises: what is not a call is content, and a ``ParseIssue`` (kind, byte ``offset``,
 ``char_offset`` into the ``str``, message) says what was wrong.
+
+Hermes family (``hermes``, ``qwen``, ``longcat``): text before the first call is content as
+written (vLLM's answer); whitespace between and after calls is dropped; other text there is kept
+in content with an ``unexpected_text`` issue (vLLM drops it). The JSON inside a call block is
+scanned with a real JSON grammar, so ``</tool_call>`` inside a string argument is string text
+(vLLM loses such calls). A call starts once its name and arguments key are seen; its arguments
+then stream as raw JSON text. If the JSON breaks after that, the call is kept with the raw text
+as arguments and a ``malformed_json`` issue; a block that never became a call is returned as
+content. Strings holding lone surrogates are repaired with U+FFFD (``invalid_unicode`` issue).
+``ParseStream.result()`` copies what was extracted so far: call it once, after ``finish()``.
 """
 
 from __future__ import annotations
