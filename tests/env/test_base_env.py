@@ -242,3 +242,23 @@ async def test_cancelled_group_still_cleans_every_workspace(make_env: Any, tmp_p
     with pytest.raises(asyncio.CancelledError):
         await task
     assert os.listdir(tmp_path / "ws") == []
+
+
+async def test_waiting_for_a_server_that_comes_up_later(make_env: Any, caplog: Any) -> None:
+    """serve waits for a server still loading its model (warning while it waits) instead of failing."""
+    import asyncio
+    import socket
+
+    from hermes_env.env.preflight import check_servers
+    from hermes_env.testing.scripted_openai import ScriptedOpenAIServer
+
+    with socket.socket() as sock:  # a free port; the server starts there only after the check has begun
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = make_env()
+    env.server.servers[0].config.base_url = f"http://127.0.0.1:{port}/v1"
+    check = asyncio.create_task(check_servers(env.server, wait=None, interval=0.05, remind_every=0.1))
+    await asyncio.sleep(0.3)
+    assert not check.done() and "still waiting for the inference server" in caplog.text
+    with ScriptedOpenAIServer(lambda messages, tools: "hi", port=port):
+        await asyncio.wait_for(check, 30)

@@ -97,7 +97,10 @@ class HermesAgentEnvConfig(BaseEnvConfig):
     dataset_split: str = Field(default="train", description="Split of a Hugging Face dataset.")
     prompt_field: str = Field(default="prompt", description="Field of each dataset row that holds the task prompt.")
     server_check_timeout: float = Field(
-        default=10.0, ge=0, description="Seconds to wait for the inference server to answer before the run starts."
+        default=10.0,
+        ge=0,
+        description="process/evaluate: seconds to wait for the inference server before giving up "
+        "(serve waits as long as it takes, warning every 30 s).",
     )
     process_concurrency: int = Field(
         default=4, ge=1, description="process mode: groups rolled out at once (each runs group_size rollouts)."

@@ -9,10 +9,13 @@ server that is still starting) and fails with a message saying what to fix.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 
 import aiohttp
 from atroposlib.envs.server_handling.server_manager import ServerManager
+
+logger = logging.getLogger(__name__)
 
 
 class InferenceServerUnreachable(RuntimeError):
@@ -27,8 +30,14 @@ def probe_url(base_url: str, server_type: str) -> str:
     return base + "/models"
 
 
-async def check_servers(server: ServerManager, *, wait: float = 10.0, interval: float = 0.5) -> None:
-    """Raise :class:`InferenceServerUnreachable` unless every configured server answers within ``wait`` seconds."""
+async def check_servers(
+    server: ServerManager, *, wait: float | None = 10.0, interval: float = 0.5, remind_every: float = 30.0
+) -> None:
+    """Raise :class:`InferenceServerUnreachable` unless every configured server answers within ``wait`` seconds.
+
+    ``wait=None`` waits as long as it takes (``serve``: the inference server may still be loading
+    a model), logging a warning every ``remind_every`` seconds so the wait is visible.
+    """
     for api_server in server.servers:
         config = getattr(api_server, "config", None)
         base_url = getattr(config, "base_url", None)
@@ -36,7 +45,9 @@ async def check_servers(server: ServerManager, *, wait: float = 10.0, interval: 
             continue  # test harness, or the default OpenAI endpoint
         url = probe_url(base_url, getattr(config, "server_type", "openai"))
         headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
-        deadline = time.monotonic() + wait
+        started = time.monotonic()
+        deadline = None if wait is None else started + wait
+        next_reminder = started + remind_every
         last_error = "no answer"
         while True:
             try:
@@ -47,7 +58,11 @@ async def check_servers(server: ServerManager, *, wait: float = 10.0, interval: 
                         last_error = f"HTTP {resp.status}"
             except (aiohttp.ClientError, TimeoutError, OSError) as err:
                 last_error = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
-            if time.monotonic() >= deadline:
+            now = time.monotonic()
+            if deadline is None and now >= next_reminder:
+                logger.warning("still waiting for the inference server at %s (%s: %s)", base_url, url, last_error)
+                next_reminder = now + remind_every
+            if deadline is not None and now >= deadline:
                 raise InferenceServerUnreachable(
                     f"cannot reach the inference server at {base_url} (probed {url}: {last_error}); start the server "
                     "or pass the right --openai.base_url and --openai.server_type"

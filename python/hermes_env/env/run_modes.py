@@ -107,8 +107,9 @@ class RunModesMixin:
         return metrics
 
     # ------------------------------------------------------------------ run modes
-    async def preflight(self) -> None:
-        """Fail fast, with a message, when the backend cannot start or an inference server does not answer."""
+    async def preflight(self, *, wait_forever: bool = False) -> None:
+        """Fail fast, with a message, when the backend cannot start or an inference server does not answer
+        (``wait_forever``: keep waiting for the server, warning every 30 s)."""
         try:
             _ = self.backend
         except Exception as err:  # noqa: BLE001 - unknown name, bwrap missing, bad options: all user-fixable
@@ -116,20 +117,21 @@ class RunModesMixin:
         if not getattr(self.server, "servers", None) or type(self.server.servers[0]).__name__ == "ServerHarness":
             return
         try:
-            await check_servers(self.server, wait=self.config.server_check_timeout)
+            await check_servers(self.server, wait=None if wait_forever else self.config.server_check_timeout)
         except InferenceServerUnreachable as err:
             raise EnvSetupError(str(err)) from None
 
-    async def _setup_or_exit(self) -> None:
+    async def _setup_or_exit(self, *, wait_for_server: bool = False) -> None:
         try:
-            await self.preflight()
+            await self.preflight(wait_forever=wait_for_server)
             await self.setup()
         except (EnvSetupError, DatasetError) as err:
             await self.close()
             raise SystemExit(f"error: {err}") from None
 
     async def env_manager(self) -> None:
-        await self._setup_or_exit()
+        # serve: the inference server may still be loading its model; wait for it (with reminders).
+        await self._setup_or_exit(wait_for_server=True)
         setup, self.setup = self.setup, _already_set_up  # type: ignore[method-assign]
         try:
             await super().env_manager()
