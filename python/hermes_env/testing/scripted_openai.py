@@ -131,7 +131,7 @@ class ScriptedOpenAIServer:
             loop.run_until_complete(runner.setup())
             site = web.TCPSite(runner, self.host, self.port)
             loop.run_until_complete(site.start())
-            self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+            self.port = int(runner.addresses[0][1])
             self._runner = runner
         except BaseException as err:  # noqa: BLE001 - reported to start()
             self._error = err
