@@ -237,7 +237,9 @@ def load_tools(spec: str) -> list[ExternalTool]:
         raise ValueError(f"--tools expects module:attribute, got {spec!r}")
     obj = getattr(importlib.import_module(module_name), attr)
     tools = obj() if callable(obj) else obj
-    if not all(isinstance(t, ExternalTool) for t in tools):
+    # Under ``python -m`` this module is __main__; user code imports the real module's class.
+    canonical = importlib.import_module("hermes_env.sandbox.tool_server").ExternalTool
+    if not all(isinstance(t, ExternalTool | canonical) for t in tools):
         raise ValueError(f"{spec} must be a list of ExternalTool")
     return list(tools)
 
