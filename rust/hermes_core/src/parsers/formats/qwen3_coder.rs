@@ -233,6 +233,7 @@ impl Qwen3Stream {
                 self.raw_at = self.at(out, i + at);
                 self.raw.clear();
                 self.raw.push_str(&rest[at..end]);
+                self.name.clear();
                 if marker == 0 {
                     self.st = St::Preamble;
                     self.via_tool_call = true;
@@ -347,6 +348,7 @@ impl Qwen3Stream {
                     self.st = St::Content;
                     return Some(s + 1);
                 }
+                self.name.clear();
                 self.content.call_starts();
                 self.after_call_reported = false;
                 out.start_call(&name, None, self.raw_at);
@@ -425,6 +427,7 @@ impl Qwen3Stream {
                         self.raw_at = at;
                         self.raw.clear();
                         self.raw.push_str(&rest[..end]);
+                        self.name.clear();
                         if marker == 3 {
                             self.name.clear();
                             self.via_tool_call = false;
@@ -938,6 +941,9 @@ mod tests {
         );
         assert!(r.tool_calls.is_empty());
         assert!(r.content.unwrap().starts_with("<tool_call>\n<function=read_file"));
+        let r = every_split("qwen3_coder", "<function=read_file><tool_call>");
+        assert_eq!(r.tool_calls.len(), 1);
+        assert_eq!(r.content.as_deref(), Some("<tool_call>"));
         // Every prefix of a realistic output: no panic, invariants hold, issues say truncated.
         for end in 0..=TWO_CALLS.len() {
             if !TWO_CALLS.is_char_boundary(end) {
