@@ -504,6 +504,13 @@ impl Parser<'_> {
             let Some(b) = self.peek() else {
                 return err(start, "unterminated string literal");
             };
+            if !fstring {
+                let skip = next_special(self.s.get(self.i..).unwrap_or_default(), q, true);
+                if skip > 0 {
+                    self.i += skip;
+                    continue;
+                }
+            }
             let special = b == q || b == b'\\' || b == b'\n' || b == b'\r' || (fstring && (b == b'{' || b == b'}'));
             if !special {
                 self.i += 1;
@@ -707,6 +714,17 @@ impl Parser<'_> {
     }
 }
 
+/// Bytes before the next quote `q`, backslash or newline in `text` (and CR when `stop_at_cr`).
+fn next_special(text: &[u8], q: u8, stop_at_cr: bool) -> usize {
+    let n = memchr::memchr3(q, b'\\', b'\n', text).unwrap_or(text.len());
+    if stop_at_cr {
+        if let Some(cr) = memchr::memchr(b'\r', text.get(..n).unwrap_or_default()) {
+            return cr;
+        }
+    }
+    n
+}
+
 fn is_radix_prefixed(tok: &[u8]) -> bool {
     tok.len() >= 2 && tok[0] == b'0' && matches!(tok[1], b'x' | b'X' | b'o' | b'O' | b'b' | b'B')
 }
@@ -862,6 +880,14 @@ impl CallScanner {
         while i < text.len() {
             let b = text[i];
             if let Some((q, triple)) = self.quote {
+                if !self.escape && self.run == 0 {
+                    // Skip plain string text at memchr speed.
+                    let skip = next_special(text.get(i..).unwrap_or_default(), q, !triple);
+                    if skip > 0 {
+                        i += skip;
+                        continue;
+                    }
+                }
                 if self.escape {
                     self.escape = false;
                 } else if b == b'\\' {
