@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 from pathlib import Path
@@ -139,3 +140,24 @@ async def test_unsandboxed_fallback_only_when_the_environment_allows_it(monkeypa
         r = await ex.execute("u", "bash", {"command": "pwd"})
         assert r.ok and r.output.strip().endswith("/slots/0")  # ran directly in the workspace, no /workspace mount
     shutil.rmtree(bindir)
+
+
+async def test_hung_worker_is_given_up_on_and_replaced(pool_factory) -> None:  # noqa: ANN001
+    pool: SlotPool = await pool_factory(slots_per_worker=2, min_workers=1, max_workers=1, health_interval_s=0.5)
+    async with ToolExecutor(pool, ExecutorConfig(transport_grace_s=1.0)) as ex:
+        assert (await ex.execute("h", "bash", {"command": "true"})).ok
+        lease = pool.lease_of("h")
+        assert lease is not None
+        hung = pool.worker(lease.worker_id)
+        assert hung is not None and hung.pid is not None
+        os.kill(hung.pid, signal.SIGSTOP)  # alive, but answers nothing
+        try:
+            r = await ex.execute("h", "bash", {"command": "echo never"}, timeout=2)
+            assert r.error_type == "worker_lost" and not r.ok, r
+            await _wait_until(lambda: lease.worker_id not in {w.worker_id for w in pool.workers}, "replacement")
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(hung.pid, signal.SIGCONT)
+        r = await ex.execute("h", "bash", {"command": "echo back"})
+        assert r.ok and r.output.endswith("fresh workspace]\nback\n") and r.data.get("workspace_replaced") is True
+        await _wait_until(lambda: not _processes_mentioning(str(hung.spec.root)), "the hung worker to be gone", 10)

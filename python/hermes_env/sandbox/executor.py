@@ -197,7 +197,10 @@ class ToolExecutor:
             batch = [first]
             # Never wait_for(queue.get()): on Python < 3.12 a get that completes as the timeout fires
             # is lost with its item, and that call's caller would wait forever. Wait on an event instead.
-            if window > 0 and self._queue.qsize() + 1 < self.config.max_batch_size:
+            # A lone call with nothing else in flight (one agent, sequential calls) goes at once;
+            # the window only pays off while several trajectories are active.
+            busy = bool(self._inflight) or not self._queue.empty()
+            if window > 0 and busy and self._queue.qsize() + 1 < self.config.max_batch_size:
                 self._batch_full.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._batch_full.wait(), window)
