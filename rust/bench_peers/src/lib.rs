@@ -130,14 +130,20 @@ impl Pair {
         self.hermes.parse(text).tool_calls.len()
     }
 
-    /// hermes_core streaming over `pieces`; returns the number of events.
+    /// hermes_core streaming over `pieces`, events into one reused buffer (as a server loop would
+    /// drain them per chunk); returns the number of events.
     pub fn hermes_stream(&self, pieces: &[&str]) -> usize {
         let mut s = self.hermes.stream();
+        let mut events = Vec::new();
         let mut n = 0;
         for p in pieces {
-            n += s.feed(p).len();
+            events.clear();
+            s.feed_into(p, None, Some(&mut events));
+            n += events.len();
         }
-        n + s.finish().len()
+        events.clear();
+        s.finish_into(Some(&mut events));
+        n + events.len()
     }
 
     /// tool-parser whole-text parse (`parse_complete_with_tools`); returns the number of calls.
