@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from atroposlib.envs.server_handling.server_baseline import APIServerConfig
 from hermes_env.agent.loop import AgentResult
-from hermes_env.env import HermesAgentBaseEnv, HermesAgentEnvConfig
+from hermes_env.env import HermesAgentBaseEnv
 from hermes_env.testing import qwen3_tokenizer_dir
 from openai.types.chat import ChatCompletion
 
@@ -102,10 +102,11 @@ def solve_or_fail(messages: list[dict[str, Any]], call: int) -> ChatCompletion:
 
 
 @pytest.fixture
-def make_env(tmp_path: Path) -> Callable[..., TinyEnv]:
-    created: list[TinyEnv] = []
+def make_env(tmp_path: Path) -> Callable[..., Any]:
 
-    def make(policy: Callable[..., ChatCompletion] = solve_or_fail, **overrides: Any) -> TinyEnv:
+    def make(
+        policy: Callable[..., ChatCompletion] = solve_or_fail, env_cls: type[Any] = TinyEnv, **overrides: Any
+    ) -> Any:
         fields: dict[str, Any] = {
             "tokenizer_name": str(qwen3_tokenizer_dir()),
             "group_size": 4,
@@ -118,11 +119,10 @@ def make_env(tmp_path: Path) -> Callable[..., TinyEnv]:
             "terminal_timeout": 10,
         }
         fields.update(overrides)
-        config = HermesAgentEnvConfig(**fields)
+        config = env_cls.env_config_cls(**fields)
         server = APIServerConfig(base_url="http://127.0.0.1:9/v1", server_type="openai", api_key="x", model_name="m")
-        env = TinyEnv(config, [server])
+        env = env_cls(config, [server])
         env.server = FakeChat(env.server.servers, policy)  # type: ignore[assignment]
-        created.append(env)
         return env
 
     return make

@@ -161,7 +161,7 @@ async def test_unreachable_server_is_reported_before_anything_runs(make_env: Any
         await check_servers(env.server, wait=0.0)
 
 
-async def _no_preflight() -> None:
+async def _no_preflight(**kwargs: Any) -> None:
     return None
 
 

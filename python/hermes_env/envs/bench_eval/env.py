@@ -43,7 +43,12 @@ def extract_answer(text: str) -> str | None:
 
 
 def normalize(answer: str) -> str:
-    return answer.strip().strip("`'\"").rstrip(".").strip().lower()
+    """Case-folded, without surrounding whitespace, quotes, backticks, bold markers or a trailing period."""
+    text, previous = answer, None
+    while text != previous:
+        previous = text
+        text = text.strip().rstrip(".").strip("`'\"*")
+    return text.lower()
 
 
 class BenchEvalConfig(HermesAgentEnvConfig):
