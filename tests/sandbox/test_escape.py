@@ -170,3 +170,22 @@ async def test_memory_and_cpu_limits_apply(pool_factory) -> None:  # noqa: ANN00
         assert r.ok and r.output.strip() == str(64 * 1024 * 1024)
         r = await ex.execute("m", "bash", {"command": "python3 -c 'while True: pass'; echo status=$?"}, timeout=20)
         assert not r.timed_out and ("status=152" in r.output or "status=137" in r.output)  # SIGXCPU / SIGKILL
+
+
+async def test_extra_read_only_paths_are_visible_but_not_writable(pool_factory) -> None:  # noqa: ANN001
+    import tempfile
+
+    shared = Path(tempfile.mkdtemp(prefix="hermes-ro-"))
+    shared.chmod(0o755)
+    (shared / "data.txt").write_text("reference data")
+    (shared / "data.txt").chmod(0o644)
+    try:
+        pool: SlotPool = await pool_factory(policy=SandboxPolicy(limits=TEST_LIMITS, ro_paths=(str(shared),)))
+        async with ToolExecutor(pool) as ex:
+            r = await ex.execute("ro", "bash", {"command": f"cat {shared}/data.txt; echo x > {shared}/new 2>&1"})
+        assert r.output.startswith("reference data") and "Read-only file system" in r.output
+        assert not (shared / "new").exists()
+    finally:
+        import shutil
+
+        shutil.rmtree(shared)

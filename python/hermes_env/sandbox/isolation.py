@@ -123,9 +123,9 @@ def bwrap_argv(
     if not policy.allow_network:
         argv.append("--unshare-net")
     argv += _system_mounts()
-    for p in policy.ro_paths:
-        argv += ["--ro-bind-try", p, p]
     argv += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/run"]
+    for p in policy.ro_paths:  # after the tmpfs mounts, so a path under /tmp is not hidden by them
+        argv += ["--ro-bind-try", p, p]
     argv += ["--bind", os.fspath(workspace), SANDBOX_WORKDIR]
     for src, dst in extra_binds or []:
         argv += ["--bind", src, dst]
