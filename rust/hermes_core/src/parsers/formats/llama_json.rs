@@ -149,12 +149,15 @@ impl Machine for LlamaStream {
                 }
                 Mode::Object => {
                     let (n, end) = self.obj.step(rest, base + i, out);
-                    let at = out.pos(base + i + n);
                     i += n;
-                    if self.obj.started() {
+                    if self.obj.started() && !self.pending.is_empty() {
                         // The call started: what was pending (tag, separators) was markup.
                         self.pending.clear();
                     }
+                    if end == ObjEnd::NeedMore {
+                        return input.len();
+                    }
+                    let at = out.pos(base + i);
                     match end {
                         ObjEnd::NeedMore => return input.len(),
                         ObjEnd::Call => {

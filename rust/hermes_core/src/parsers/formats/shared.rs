@@ -216,7 +216,6 @@ pub(crate) fn check_stripped_content(content: &str, has_calls: bool, format: &st
 }
 
 /// `s` as a JSON string literal.
-#[allow(dead_code)] // used by the JSON-object formats (llama3_json, xlam, ...)
 pub(crate) fn json_string(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| String::from("\"\""))
 }
@@ -239,7 +238,6 @@ pub(crate) fn render_args(i: usize, call: &ToolCall) -> Result<&str, RenderError
 }
 
 /// Which member of a call object is being read.
-#[allow(dead_code)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Member {
     Name,
@@ -248,7 +246,6 @@ enum Member {
 }
 
 /// How one call object ended (see [`CallObject::step`]).
-#[allow(dead_code)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum ObjEnd {
     /// Not finished; the whole input was consumed.
@@ -272,7 +269,6 @@ pub(crate) enum ObjEnd {
 /// when both the name and the arguments key are known and streaming the arguments' raw text.
 /// If the arguments come before the name they are held until the name arrives (the one
 /// unbounded hold-back of these formats; it ends with the object).
-#[allow(dead_code)]
 pub(crate) struct CallObject {
     name_key: &'static str,
     args_keys: &'static [&'static str],
@@ -290,7 +286,6 @@ pub(crate) struct CallObject {
     at: Pos,
 }
 
-#[allow(dead_code)]
 impl CallObject {
     pub(crate) fn new(name_key: &'static str, args_keys: &'static [&'static str]) -> CallObject {
         CallObject {
@@ -335,11 +330,6 @@ impl CallObject {
     /// The object's text read so far, while the call has not started.
     pub(crate) fn take_raw(&mut self) -> String {
         std::mem::take(&mut self.raw)
-    }
-
-    /// The tool name, once read.
-    pub(crate) fn name(&self) -> Option<&str> {
-        self.name.as_deref()
     }
 
     fn maybe_start(&mut self, out: &mut Emitter<'_>) {
@@ -387,28 +377,34 @@ impl CallObject {
                         self.maybe_start(out);
                     }
                 }
-                Walk::Value(t) => match self.member {
-                    Member::Name => self.name_raw.push_str(t),
-                    Member::Args => {
-                        if self.args_first {
-                            self.args_first = false;
-                            if !t.starts_with('{') {
-                                let pos = out.pos(at);
-                                let msg = format!(
-                                    "the call's {:?} is not a JSON object; it is passed on as written",
-                                    self.walker.key()
-                                );
-                                out.issue(IssueKind::BadArguments, pos, msg);
+                Walk::Value(t) => {
+                    match self.member {
+                        Member::Name => self.name_raw.push_str(t),
+                        Member::Args => {
+                            if self.args_first {
+                                self.args_first = false;
+                                if !t.starts_with('{') {
+                                    let pos = out.pos(at);
+                                    let msg = format!(
+                                        "the call's {:?} is not a JSON object; it is passed on as written",
+                                        self.walker.key()
+                                    );
+                                    out.issue(IssueKind::BadArguments, pos, msg);
+                                }
+                            }
+                            if self.started {
+                                out.args(t);
+                            } else {
+                                self.args_held.push_str(t);
                             }
                         }
-                        if self.started {
-                            out.args(t);
-                        } else {
-                            self.args_held.push_str(t);
-                        }
+                        Member::Other => {}
                     }
-                    Member::Other => {}
-                },
+                    if i >= input.len() {
+                        // Input used up: the walker keeps any pending event for the next step.
+                        return (i, ObjEnd::NeedMore);
+                    }
+                }
                 Walk::ValueEnd => match self.member {
                     Member::Name => {
                         if self.name_raw.starts_with('"') {
@@ -568,8 +564,11 @@ impl CallArray {
             let rest = input.get(i..).unwrap_or_default();
             if self.mode == ArrMode::Object {
                 let (n, end) = self.obj.step(rest, base + i, out);
-                let at = out.pos(base + i + n);
                 i += n;
+                if end == ObjEnd::NeedMore {
+                    return (i, ArrStep::NeedMore);
+                }
+                let at = out.pos(base + i);
                 match end {
                     ObjEnd::NeedMore => return (i, ArrStep::NeedMore),
                     ObjEnd::Call => {
