@@ -32,6 +32,7 @@ from atroposlib.envs.base import BaseEnv, ScoredDataGroup
 from hermes_env.agent.loop import AgentResult, HermesAgentLoop
 from hermes_env.agent.tool_pool import ToolWorkerPool
 from hermes_env.env.config import HermesAgentEnvConfig
+from hermes_env.env.defaults import default_server_config, default_tokenizer_name
 from hermes_env.env.errors import RolloutFailed
 from hermes_env.env.output import GroupJsonlWriter
 from hermes_env.env.phases import ResolvedPhase, phase1_item, phase2_item, prompt_only_item, resolve_phase
@@ -58,6 +59,16 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
 
     env_config_cls = HermesAgentEnvConfig
     config: HermesAgentEnvConfig
+
+    @classmethod
+    def config_init(cls) -> tuple[HermesAgentEnvConfig, list[Any]]:
+        """Defaults for the command line: the local Qwen3 tokenizer, wandb off, a local vLLM server.
+
+        Subclasses override this to change defaults; returning a list of ``APIServerConfig`` (not
+        atroposlib's ``ServerBaseline``) is what lets ``--openai.*`` flags apply.
+        """
+        config = cls.env_config_cls(tokenizer_name=default_tokenizer_name(), use_wandb=False, wandb_name=cls.name)
+        return config, [default_server_config()]
 
     def __init__(self, config: HermesAgentEnvConfig, server_configs: Any, slurm: bool = False, testing: bool = False):
         super().__init__(config, server_configs, slurm=slurm, testing=testing)

