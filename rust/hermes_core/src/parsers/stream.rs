@@ -480,3 +480,21 @@ impl Stream {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::count_chars;
+
+    #[test]
+    fn count_chars_matches_std_at_every_length() {
+        let text = "aé😀中\u{80}b\u{7ff}\u{800}\u{ffff}\u{10000}xyz".repeat(40);
+        let bytes = text.as_bytes();
+        for start in 0..8 {
+            for end in start..bytes.len().min(start + 600) {
+                let slice = &bytes[start..end];
+                let expected = slice.iter().filter(|&&b| (b & 0xC0) != 0x80).count();
+                assert_eq!(count_chars(slice), expected, "{start}..{end}");
+            }
+        }
+    }
+}
