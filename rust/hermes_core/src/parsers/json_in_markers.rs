@@ -562,3 +562,122 @@ impl FormatStream for JimStream {
         self.mode = Mode::Text;
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::parsers::formats::hermes::HERMES;
+    use crate::parsers::registry::Parser;
+    use crate::parsers::{get_parser, ParseResult};
+
+    fn hermes() -> Parser {
+        get_parser("hermes", Tools::none()).unwrap()
+    }
+
+    /// (text, content, [(name, arguments)], [issue kinds]) — the documented semantics, one row each.
+    #[allow(clippy::type_complexity)]
+    const ROWS: &[(&str, Option<&str>, &[(&str, &str)], &[&str])] = &[
+        ("plain </tool_call> text", Some("plain </tool_call> text"), &[], &[]),
+        (
+            "Hi.\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>\n",
+            Some("Hi.\n"),
+            &[("f", "{\"a\": 1}")],
+            &[],
+        ),
+        (
+            "<tool_call>{\"name\": \"f\", \"arguments\": {\"s\": \"</tool_call><tool_call>\"}}</tool_call>",
+            None,
+            &[("f", "{\"s\": \"</tool_call><tool_call>\"}")],
+            &[],
+        ),
+        (
+            "<tool_call>{\"arguments\": {\"a\": [1]}, \"name\": \"late\"}</tool_call>",
+            None,
+            &[("late", "{\"a\": [1]}")],
+            &[],
+        ),
+        (
+            "<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>\n\nafter",
+            Some("\n\nafter"),
+            &[("f", "{}")],
+            &["unexpected_text"],
+        ),
+        (
+            "<tool_call>{\"name\": \"f\"}</tool_call>",
+            Some("<tool_call>{\"name\": \"f\"}</tool_call>"),
+            &[],
+            &["missing_arguments"],
+        ),
+        (
+            "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": tru}}</tool_call>x",
+            Some("x"),
+            &[("f", "{\"a\": tru}}")],
+            &["malformed_json", "unexpected_text"],
+        ),
+        (
+            "<tool_call>{\"name\": \"f\", \"arguments\": \"s\"}</tool_call>",
+            None,
+            &[("f", "\"s\"")],
+            &["bad_arguments"],
+        ),
+        (
+            "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": \"x",
+            None,
+            &[("f", "{\"a\": \"x")],
+            &["truncated"],
+        ),
+        (
+            "<tool_call>{\"name\": \"f",
+            Some("<tool_call>{\"name\": \"f"),
+            &[],
+            &["truncated"],
+        ),
+        ("a <tool_call> b", Some("a <tool_call> b"), &[], &["malformed_markup"]),
+        ("<tool_", Some("<tool_"), &[], &[]),
+    ];
+
+    fn check(r: &ParseResult, row: &(&str, Option<&str>, &[(&str, &str)], &[&str])) {
+        let (text, content, calls, kinds) = row;
+        assert_eq!(r.content.as_deref(), *content, "{text}");
+        let got: Vec<(&str, &str)> = r
+            .tool_calls
+            .iter()
+            .map(|c| (c.name.as_str(), c.arguments.as_str()))
+            .collect();
+        assert_eq!(&got, calls, "{text}");
+        let got: Vec<&str> = r.issues.iter().map(|i| i.kind.as_str()).collect();
+        assert_eq!(&got, kinds, "{text}");
+    }
+
+    #[test]
+    fn semantics_table_whole_and_byte_by_byte() {
+        let p = hermes();
+        for row in ROWS {
+            check(&p.parse(row.0), row);
+            let mut s = p.stream();
+            for (i, ch) in row.0.char_indices() {
+                s.feed(&row.0[i..i + ch.len_utf8()]);
+            }
+            s.finish();
+            check(&s.result(), row);
+        }
+    }
+
+    #[test]
+    fn render_refuses_what_it_cannot_express() {
+        let call = ToolCall {
+            id: String::new(),
+            name: "f".into(),
+            arguments: "{}".into(),
+        };
+        assert!(HERMES.render(&[call.clone()], Some("see <tool_call>")).is_err());
+        let bad = ToolCall {
+            arguments: "{oops".into(),
+            ..call.clone()
+        };
+        assert!(HERMES.render(&[bad], None).unwrap_err().0.contains("not valid JSON"));
+        let text = HERMES.render(&[call.clone(), call], Some("ok")).unwrap();
+        assert_eq!(text, "ok<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>");
+    }
+}
