@@ -576,8 +576,14 @@ mod tests {
     }
 
     /// (text, content, [(name, arguments)], [issue kinds]) — the documented semantics, one row each.
-    #[allow(clippy::type_complexity)]
-    const ROWS: &[(&str, Option<&str>, &[(&str, &str)], &[&str])] = &[
+    type Row = (
+        &'static str,
+        Option<&'static str>,
+        &'static [(&'static str, &'static str)],
+        &'static [&'static str],
+    );
+
+    const ROWS: &[Row] = &[
         ("plain </tool_call> text", Some("plain </tool_call> text"), &[], &[]),
         (
             "Hi.\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>\n",
@@ -637,7 +643,7 @@ mod tests {
         ("<tool_", Some("<tool_"), &[], &[]),
     ];
 
-    fn check(r: &ParseResult, row: &(&str, Option<&str>, &[(&str, &str)], &[&str])) {
+    fn check(r: &ParseResult, row: &Row) {
         let (text, content, calls, kinds) = row;
         assert_eq!(r.content.as_deref(), *content, "{text}");
         let got: Vec<(&str, &str)> = r
@@ -671,7 +677,9 @@ mod tests {
             name: "f".into(),
             arguments: "{}".into(),
         };
-        assert!(HERMES.render(&[call.clone()], Some("see <tool_call>")).is_err());
+        assert!(HERMES
+            .render(std::slice::from_ref(&call), Some("see <tool_call>"))
+            .is_err());
         let bad = ToolCall {
             arguments: "{oops".into(),
             ..call.clone()
