@@ -31,6 +31,8 @@ from hermes_env.sandbox.runner import run_process
 from hermes_env.sandbox.workspace import reset
 
 GLOBAL_TIMEOUT_S = 900.0
+# Raw per-call latencies of the last run (seconds), kept out of run()'s summary for --plot.
+_LAST_LATENCIES: dict[str, list[float]] = {}
 SLOTS_PER_WORKER = 32
 
 
@@ -121,6 +123,7 @@ async def _bench(n_traj: int, n_calls: int, baseline_calls: int) -> dict[str, An
         await pool.close()
     total = n_traj * n_calls
     ms = 1000.0
+    _LAST_LATENCIES.update(executor=lat, direct=direct_lat)
     return {
         "trajectories": n_traj,
         "calls_per_trajectory": n_calls,
@@ -181,16 +184,44 @@ def _print(result: dict[str, Any]) -> None:
         print(f"{k:<{width}}  {v}")
 
 
+def plot(path: Path, result: dict[str, Any]) -> None:
+    """Latency CDF of a call through the pool and of the same command run directly with bubblewrap."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for label, key in (("through the pool (executor)", "executor"), ("direct bubblewrap", "direct")):
+        values = sorted(v * 1000 for v in _LAST_LATENCIES.get(key, []))
+        if values:
+            ax.plot(values, [(i + 1) / len(values) for i in range(len(values))], label=label)
+    ax.set_xlabel("latency per call (ms)")
+    ax.set_ylabel("fraction of calls")
+    ax.set_title(
+        f"{result['trajectories']} concurrent trajectories x {result['calls_per_trajectory']} bash calls: "
+        f"{result['calls_per_s']} calls/s"
+    )
+    ax.grid(alpha=0.3)
+    ax.legend()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="16 trajectories x 3 calls")
     p.add_argument("--json", type=Path, help="also write the result as JSON here")
+    p.add_argument("--plot", type=Path, help="also write a latency CDF (PNG) here")
     args = p.parse_args()
     result = run(quick=args.quick)
     _print(result)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=2) + "\n")
+    if args.plot:
+        plot(args.plot, result)
     return 0
 
 

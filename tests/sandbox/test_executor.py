@@ -146,3 +146,31 @@ async def test_many_trajectories_with_tiny_batches_all_complete(pool: SlotPool) 
     for t, outputs in enumerate(results):
         assert outputs[1::2] == [f"{t}:{c}" for c in range(0, 30, 2)]
     assert ex.calls_sent == 240 and ex.batches_sent >= 240 // 3
+
+
+async def test_a_fast_call_is_not_held_back_by_a_slow_one_in_its_batch(pool: SlotPool) -> None:
+    from hermes_env.sandbox import ExecutorConfig
+
+    async with ToolExecutor(pool, ExecutorConfig(batch_window_ms=50)) as ex:
+        await asyncio.gather(
+            ex.execute("slow", "bash", {"command": "true"}), ex.execute("fast", "bash", {"command": "true"})
+        )
+        assert pool.lease_of("slow").worker_id == pool.lease_of("fast").worker_id  # type: ignore[union-attr]
+        batches = ex.batches_sent
+        slow = asyncio.create_task(ex.execute("slow", "bash", {"command": "sleep 5; echo slow"}))
+        fast = asyncio.create_task(ex.execute("fast", "bash", {"command": "echo fast"}))
+        done, _ = await asyncio.wait({slow, fast}, return_when=asyncio.FIRST_COMPLETED)
+        assert done == {fast} and fast.result().output == "fast\n"
+        assert ex.batches_sent == batches + 1  # both went in the same /batch request
+        assert (await slow).output == "slow\n"
+
+
+async def test_plain_json_batch_answer_for_other_clients(executor: ToolExecutor) -> None:
+    lease = await executor.pool.acquire("plain")
+    body = {"calls": [{"slot": lease.slot, "tool": "bash", "args": {"command": "echo a"}},
+                      {"slot": lease.slot, "tool": "bash", "args": {"command": "echo b"}}]}  # fmt: skip
+    async with (
+        aiohttp.ClientSession(headers=executor.pool.auth_headers) as s,
+        s.post(lease.url + "/batch", json=body) as r,
+    ):
+        assert [x["output"] for x in (await r.json())["results"]] == ["a\n", "b\n"]

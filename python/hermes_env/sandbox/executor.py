@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import json
 import logging
 import time
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ import aiohttp
 
 from hermes_env.sandbox.config import ExecutorConfig
 from hermes_env.sandbox.pool import Lease, PoolClosedError, SlotAcquireTimeout, SlotPool
-from hermes_env.sandbox.protocol import BatchResponse, ToolCall, ToolResult
+from hermes_env.sandbox.protocol import NDJSON, ToolCall, ToolResult
 from hermes_env.sandbox.workers import WorkerStartError
 
 log = logging.getLogger(__name__)
@@ -242,39 +243,49 @@ class ToolExecutor:
         body = {"calls": [p.call.model_dump() for p in items]}
         self.batches_sent += 1
         self.calls_sent += len(items)
+        headers = {**self.pool.auth_headers, "Accept": NDJSON}
         try:
             async with self._session.post(
-                url + "/batch", json=body, headers=self.pool.auth_headers, timeout=aiohttp.ClientTimeout(total=timeout)
+                url + "/batch", json=body, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout)
             ) as resp:
-                raw = await resp.read()
                 if resp.status != 200:
-                    detail = raw[:500].decode(errors="replace")
+                    detail = (await resp.read())[:500].decode(errors="replace")
                     msg = f"sandbox worker {worker_id} rejected the batch ({resp.status}): {detail}"
                     for p in items:
                         self._settle(p, ToolResult.failure("internal", msg))
                     return
-                results = BatchResponse.model_validate_json(raw).results
+                # One JSON line per call as it finishes (JSON never holds a raw newline); split here
+                # rather than with readline, whose line limit a large read_file result would exceed.
+                buf = b""
+                async for chunk in resp.content.iter_any():
+                    buf += chunk
+                    while b"\n" in buf:
+                        line, buf = buf.split(b"\n", 1)
+                        self._deliver(worker_id, items, line)
         except (aiohttp.ClientError, TimeoutError) as exc:
             reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             msg = f"sandbox worker {worker_id} was lost while running this call ({reason})"
             # Report first, so that a retry issued as soon as this call fails already gets a fresh slot.
             await self.pool.report_failure(worker_id, reason)
-            for p in items:
+            for p in items:  # calls that finished before the loss keep their results
                 self._settle(p, ToolResult.failure("worker_lost", msg, worker_id=worker_id))
             return
         except asyncio.CancelledError:
             for p in items:
                 self._settle(p, ToolResult.failure("internal", "the tool executor was closed while the call ran"))
             raise
-        if len(results) != len(items):
-            for p in items:
-                self._settle(p, ToolResult.failure("internal", f"worker {worker_id} returned {len(results)} results"))
-            return
-        for p, r in zip(items, results, strict=True):
-            r.data.setdefault("worker_id", worker_id)
-            if p.lease.node_id is not None:
-                r.data.setdefault("node_id", p.lease.node_id)
-            self._settle(p, r)
+        for p in items:
+            self._settle(p, ToolResult.failure("internal", f"worker {worker_id} ended the batch without this result"))
+
+    @staticmethod
+    def _deliver(worker_id: str, items: list[_Pending], line: bytes) -> None:
+        message = json.loads(line)
+        p = items[int(message["index"])]
+        r = ToolResult.model_validate(message["result"])
+        r.data.setdefault("worker_id", worker_id)
+        if p.lease.node_id is not None:
+            r.data.setdefault("node_id", p.lease.node_id)
+        ToolExecutor._settle(p, r)
 
     @staticmethod
     def _settle(p: _Pending, result: ToolResult) -> None:

@@ -10,6 +10,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# Content type of a streamed /batch answer: one {"index": i, "result": ToolResult} line per call.
+NDJSON = "application/x-ndjson"
+
 # Tools every sandbox server runs. External tools go to the tool server instead.
 SANDBOX_TOOLS = ("bash", "bash_stateful", "tmux", "read_file", "write_file")
 

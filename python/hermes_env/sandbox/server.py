@@ -30,6 +30,7 @@ from pydantic import BaseModel, ValidationError
 from hermes_env.sandbox.config import SandboxPolicy
 from hermes_env.sandbox.isolation import SLOT_UID_BASE
 from hermes_env.sandbox.protocol import (
+    NDJSON,
     ArtifactRequest,
     BatchRequest,
     BatchResponse,
@@ -62,6 +63,28 @@ async def _parse(request: web.Request, model: type[BaseModel]) -> BaseModel | we
 async def _run_batch(host: SlotHost, calls: list[ToolCall]) -> list[ToolResult]:
     # Per slot, calls run in request order (the slot lock is FIFO); slots run concurrently.
     return list(await asyncio.gather(*(host.execute(c) for c in calls)))
+
+
+async def _stream_batch(host: SlotHost, calls: list[ToolCall], request: web.Request) -> web.StreamResponse:
+    """One NDJSON line ``{"index": i, "result": ...}`` per call, as each finishes: a fast call is not
+    held back by a slow one sharing its batch."""
+
+    async def one(i: int, call: ToolCall) -> tuple[int, ToolResult]:
+        return i, await host.execute(call)
+
+    # Tasks are created in request order, so each slot's FIFO lock sees its calls in that order.
+    tasks = [asyncio.create_task(one(i, c)) for i, c in enumerate(calls)]
+    resp = web.StreamResponse(headers={"Content-Type": NDJSON})
+    try:
+        await resp.prepare(request)
+        for next_done in asyncio.as_completed(tasks):
+            i, result = await next_done
+            await resp.write(json.dumps({"index": i, "result": result.model_dump()}).encode() + b"\n")
+        await resp.write_eof()
+    finally:
+        for t in tasks:
+            t.cancel()  # the client went away: stop what is still running
+    return resp
 
 
 def _secret_guard(secret: str) -> Callable[..., Awaitable[web.StreamResponse]]:
@@ -125,7 +148,18 @@ def build_app(host: SlotHost, worker_id: str, secret: str | None = None) -> web.
     app.router.add_get("/health", health)
     app.router.add_get("/slots", slots)
     app.router.add_post("/execute", route(ToolCall, host.execute))
-    app.router.add_post("/batch", route(BatchRequest, batch))
+    batch_json = route(BatchRequest, batch)
+
+    async def batch_handler(request: web.Request) -> web.StreamResponse:
+        if NDJSON not in request.headers.get("Accept", ""):
+            return await batch_json(request)
+        parsed = await _parse(request, BatchRequest)
+        if isinstance(parsed, web.Response):
+            return parsed
+        assert isinstance(parsed, BatchRequest)
+        return await _stream_batch(host, parsed.calls, request)
+
+    app.router.add_post("/batch", batch_handler)
     app.router.add_post("/reset", route(SlotRequest, reset))
     for kind in ("read", "list", "archive"):
         app.router.add_post(f"/artifacts/{kind}", route(ArtifactRequest, artifact(kind)))
