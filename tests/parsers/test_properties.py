@@ -77,6 +77,9 @@ text_st = st.one_of(
     st.text(max_size=30),
     st.sampled_from(MARKERS),
     st.sampled_from(['"', "\\", "\\n", "\\u00e9", "{", "}", "[", "]", "😀", "👩‍👩‍👧", "é", "\u2028", "\x00", "\r\n"]),
+    # Python-literal and XML-parameter pieces (pythonic, qwen3_coder, glm): calls, quotes, values.
+    st.sampled_from(["read_file(", "list_processes()", "path=", "'", "'''", ")", ",", "r'", "f'", "True", "-1.5e3"]),
+    st.sampled_from(["<parameter=path>\n", "\n</parameter>", "<function=terminal>", "<arg_key>path</arg_key>"]),
 )
 string_st = st.lists(text_st, max_size=6).map("".join)
 json_leaf = st.one_of(
