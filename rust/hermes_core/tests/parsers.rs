@@ -264,3 +264,19 @@ fn issues_carry_kind_and_offset() {
     assert_eq!(bad.char_offset, text[..bad.offset].chars().count());
     assert_eq!(r.tool_calls[0].arguments, "{\"a\": 1,}}");
 }
+
+/// Positions of text held back across chunks (a marker split between feeds) stay exact.
+#[test]
+fn positions_of_held_text_are_exact() {
+    let tools = Tools::from_json(r#"[{"type":"function","function":{"name":"ok"}}]"#).unwrap();
+    let p = get_parser("hermes", tools).unwrap();
+    let text = "éé😀<tool_call>{\"name\":\"zz\",\"arguments\":{}}</tool_call>";
+    let whole = p.parse(text);
+    assert_eq!(whole.issues.len(), 1);
+    let issue = &whole.issues[0];
+    assert_eq!((issue.offset, issue.char_offset), (8, 3));
+    for cut in (0..=text.len()).filter(|&c| text.is_char_boundary(c)) {
+        let (_, r) = run(&p, text, &[cut, cut + 3]);
+        assert_eq!(r.issues, whole.issues, "cut at {cut}");
+    }
+}

@@ -149,11 +149,15 @@ impl Emitter<'_> {
     pub fn pos(&mut self, byte: usize) -> Pos {
         if byte >= self.base.byte {
             let rel = (byte - self.base.byte).min(self.chunk.len());
-            if rel < self.cursor.0 {
-                self.cursor = (0, 0);
+            // Count only between the last asked position and this one (either direction), so
+            // a format asking for positions in order pays O(chunk) per chunk in total.
+            if rel >= self.cursor.0 {
+                let counted = count_chars(self.chunk.get(self.cursor.0..rel).unwrap_or_default());
+                self.cursor = (rel, self.cursor.1 + counted);
+            } else {
+                let back = count_chars(self.chunk.get(rel..self.cursor.0).unwrap_or_default());
+                self.cursor = (rel, self.cursor.1 - back);
             }
-            let counted = count_chars(self.chunk.get(self.cursor.0..rel).unwrap_or_default());
-            self.cursor = (rel, self.cursor.1 + counted);
             Pos {
                 byte: self.base.byte + rel,
                 char: self.base.char + self.cursor.1,
