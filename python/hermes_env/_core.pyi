@@ -41,6 +41,7 @@ class ToolCall:
 
 @_final
 class ParseIssue:
+    def __new__(cls, kind: _IssueKind, offset: int, char_offset: int, message: str) -> _Self: ...
     @property
     def kind(self) -> _IssueKind: ...
     @property
@@ -53,6 +54,9 @@ class ParseIssue:
 
 @_final
 class ParseResult:
+    def __new__(
+        cls, content: str | None = None, tool_calls: list[ToolCall] = ..., issues: list[ParseIssue] = ...
+    ) -> _Self: ...
     @property
     def content(self) -> str | None: ...
     @property

@@ -9,6 +9,7 @@ import pytest
 from hermes_env.parsers import (
     ISSUE_KINDS,
     ContentDelta,
+    ParseIssue,
     ParseResult,
     ToolCall,
     ToolCallArgsDelta,
@@ -271,3 +272,23 @@ def test_issue_kinds_match_the_stub() -> None:
     block = re.search(r"_IssueKind = _Literal\[(.*?)\]", stub, re.S)
     assert block is not None
     assert re.findall(r'"(\w+)"', block.group(1)) == ISSUE_KINDS
+
+
+def test_results_and_events_pickle() -> None:
+    """Results and events cross process boundaries (multiprocessing, Ray) intact."""
+    import pickle
+
+    p = get_parser("hermes", tools=TOOLS)
+    r = p.parse(TEXT + '<tool_call>{"name": "nope", "arguments": {}}</tool_call>')
+    back = pickle.loads(pickle.dumps(r))
+    assert back == r and back.to_message() == r.to_message()
+    assert [c.id for c in back.tool_calls] == [c.id for c in r.tool_calls]
+    s = p.stream()
+    events = s.feed(TEXT) + s.finish()
+    again = pickle.loads(pickle.dumps(events))
+    assert [type(e) for e in again] == [type(e) for e in events]
+    assert [e.to_openai_delta() for e in again] == [e.to_openai_delta() for e in events]
+    built = ParseResult("hi", [ToolCall("f", "{}")], [ParseIssue("truncated", 3, 2, "cut")])
+    assert built.tools_called and built.issues[0].kind == "truncated"
+    with pytest.raises(ValueError, match="unknown issue kind"):
+        ParseIssue("nope", 0, 0, "")

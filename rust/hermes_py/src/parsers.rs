@@ -52,6 +52,11 @@ impl PyToolCall {
         )
     }
 
+    /// Pickle support (multiprocessing, Ray).
+    fn __getnewargs__(&self) -> (String, String, String) {
+        (self.name.clone(), self.arguments.clone(), self.id.clone())
+    }
+
     #[classattr]
     fn __match_args__() -> (&'static str, &'static str, &'static str) {
         ("name", "arguments", "id")
@@ -84,6 +89,24 @@ pub struct PyParseIssue {
 
 #[pymethods]
 impl PyParseIssue {
+    #[new]
+    fn new(kind: &str, offset: usize, char_offset: usize, message: String) -> PyResult<Self> {
+        let kind = IssueKind::ALL.iter().find(|k| k.as_str() == kind).ok_or_else(|| {
+            let names: Vec<&str> = IssueKind::ALL.iter().map(|k| k.as_str()).collect();
+            PyValueError::new_err(format!("unknown issue kind {kind:?}; use one of: {}", names.join(", ")))
+        })?;
+        Ok(PyParseIssue {
+            kind: kind.as_str(),
+            offset,
+            char_offset,
+            message,
+        })
+    }
+
+    fn __getnewargs__(&self) -> (&'static str, usize, usize, String) {
+        (self.kind, self.offset, self.char_offset, self.message.clone())
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "ParseIssue(kind={:?}, offset={}, char_offset={}, message={:?})",
@@ -147,6 +170,25 @@ impl PyParseResult {
 
 #[pymethods]
 impl PyParseResult {
+    /// Build a result by hand (tests, replays); parsers build theirs.
+    #[new]
+    #[pyo3(signature = (content=None, tool_calls=Vec::new(), issues=Vec::new()))]
+    fn new(content: Option<Py<PyString>>, tool_calls: Vec<Py<PyToolCall>>, issues: Vec<Py<PyParseIssue>>) -> Self {
+        PyParseResult {
+            content,
+            tool_calls,
+            issues,
+        }
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn __getnewargs__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Option<Py<PyString>>, Bound<'py, PyList>, Bound<'py, PyList>)> {
+        Ok((self.content(py), self.tool_calls(py)?, self.issues(py)?))
+    }
+
     /// Text outside calls, or None.
     #[getter]
     fn content(&self, py: Python<'_>) -> Option<Py<PyString>> {
@@ -243,6 +285,10 @@ impl PyContentDelta {
     fn __repr__(&self) -> String {
         format!("ContentDelta({:?})", self.text)
     }
+    fn __getnewargs__(&self) -> (String,) {
+        (self.text.clone(),)
+    }
+
     #[classattr]
     fn __match_args__() -> (&'static str,) {
         ("text",)
@@ -281,6 +327,10 @@ impl PyToolCallStart {
             self.index, self.id, self.name
         )
     }
+    fn __getnewargs__(&self) -> (usize, String, String) {
+        (self.index, self.id.clone(), self.name.clone())
+    }
+
     #[classattr]
     fn __match_args__() -> (&'static str, &'static str, &'static str) {
         ("index", "id", "name")
@@ -318,6 +368,10 @@ impl PyToolCallArgsDelta {
     fn __repr__(&self) -> String {
         format!("ToolCallArgsDelta(index={}, text={:?})", self.index, self.text)
     }
+    fn __getnewargs__(&self) -> (usize, String) {
+        (self.index, self.text.clone())
+    }
+
     #[classattr]
     fn __match_args__() -> (&'static str, &'static str) {
         ("index", "text")
@@ -344,6 +398,10 @@ impl PyToolCallEnd {
     fn __repr__(&self) -> String {
         format!("ToolCallEnd(index={})", self.index)
     }
+    fn __getnewargs__(&self) -> (usize,) {
+        (self.index,)
+    }
+
     #[classattr]
     fn __match_args__() -> (&'static str,) {
         ("index",)
