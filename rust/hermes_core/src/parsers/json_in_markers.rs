@@ -518,6 +518,11 @@ impl FormatStream for JimStream {
         self.feed_input(chunk, false, out);
     }
 
+    fn holds_text(&self) -> bool {
+        // Positions are only ever asked for text in `held` or in the chunk being fed.
+        !self.held.is_empty()
+    }
+
     fn finish(&mut self, out: &mut Emitter<'_>) {
         // Text held as a possible marker prefix is decided now: no more text will come.
         self.feed_input("", true, out);

@@ -20,6 +20,14 @@ use super::types::{Event, IssueKind, ParseIssue, ParseResult, Pos, RenderError, 
 pub trait FormatStream: Send {
     fn feed(&mut self, chunk: &str, out: &mut Emitter<'_>);
     fn finish(&mut self, out: &mut Emitter<'_>);
+
+    /// Whether text fed so far is still held back (not yet consumed). Only an optimisation:
+    /// when false after a feed, the driver need not keep the recent text that makes
+    /// [`Emitter::pos`] exact for offsets before the next chunk. The default (true) is always
+    /// correct; override it only if you never ask for positions of text you did not hold.
+    fn holds_text(&self) -> bool {
+        true
+    }
 }
 
 /// A tool-call format: builds stream state machines and renders calls back into raw text.
@@ -374,7 +382,11 @@ impl Stream {
         };
         self.end_byte += chunk.len();
         self.end_char += counted;
-        self.remember(chunk.as_bytes());
+        if self.format.holds_text() {
+            self.remember(chunk.as_bytes());
+        } else {
+            self.window_len = 0;
+        }
     }
 
     /// Keep the last bytes of the output so positions of held-back text stay exact.
