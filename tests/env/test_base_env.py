@@ -69,6 +69,22 @@ async def test_reward_that_raises_scores_zero_and_the_group_goes_on(make_env: An
     assert env.rollout_stats.summary()["reward_failures"] == 4
 
 
+async def test_reward_that_hangs_scores_zero(make_env: Any, caplog: Any) -> None:
+    import asyncio
+
+    env = make_env(group_size=2, reward_timeout=0.2)
+
+    async def hang(item: Any, result: Any, ctx: Any) -> float:
+        await asyncio.Event().wait()
+        return 1.0
+
+    env.compute_reward = hang  # type: ignore[method-assign]
+    await env.setup()
+    group, _ = await env.collect_trajectories(await env.get_next_item())
+    assert group is not None and group["scores"] == [0.0, 0.0]
+    assert "did not finish within reward_timeout" in caplog.text
+
+
 async def test_nothing_produced_skips_the_reward_and_trains_nothing(make_env: Any) -> None:
     from openai.types.chat import ChatCompletion
 

@@ -221,7 +221,15 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
 
     async def _score(self, item: Any, result: AgentResult, ctx: Any, trajectory_id: str) -> tuple[float, bool]:
         try:
-            score = float(await self.verify_and_score_trajectory(item, result, ctx))
+            async with asyncio.timeout(self.config.reward_timeout):
+                score = float(await self.verify_and_score_trajectory(item, result, ctx))
+        except TimeoutError:
+            logger.error(
+                "compute_reward for %s did not finish within reward_timeout=%gs; scoring it 0.0",
+                trajectory_id,
+                self.config.reward_timeout,
+            )
+            return 0.0, True
         except Exception:  # noqa: BLE001 - a broken reward scores 0.0; the run goes on
             logger.exception("compute_reward raised for %s; scoring it 0.0", trajectory_id)
             return 0.0, True

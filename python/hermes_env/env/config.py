@@ -81,6 +81,9 @@ class HermesAgentEnvConfig(BaseEnvConfig):
     )
 
     # --- sandbox ---------------------------------------------------------------------------
+    reward_timeout: float = Field(
+        default=300.0, gt=0, description="Time limit of compute_reward for one rollout; a reward that hangs scores 0.0."
+    )
     terminal_backend: str = Field(default="local", description="Where tools run: local, bwrap or sandbox.")
     terminal_timeout: float = Field(default=60.0, gt=0, description="Time limit of one tool call, in seconds.")
     terminal_backend_options: dict[str, Any] = Field(
