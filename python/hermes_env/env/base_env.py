@@ -158,9 +158,8 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         return ToolContext(trajectory_id, self.backend, timeout=self.config.terminal_timeout)
 
     def _loop(self, server: Any, group: GroupTools, ctx: Any, split: str = "train") -> HermesAgentLoop:
-        sampling: dict[str, Any] = {}
-        if self.phase == "openai":
-            sampling["split"] = split  # ServerManager routes eval calls to its eval semaphore
+        # ServerManager routes split="eval" calls to its eval semaphore (the managed server passes it through).
+        sampling: dict[str, Any] = {"split": split}
         return HermesAgentLoop(
             server,
             group.tools,
