@@ -199,6 +199,20 @@ async def test_length_finish_is_not_natural() -> None:
     assert result.turns_used == 1 and not result.finished_naturally
 
 
+async def test_reasoning_field_is_kept_for_the_chat_template() -> None:
+    server = ScriptedChat([lambda m: completion("answer", reasoning="newer vLLM field")])
+    result = await make_loop(server, []).run([{"role": "user", "content": "go"}])
+    assert result.messages[-1]["reasoning_content"] == "newer vLLM field"
+    assert result.reasoning_per_turn == ["newer vLLM field"]
+
+
+async def test_empty_choices_end_the_rollout_with_a_reason() -> None:
+    empty = completion("x")
+    empty.choices = []
+    result = await make_loop(ScriptedChat([lambda m: empty]), []).run([{"role": "user", "content": "go"}])
+    assert result.error == "model call on turn 1 returned no choices" and not result.produced_output
+
+
 async def test_server_failure_ends_rollout_with_a_reason() -> None:
     class Down:
         async def chat_completion(self, **kwargs: Any) -> Any:

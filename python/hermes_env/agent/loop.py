@@ -179,6 +179,10 @@ class HermesAgentLoop:
                 result.error = f"model call failed on turn {turn + 1}: {type(err).__name__}: {err}"
                 logger.warning("rollout stopped: %s", result.error)
                 break
+            if not getattr(completion, "choices", None):
+                result.error = f"model call on turn {turn + 1} returned no choices"
+                logger.warning("rollout stopped: %s", result.error)
+                break
             choice = completion.choices[0]
             message = choice.message
             usage = getattr(completion, "usage", None)
@@ -190,9 +194,15 @@ class HermesAgentLoop:
             result.reasoning_per_turn.append(extract_reasoning(message))
             calls = _tool_call_dicts(message)
             assistant: dict[str, Any] = {"role": "assistant", "content": _get(message, "content") or ""}
-            reasoning = _get(message, "reasoning_content")
-            if isinstance(reasoning, str) and reasoning:
-                assistant["reasoning_content"] = reasoning
+            # Servers put separated reasoning in `reasoning_content` (vLLM <0.10) or `reasoning`; chat
+            # templates read `reasoning_content`. Reasoning left inside `content` stays there.
+            for field_name in ("reasoning_content", "reasoning"):
+                reasoning = _get(message, field_name)
+                if reasoning is None and not isinstance(message, dict):
+                    reasoning = (getattr(message, "model_extra", None) or {}).get(field_name)
+                if isinstance(reasoning, str) and reasoning:
+                    assistant["reasoning_content"] = reasoning
+                    break
             if calls:
                 assistant["tool_calls"] = calls
             messages.append(assistant)
