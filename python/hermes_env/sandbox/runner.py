@@ -1,7 +1,7 @@
 """Running one process with a wall-clock timeout and a cap on the output kept.
 
 The process is started in its own session so the whole tree can be killed at once; inside
-bubblewrap the PID namespace dies with its init, taking every descendant with it.
+bubblewrap the PID namespace dies with its pid 1, taking every descendant with it.
 """
 
 from __future__ import annotations
@@ -25,18 +25,26 @@ _CHUNK = 65536
 # any other zombie child is an orphan reparented to us as subreaper, which ``reap_orphans`` collects.
 _MANAGED: dict[int, asyncio.subprocess.Process] = {}
 _PR_SET_CHILD_SUBREAPER = 36
+_SPAWNING = 0  # spawns between fork and registration in _MANAGED
+# A child unregistered for this long cannot be a spawn still in progress.
+_SPAWN_GRACE_S = 30.0
 
 
 async def spawn(*argv: str, **kwargs: Any) -> asyncio.subprocess.Process:
     """``asyncio.create_subprocess_exec`` in a new session, recorded as managed (see ``reap_orphans``)."""
+    global _SPAWNING
     kwargs["start_new_session"] = True
-    proc = await asyncio.create_subprocess_exec(*argv, **kwargs)
-    _MANAGED[proc.pid] = proc
+    _SPAWNING += 1
+    try:
+        proc = await asyncio.create_subprocess_exec(*argv, **kwargs)
+        _MANAGED[proc.pid] = proc
+    finally:
+        _SPAWNING -= 1
     return proc
 
 
 def become_subreaper() -> bool:
-    """Make orphaned descendants (a sandbox's init whose bwrap was killed) reparent to this process."""
+    """Make orphaned descendants (a sandbox's pid 1 whose bwrap was killed) reparent to this process."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         return libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
@@ -47,29 +55,36 @@ def become_subreaper() -> bool:
 def reap_orphans() -> int:
     """waitpid every zombie child that is an orphan reparented to us; returns how many were reaped.
 
-    Children we spawned lead their own session (``spawn`` starts them so); their status belongs
-    to asyncio's child watcher, which may not have collected it yet, or registered the pid in
-    ``_MANAGED``, while ``create_subprocess_exec`` is still connecting pipes. An orphan (a
-    sandbox's init whose bwrap was killed) lives in its dead parent's session instead.
+    A child we spawned belongs to asyncio's child watcher; between the fork and its registration
+    in ``_MANAGED`` (``create_subprocess_exec`` is still connecting pipes) it is unknown to us,
+    so while a spawn is in progress only zombies older than ``_SPAWN_GRACE_S`` are taken.
     """
     for pid in [pid for pid, proc in _MANAGED.items() if proc.returncode is not None]:
         _MANAGED.pop(pid, None)
     me = str(os.getpid())
     reaped = 0
+    try:
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+    ticks = os.sysconf("SC_CLK_TCK")
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit() or int(entry.name) in _MANAGED:
             continue
         try:
             with open(f"/proc/{entry.name}/stat", "rb") as f:
                 fields = f.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
+            state, ppid, started = fields[0], fields[1].decode(), int(fields[19]) / ticks
+        except (OSError, IndexError, ValueError):
             continue
-        # fields after the comm: state, ppid, pgrp, session
-        is_orphan = len(fields) > 3 and fields[3] != entry.name.encode()
-        if fields and fields[0] == b"Z" and fields[1].decode() == me and is_orphan:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(int(entry.name), os.WNOHANG)
-                reaped += 1
+        if state != b"Z" or ppid != me:
+            continue
+        if _SPAWNING and uptime - started < _SPAWN_GRACE_S:
+            continue  # might be a spawn not registered yet
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(int(entry.name), os.WNOHANG)
+            reaped += 1
     return reaped
 
 
@@ -95,11 +110,12 @@ def kill_tree(proc: asyncio.subprocess.Process) -> None:
 async def terminate(proc: asyncio.subprocess.Process, grace: float = 3.0) -> None:
     """Stop ``proc`` and everything under it, and wait for it.
 
-    The sandbox's init (bwrap's child) is killed first: its PID namespace dies with it and the
-    outer bwrap reaps it and exits, so nothing is orphaned. Killing the outer bwrap first would
-    leave the inner one to be reparented, and a zombie that nobody reaps still counts against
-    the slot user's process limit. The output pipe is drained meanwhile: asyncio only reports a
-    process as finished once its pipes are closed, and it stops reading when its buffer is full.
+    The namespace's pid 1 (bwrap's child: the command, run with ``--as-pid-1``) is killed first:
+    the PID namespace dies with it, and bwrap reaps it and exits, so nothing is orphaned.
+    Killing bwrap first would leave its child to be reparented, and a zombie nobody reaps still
+    counts against the slot user's process limit. The output pipe is drained meanwhile: asyncio
+    only reports a process as finished once its pipes are closed, and it stops reading when its
+    buffer is full.
     """
     if proc.returncode is None:
         inner = _children(proc.pid)
