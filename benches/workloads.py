@@ -254,6 +254,34 @@ def _llama3_json(pieces: list[str], calls: list[Call]) -> str:
     return "; ".join(_j({"name": c.name, "parameters": c.arguments}) for c in calls)
 
 
+def _deepseek_v31(pieces: list[str], calls: list[Call]) -> str:
+    body = "".join(f"<｜tool▁call▁begin｜>{c.name}<｜tool▁sep｜>{_j(c.arguments)}<｜tool▁call▁end｜>" for c in calls)
+    return "\n\n".join(pieces) + "<｜tool▁calls▁begin｜>" + body + "<｜tool▁calls▁end｜>"
+
+
+def _call_array(calls: list[Call]) -> str:
+    return _j([{"name": c.name, "arguments": c.arguments} for c in calls])
+
+
+def _granite(pieces: list[str], calls: list[Call]) -> str:
+    return "\n\n".join(pieces) + " <|tool_call|>" + _call_array(calls)
+
+
+def _jamba(pieces: list[str], calls: list[Call]) -> str:
+    return "\n\n".join(pieces) + "\n<tool_calls>" + _call_array(calls) + "</tool_calls>"
+
+
+def _xlam(pieces: list[str], calls: list[Call]) -> str:
+    return "\n\n".join(pieces) + "\n\n```json\n" + _call_array(calls) + "\n```"
+
+
+def _internlm(pieces: list[str], calls: list[Call]) -> str:
+    # One action block per output: the dense workload is one call carrying all the code.
+    merged = {f"{k}_{i}": v for i, c in enumerate(calls) for k, v in c.arguments.items()}
+    call = _j({"name": calls[0].name, "parameters": merged})
+    return "\n\n".join(pieces) + "<|action_start|><|plugin|>\n" + call + "<|action_end|>"
+
+
 def _py_literal(value: Any) -> str:
     # repr() of str/int/bool/float is a valid Python literal; ast.literal_eval reads it back.
     return repr(value)
@@ -274,6 +302,11 @@ RENDERERS: dict[str, Callable[[list[str], list[Call]], str]] = {
     "mistral": _mistral,
     "llama3_json": _llama3_json,
     "pythonic": _pythonic,
+    "deepseek_v31": _deepseek_v31,
+    "granite": _granite,
+    "jamba": _jamba,
+    "xlam": _xlam,
+    "internlm": _internlm,
 }
 
 # Marker strings each format's own tokenizer has as single special tokens; they are added to the
@@ -299,6 +332,12 @@ MARKER_TOKENS: list[str] = [
     "<|tool_call_begin|>",
     "<|tool_call_end|>",
     "<|tool_call_argument_begin|>",
+    "<|tool_call|>",
+    "<tool_calls>",
+    "</tool_calls>",
+    "<|action_start|>",
+    "<|plugin|>",
+    "<|action_end|>",
 ]
 
 

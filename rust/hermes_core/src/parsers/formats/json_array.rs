@@ -32,7 +32,7 @@
 
 use crate::parsers::marker::{MarkerHit, MarkerSet};
 use crate::parsers::stream::Emitter;
-use crate::parsers::types::{IssueKind, Pos};
+use crate::parsers::types::IssueKind;
 
 use super::shared::{skip_ws, ArrStep, CallArray, Gate, Machine};
 
@@ -85,11 +85,13 @@ pub(crate) struct ArrayRegions {
     text_markers: MarkerSet,
     mode: Mode,
     region: Option<Region>,
-    end_marker: MarkerSet,
+    /// End-marker sets of the regions (by region index), built once.
+    end_markers: Vec<MarkerSet>,
+    /// Index of the open region in `end_markers` (`None`: bare array, no end marker).
+    region_index: Option<usize>,
     gate: Gate,
     /// The region's opening text while none of its calls has started.
     raw: String,
-    region_at: Pos,
     array: CallArray,
     /// A call of the current region has started (its opening was markup).
     region_called: bool,
@@ -109,10 +111,14 @@ impl ArrayRegions {
             text_markers: MarkerSet::new(&markers),
             mode: if spec.bare { Mode::BareCheck } else { Mode::Text },
             region: None,
-            end_marker: MarkerSet::new(&[]),
+            end_markers: spec
+                .regions
+                .iter()
+                .map(|r| MarkerSet::new(&[r.end.unwrap_or("")]))
+                .collect(),
+            region_index: None,
             gate: Gate::new(spec.strip_edges, spec.drop_tail_ws),
             raw: String::new(),
-            region_at: Pos::default(),
             array: CallArray::new("name", spec.args_keys),
             region_called: false,
             done_region: false,
@@ -120,12 +126,12 @@ impl ArrayRegions {
         }
     }
 
-    fn open_region(&mut self, region: Option<Region>, marker_text: &str, at: Pos) {
+    fn open_region(&mut self, index: Option<usize>, marker_text: &str) {
+        let region = index.and_then(|k| self.spec.regions.get(k)).copied();
         self.region = region;
-        self.end_marker = MarkerSet::new(&[region.and_then(|r| r.end).unwrap_or("")]);
+        self.region_index = index;
         self.raw.clear();
         self.raw.push_str(marker_text);
-        self.region_at = at;
         self.array.reset();
         self.region_called = false;
         self.mode = match region {
@@ -135,10 +141,19 @@ impl ArrayRegions {
         };
     }
 
+    /// The open region's end marker (an empty set when it has none).
+    fn find_end(&self, hay: &str, eof: bool) -> MarkerHit {
+        match self.region_index.and_then(|k| self.end_markers.get(k)) {
+            Some(m) => m.find(hay, eof),
+            None => MarkerHit::None,
+        }
+    }
+
     /// The region is not a call array: its text so far is content (with an issue unless it is a
     /// fence, where non-array content is ordinary prose); scanning goes on after it.
-    fn reject_region(&mut self, at: Pos, out: &mut Emitter<'_>) {
+    fn reject_region(&mut self, at: usize, out: &mut Emitter<'_>) {
         if !self.region.is_some_and(|r| r.fence) {
+            let at = out.pos(at);
             let start = self.region.map_or("the array", |r| r.start);
             let msg = format!("{start:?} is not followed by a JSON array of tool calls; it is kept as content");
             out.issue(IssueKind::MalformedMarkup, at, msg);
@@ -193,10 +208,7 @@ impl Machine for ArrayRegions {
                     match self.text_markers.find(rest, eof) {
                         MarkerHit::Partial { at: 0 } => return i,
                         MarkerHit::Full { at: 0, .. } => self.mode = Mode::Text,
-                        _ if rest.starts_with('[') => {
-                            let at = out.pos(base + i);
-                            self.open_region(None, "", at);
-                        }
+                        _ if rest.starts_with('[') => self.open_region(None, ""),
                         _ => self.mode = Mode::Text,
                     }
                 }
@@ -213,11 +225,10 @@ impl Machine for ArrayRegions {
                             );
                         }
                         self.gate.text(&rest[..at], out);
-                        let at_pos = out.pos(base + i + at);
                         let marker_text = &rest[at..end];
                         i += end;
                         match self.spec.regions.get(marker) {
-                            Some(region) => self.open_region(Some(*region), marker_text, at_pos),
+                            Some(_) => self.open_region(Some(marker), marker_text),
                             None => {
                                 // `</think>`: reasoning stays content; a bare array may follow.
                                 self.gate.text(marker_text, out);
@@ -238,14 +249,14 @@ impl Machine for ArrayRegions {
                 },
                 Mode::FenceTag => {
                     // ```json / ``` then whitespace; any other language tag is not a call block.
-                    let tag_len = rest.bytes().take_while(|b| b.is_ascii_alphanumeric()).count();
-                    if tag_len == rest.len() && !eof {
+                    // (A tag is short: at most 16 bytes are held while it is read.)
+                    let tag_len = rest.bytes().take(17).take_while(|b| b.is_ascii_alphanumeric()).count();
+                    if tag_len == rest.len() && tag_len <= 16 && !eof {
                         return i;
                     }
                     let tag = &rest[..tag_len];
                     if !(tag.is_empty() || tag.eq_ignore_ascii_case("json")) {
-                        let at = out.pos(base + i);
-                        self.reject_region(at, out);
+                        self.reject_region(base + i, out);
                         continue;
                     }
                     self.raw.push_str(tag);
@@ -262,8 +273,7 @@ impl Machine for ArrayRegions {
                     if input[i..].starts_with('[') {
                         self.mode = Mode::Array;
                     } else {
-                        let at = out.pos(base + i);
-                        self.reject_region(at, out);
+                        self.reject_region(base + i, out);
                     }
                 }
                 Mode::Array => {
@@ -339,7 +349,7 @@ impl Machine for ArrayRegions {
                     }
                     let Some(j) = skip_ws(rest) else { return input.len() };
                     i += j;
-                    match self.end_marker.find(&input[i..], eof) {
+                    match self.find_end(&input[i..], eof) {
                         MarkerHit::Full { at: 0, end, .. } => {
                             if self.region_called {
                                 self.gate.markup(out);
@@ -367,7 +377,7 @@ impl Machine for ArrayRegions {
                 Mode::RawArgs | Mode::RawContent => {
                     let is_args = self.mode == Mode::RawArgs;
                     let (upto, next) = if self.has_end() {
-                        match self.end_marker.find(rest, eof) {
+                        match self.find_end(rest, eof) {
                             MarkerHit::Full { at, end, .. } => (at, Some(end)),
                             MarkerHit::Partial { at } => (at, None),
                             MarkerHit::None => (rest.len(), None),
