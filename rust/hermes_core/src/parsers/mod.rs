@@ -38,6 +38,12 @@
 //!      it arrives; the concatenation must be the final `arguments`), [`Emitter::end_call`];
 //!    - report problems with [`Emitter::issue`] at [`Emitter::pos`]`(absolute_byte)`. Absolute
 //!      offset of your input's first byte = `out.chunk_offset() - held_len_before_this_chunk`.
+//!      `pos` is exact for the current chunk and the text you hold; for older text keep the
+//!      `Pos` from when you saw it. Override `FormatStream::holds_text` (optional, a speed-up);
+//!    - stay O(chunk) per feed: for long outputs fed a token at a time, add fast paths for the
+//!      states a long output spends its time in (see `JimStream::feed`: plain prose, inside a
+//!      JSON string) — `cargo run --release -p hermes_core --example stream_vs_parse -- NAME FILE`
+//!      measures it.
 //!    - never lose text: whatever is not returned as a call (name/arguments) or consumed as the
 //!      format's own markup must reach `content`, also on malformed and truncated input
 //!      (`finish` flushes). Never panic (no indexing that can fail; use `get`).
