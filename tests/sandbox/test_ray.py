@@ -143,3 +143,12 @@ async def test_slots_land_on_both_nodes(ray_cluster: str) -> None:
             first = await ex.execute("ray-0", "bash", {"command": "cat f"})
         assert first.data.get("workspace_replaced") is True and "No such file" in first.output
         assert victim.worker_id not in {w.worker_id for w in pool.workers}
+
+
+async def test_spread_placement_also_uses_every_node(ray_cluster: str) -> None:
+    config = PoolConfig(
+        backend="ray", ray_address=ray_cluster, ray_placement="spread", slots_per_worker=1, min_workers=2,
+        max_workers=2, worker_start_timeout_s=180,
+    )  # fmt: skip
+    async with SlotPool(config, SandboxPolicy(limits=ResourceLimits(max_processes=32))) as pool:
+        assert {w.node_id for w in pool.workers} == _alive_nodes()

@@ -7,8 +7,9 @@ object store. Adding capacity means adding nodes to the cluster: the pool code i
 
 Placement: ``node_affinity`` (default) puts each new worker on the alive node holding the
 fewest of this pool's workers (hard affinity, so the spread is exact); ``spread`` leaves it
-to Ray's ``SPREAD`` strategy. Actors reserve no CPU (``num_cpus=0``): sandboxed commands are
-ordinary processes on the node and are limited by the sandbox's rlimits, not Ray resources.
+to Ray's ``SPREAD`` strategy, which only spreads actors that request a resource, so those
+actors ask for a token 0.001 CPU. Otherwise actors reserve no CPU: sandboxed commands are
+ordinary processes on the node, limited by the sandbox's rlimits rather than Ray resources.
 
 The server listens on the node's Ray address. In tests every node runs with
 ``--node-ip-address 127.0.0.1``, so everything stays on loopback; on a real cluster the
@@ -111,7 +112,9 @@ class RayWorker(WorkerHandle):
         if node is not None:
             options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node_id=node, soft=False)
         else:
+            # Ray's SPREAD only spreads actors that ask for some resource; a token CPU share does it.
             options["scheduling_strategy"] = "SPREAD"
+            options["num_cpus"] = 0.001
         self._actor = self._launcher.actor_class.options(**options).remote()
         spec = {
             "index": self.spec.index,
