@@ -101,6 +101,15 @@ def _privilege_drop(uid: int, gid: int | None = None) -> list[str]:
     return [setpriv, f"--reuid={uid}", f"--regid={gid if gid is not None else uid}", "--clear-groups", "--"]
 
 
+def system_ro_mounts() -> list[str]:
+    """bwrap arguments for the read-only system view every sandbox gets: /usr, the /bin-style links
+    into it, and only the /etc entries programs need (no shadow, no host secrets)."""
+    args = ["--ro-bind", "/usr", "/usr", *_root_links()]
+    for entry in _ETC_ENTRIES:
+        args += ["--ro-bind-try", f"/etc/{entry}", f"/etc/{entry}"]
+    return args
+
+
 def _root_links() -> list[str]:
     """Recreate /bin, /sbin, /lib* as on the host: symlinks into /usr (merged-usr) or read-only binds."""
     args: list[str] = []
@@ -202,9 +211,7 @@ class BwrapBackend(HostWorkspaceBackend):
         """The full command line for one sandboxed command (public for inspection and tests)."""
         ws = str(self.workspace_path(task_id))
         argv = _privilege_drop(self._uid, self._gid) if self._as_root else []
-        argv += [self._bwrap, "--ro-bind", "/usr", "/usr", *_root_links()]
-        for entry in _ETC_ENTRIES:
-            argv += ["--ro-bind-try", f"/etc/{entry}", f"/etc/{entry}"]
+        argv += [self._bwrap, *system_ro_mounts()]
         if self.allow_network:
             argv += ["--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"]
         for host, inside in self.extra_ro_binds.items():

@@ -20,7 +20,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from hermes_env.backends.bwrap import _ETC_ENTRIES, _root_links  # shared with the bwrap backend
+from hermes_env.backends.bwrap import system_ro_mounts  # shared with the bwrap backend
 from hermes_env.sandbox.config import ResourceLimits, SandboxPolicy
 
 SANDBOX_WORKDIR = "/workspace"
@@ -85,9 +85,7 @@ class UidBlock:
 def _system_mounts() -> list[str]:
     # The same read-only system view as the ``bwrap`` terminal backend: /usr, the /bin-style
     # links into it, and only the /etc entries programs need (no shadow, no host secrets).
-    args = ["--ro-bind", "/usr", "/usr", *_root_links()]
-    for entry in _ETC_ENTRIES:
-        args += ["--ro-bind-try", f"/etc/{entry}", f"/etc/{entry}"]
+    args = system_ro_mounts()
     if os.path.isdir("/opt"):
         args += ["--ro-bind", "/opt", "/opt"]
     return args
