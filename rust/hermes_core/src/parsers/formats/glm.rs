@@ -28,6 +28,10 @@
 //! - plain text is held only while it may be the start of `<tool_call>` or `<arg_key>`, plus
 //!   whitespace runs (see [`super::xml_content`]).
 //!
+//! `render` writes string values as they are and other values as compact JSON text; like the
+//! model's own output, they come back typed only when the parser's tools give the parameter a
+//! non-string type (a parser without tools returns every value as a string).
+//!
 //! Where this parser departs from vLLM on purpose:
 //! - vLLM drops calls to tools that are not in the request. Here they are kept, with an
 //!   `unknown_tool` issue, so nothing is lost and an environment can still count them.

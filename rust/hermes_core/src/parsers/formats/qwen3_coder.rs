@@ -31,6 +31,10 @@
 //! - plain text is held only while it may be the start of `<tool_call>` or `<function=`, plus
 //!   whitespace runs (see [`super::xml_content`]).
 //!
+//! `render` writes string values as they are and other values as compact JSON text; like the
+//! model's own output, they come back typed only when the parser's tools give the parameter a
+//! non-string type (a parser without tools returns every value as a string).
+//!
 //! Where this parser departs from vLLM on purpose:
 //! - Inside a value only a confirmed `</parameter>` ends it (see above), so `</function>`,
 //!   `</tool_call>`, `<parameter=` and most `</parameter>` in a value are kept as text, as the
