@@ -214,6 +214,15 @@ def markdown(res: dict[str, Any], plots: list[str]) -> str:
         f"Peers: vLLM — {res['vllm'].get('version') or res['vllm'].get('status')}; "
         f"tool-parser — {res['rust'].get('status')}.",
         "",
+        *(
+            [
+                f"Columns {', '.join(res['reused']['columns'])} are reused from the run of {res['reused']['date']} "
+                "on this machine (`--reuse`).",
+                "",
+            ]
+            if res.get("reused")
+            else []
+        ),
         "## Goals (issue 6, and the parser issues' absolute targets)",
         "",
         "| goal | target | measured | status |",

@@ -125,9 +125,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-rust-peers", action="store_true", help="skip rust/bench_peers in --full")
     ap.add_argument("--formats", nargs="*", help="only these parser formats")
     ap.add_argument("--sizes", nargs="*", choices=list(workloads.SIZES), help="only these output sizes")
+    ap.add_argument(
+        "--skip", nargs="*", default=[], choices=["vllm", "rust", "trajectory", "sandbox"], help="columns not to run"
+    )
+    ap.add_argument("--reuse", metavar="JSON", help="copy the --skip'ped columns from this earlier results file")
     ap.add_argument("--out-dir", default=str(HERE / "results"), help="where results go (default benches/results)")
     ap.add_argument("--dump-workloads", metavar="DIR", help="only write the Rust bench inputs to DIR and exit")
+    ap.add_argument("--report-only", metavar="JSON", help="re-render the .md and plots of a results file and exit")
     args = ap.parse_args(argv)
+    if args.report_only:
+        src = Path(args.report_only)
+        res = json.loads(src.read_text(encoding="utf-8"))
+        res["goals"] = report.goals(res)
+        stem = src.with_suffix("")
+        pngs = report.plots(res, stem)
+        src.write_text(json.dumps(res, indent=1, default=str), encoding="utf-8")
+        Path(f"{stem}.md").write_text(report.markdown(res, pngs), encoding="utf-8")
+        log(f"re-rendered {stem}.md and {', '.join(pngs)}")
+        return 0
     quick = bool(args.quick)
     sizes = {"20KB": workloads.SIZES["20KB"]} if quick else dict(workloads.SIZES)
     if args.sizes:
@@ -191,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
                     if ts is not None and dense:
                         payload.update(deltas=ts.deltas, delta_ids=ts.delta_ids)
                     inp.write_text(json.dumps(payload), encoding="utf-8")
-                    common = {"parser": fmt, "input": str(inp), "bytes": len(text.encode()), "max_seconds": 90.0}
+                    common = {"parser": fmt, "input": str(inp), "bytes": len(text.encode()), "max_seconds": 120.0}
                     vllm_cases.append(
                         {**common, "id": cid + "/whole", "group": f"{fmt}/{dense}/whole", "mode": "whole"}
                     )
@@ -203,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
                                 "group": f"{fmt}/stream",
                                 "mode": "stream",
                                 "window": window,
-                                "budget": 3.0 if quick else 15.0,
+                                "budget": 3.0 if quick else 8.0,
                                 "full": size == "20KB" and not quick,
                             }
                         )
@@ -211,7 +226,9 @@ def main(argv: list[str] | None = None) -> int:
         vllm_cases.sort(key=lambda c: (c["group"], c["bytes"]))
 
         # 2. vLLM column.
-        if not args.vllm_python:
+        if "vllm" in args.skip:
+            res["vllm"] = {"status": "skipped (--skip vllm)"}
+        elif not args.vllm_python:
             reason = "skipped: no --vllm-python given (see ../shared/vllm-oracle/README.md to make one)"
             log(f"vLLM column {reason}")
             res["vllm"] = {"status": reason}
@@ -233,7 +250,9 @@ def main(argv: list[str] | None = None) -> int:
                 )
 
         # 3. Pure-Rust hermes_core and the tool-parser crate.
-        if (quick and not args.rust_peers) or args.no_rust_peers:
+        if "rust" in args.skip:
+            res["rust"] = {"status": "skipped (--skip rust)"}
+        elif (quick and not args.rust_peers) or args.no_rust_peers:
             res["rust"] = {"status": "skipped (--quick runs it only with --rust-peers)"}
         else:
             log("building rust/bench_peers (hermes_core + tool-parser 1.10.0)")
@@ -248,8 +267,18 @@ def main(argv: list[str] | None = None) -> int:
 
     # 4. Trajectory and sandbox benchmarks (owned by their modules).
     for name in ("trajectory", "sandbox"):
+        if name in args.skip:
+            res[name] = {"skipped": f"--skip {name}"}
+            continue
         log(f"{name}_bench.run(quick={quick})")
         res[name] = _optional_bench(f"{name}_bench", quick)
+    if args.reuse:
+        # Columns not re-run come from an earlier run on this machine (recorded as such).
+        earlier = json.loads(Path(args.reuse).read_text(encoding="utf-8"))
+        res["reused"] = {"from": args.reuse, "date": earlier.get("date"), "columns": list(args.skip)}
+        for name in args.skip:
+            if name in earlier:
+                res[name] = earlier[name]
 
     # 5. Report.
     res["goals"] = report.goals(res)

@@ -58,7 +58,7 @@ def test_quick_run_writes_json_markdown_and_plots(tmp_path: Path) -> None:
     assert res["vllm"]["status"].startswith("skipped")
     for fmt in res["formats"]:
         entry = res["hermes_env"][f"{fmt}/dense/20KB"]
-        assert entry["whole"]["tool_calls"] >= 50, fmt
+        assert entry["whole"]["tool_calls"] >= (50 if fmt == "hermes" else 1), fmt
         assert entry["stream"]["stream_equals_parse"], fmt
         assert entry["whole"]["mb_per_s"] > 0
     assert res["hermes_env"]["hermes/free/20KB"]["whole"]["tool_calls"] == 0
