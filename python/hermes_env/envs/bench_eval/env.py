@@ -15,15 +15,11 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from atroposlib.envs.server_handling.server_baseline import APIServerConfig
 from pydantic import Field
 
 from hermes_env.agent.loop import AgentResult
-from hermes_env.env.base_env import HermesAgentBaseEnv
 from hermes_env.env.config import HermesAgentEnvConfig
-from hermes_env.env.dataset import DatasetError, load_rows
-from hermes_env.env.defaults import default_server_config, default_tokenizer_name
-from hermes_env.env.errors import RolloutFailed
+from hermes_env.envs._common import TaskFileEnv
 
 HERE = Path(__file__).resolve().parent
 QUESTIONS_PATH = HERE / "questions.jsonl"
@@ -61,61 +57,37 @@ class BenchEvalConfig(HermesAgentEnvConfig):
     )
 
 
-class BenchEvalEnv(HermesAgentBaseEnv):
+EVAL_ONLY = "bench_eval is evaluation-only; run `python -m hermes_env.envs.bench_eval evaluate`"
+
+
+class BenchEvalEnv(TaskFileEnv):
     name = "bench_eval"
     env_config_cls = BenchEvalConfig
     config: BenchEvalConfig
-
-    @classmethod
-    def config_init(cls) -> tuple[BenchEvalConfig, list[APIServerConfig]]:
-        config = BenchEvalConfig(
-            tokenizer_name=default_tokenizer_name(),
-            use_wandb=False,
-            wandb_name=cls.name,
-            group_size=1,
-            max_token_length=8192,
-        )
-        return config, [default_server_config(timeout=120)]
-
-    async def setup(self) -> None:
-        self.questions = load_rows(
-            self.config.dataset_name or str(QUESTIONS_PATH), self.config.dataset_split, self.config.prompt_field
-        )
-        for row in self.questions:
-            if "answer" not in row or "id" not in row:
-                raise DatasetError(f"bench_eval question {row.get('id', '?')!r} needs 'id' and 'answer'")
+    default_tasks_path = QUESTIONS_PATH
+    required_fields = ("id", "answer")
+    config_defaults = {"group_size": 1, "max_token_length": 8192}
 
     async def get_next_item(self) -> dict[str, Any]:
-        raise RuntimeError("bench_eval is evaluation-only; run `python -m hermes_env.envs.bench_eval evaluate`")
+        raise RuntimeError(EVAL_ONLY)
 
     async def env_manager(self) -> None:
-        raise SystemExit("error: bench_eval is evaluation-only; run `python -m hermes_env.envs.bench_eval evaluate`")
+        raise SystemExit(f"error: {EVAL_ONLY}")
 
     async def process_manager(self) -> None:
-        raise SystemExit("error: bench_eval is evaluation-only; run `python -m hermes_env.envs.bench_eval evaluate`")
-
-    def format_prompt(self, item: dict[str, Any]) -> str:
-        return str(item[self.config.prompt_field])
+        raise SystemExit(f"error: {EVAL_ONLY}")
 
     async def setup_trajectory_workspace(self, item: dict[str, Any], trajectory_id: str, exec_tool: Any) -> None:
-        if item.get("setup"):
-            result = await exec_tool.terminal(item["setup"], timeout=60)
-            if not result.ok:
-                raise RolloutFailed(f"setup of question {item['id']!r} failed: {result.output[-500:]}")
+        await self.run_setup_command(item, exec_tool, timeout=60)
 
     async def compute_reward(self, item: dict[str, Any], result: AgentResult, ctx: Any) -> float:
         final = next((m for m in reversed(result.messages) if m.get("role") == "assistant"), None)
         answer = extract_answer(str(final.get("content") or "")) if final else None
         return 1.0 if answer is not None and normalize(answer) == normalize(str(item["answer"])) else 0.0
 
-    async def evaluate(self, *args: Any, **kwargs: Any) -> dict[str, float]:
-        if not hasattr(self, "questions"):
-            await self.setup()
-
-        def per_category(outcomes: list[Any]) -> dict[str, float]:
-            scores: dict[str, list[float]] = defaultdict(list)
-            for item, _, record, _ in outcomes:
-                scores[str(item.get("category", "all"))].append(record.score if record else 0.0)
-            return {f"eval/accuracy/{k}": sum(v) / len(v) for k, v in sorted(scores.items())}
-
-        return await self.evaluate_items(self.questions, extra_metrics=per_category)
+    def eval_metrics(self, outcomes: list[Any]) -> dict[str, float]:
+        """Accuracy per question ``category``."""
+        scores: dict[str, list[float]] = defaultdict(list)
+        for item, _, record, _ in outcomes:
+            scores[str(item.get("category", "all"))].append(record.score if record else 0.0)
+        return {f"eval/accuracy/{k}": sum(v) / len(v) for k, v in sorted(scores.items())}

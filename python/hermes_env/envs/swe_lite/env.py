@@ -10,19 +10,16 @@ uploaded only after the model stops, replacing anything the model put at that pa
 from __future__ import annotations
 
 import logging
-import random
 from pathlib import Path
 from typing import Any
 
-from atroposlib.envs.server_handling.server_baseline import APIServerConfig
 from pydantic import Field
 
 from hermes_env.agent.loop import AgentResult
-from hermes_env.env.base_env import HermesAgentBaseEnv
 from hermes_env.env.config import HermesAgentEnvConfig
-from hermes_env.env.dataset import DatasetError, load_rows
-from hermes_env.env.defaults import default_server_config, default_tokenizer_name
+from hermes_env.env.dataset import DatasetError
 from hermes_env.env.errors import RolloutFailed
+from hermes_env.envs._common import TaskFileEnv
 
 logger = logging.getLogger(__name__)
 
@@ -47,56 +44,30 @@ class SweLiteConfig(HermesAgentEnvConfig):
     )
 
 
-class SweLiteEnv(HermesAgentBaseEnv):
+class SweLiteEnv(TaskFileEnv):
     name = "swe_lite"
     env_config_cls = SweLiteConfig
     config: SweLiteConfig
-
-    @classmethod
-    def config_init(cls) -> tuple[SweLiteConfig, list[APIServerConfig]]:
-        config = SweLiteConfig(
-            tokenizer_name=default_tokenizer_name(),
-            use_wandb=False,
-            wandb_name=cls.name,
-            group_size=4,
-            total_steps=8,
-            max_token_length=16384,
-        )
-        return config, [default_server_config(timeout=300)]
+    default_tasks_path = TASKS_PATH
+    required_fields = ("id", "repo", "hidden_tests", "test_command")
+    config_defaults = {"group_size": 4, "total_steps": 8, "max_token_length": 16384}
+    server_timeout = 300
 
     def _path(self, relative: str) -> Path:
         return (Path(self.config.tasks_root) / relative).resolve()
 
-    async def setup(self) -> None:
-        self.tasks = load_rows(
-            self.config.dataset_name or str(TASKS_PATH), self.config.dataset_split, self.config.prompt_field
-        )
-        for task in self.tasks:
-            for key in ("repo", "hidden_tests", "test_command"):
-                if key not in task:
-                    raise DatasetError(f"swe_lite task {task.get('id', '?')!r} has no {key!r}")
-            for key in ("repo", "hidden_tests"):
-                if not self._path(task[key]).is_dir():
-                    raise DatasetError(
-                        f"swe_lite task {task['id']!r}: {key} folder {self._path(task[key])} does not exist; "
-                        "check --env.tasks_root"
-                    )
-        self.order = list(range(len(self.tasks)))
-        random.Random(self.config.seed).shuffle(self.order)
-        self.cursor = 0
-
-    async def get_next_item(self) -> dict[str, Any]:
-        task = self.tasks[self.order[self.cursor % len(self.order)]]
-        self.cursor += 1
-        return task
-
-    def format_prompt(self, item: dict[str, Any]) -> str:
-        return str(item[self.config.prompt_field])
+    def validate_task(self, task: dict[str, Any]) -> None:
+        for key in ("repo", "hidden_tests"):
+            if not self._path(task[key]).is_dir():
+                raise DatasetError(
+                    f"swe_lite task {task['id']!r}: {key} folder {self._path(task[key])} does not exist; "
+                    "check --env.tasks_root"
+                )
 
     async def setup_trajectory_workspace(self, item: dict[str, Any], trajectory_id: str, exec_tool: Any) -> None:
         uploaded = await exec_tool.upload_dir(self._path(item["repo"]), ".")
         if not uploaded:
-            raise RolloutFailed(f"swe_lite task {item['id']!r}: repository {item['repo']} is empty")
+            raise RolloutFailed(f"swe_lite task {item['id']!r}: repository {item['repo']} is empty; add its files")
 
     async def compute_reward(self, item: dict[str, Any], result: AgentResult, ctx: Any) -> float:
         # Whatever the model left at hidden_tests/ is replaced by the real tests.
@@ -106,8 +77,3 @@ class SweLiteEnv(HermesAgentBaseEnv):
         if not run.ok:
             logger.debug("swe_lite %s: hidden tests failed:\n%s", item["id"], run.output[-2000:])
         return 1.0 if run.ok else 0.0
-
-    async def evaluate(self, *args: Any, **kwargs: Any) -> dict[str, float]:
-        if not hasattr(self, "tasks"):
-            await self.setup()
-        return await self.evaluate_items(self.tasks)

@@ -1,0 +1,85 @@
+"""What the shipped example environments share: a task file cycled in a seeded order, a setup command per task.
+
+Each example differs only in its defaults, the fields its rows must carry, how a workspace is
+prepared and how a rollout is scored; the loading, validation, ordering and evaluation live here.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any, ClassVar
+
+from hermes_env.env.base_env import HermesAgentBaseEnv
+from hermes_env.env.dataset import DatasetError, load_rows
+from hermes_env.env.defaults import default_server_config, default_tokenizer_name
+from hermes_env.env.errors import RolloutFailed
+
+
+class TaskFileEnv(HermesAgentBaseEnv):
+    """A HermesAgentBaseEnv over the rows of one task file (``dataset_name``), cycled in a seed-shuffled order."""
+
+    #: The task file used when ``dataset_name`` is unset.
+    default_tasks_path: ClassVar[Path]
+    #: Fields every row must carry (besides ``prompt_field``, which ``load_rows`` checks).
+    required_fields: ClassVar[tuple[str, ...]] = ("id",)
+    #: ``config_init`` defaults beyond tokenizer/wandb (group_size, total_steps, max_token_length, ...).
+    config_defaults: ClassVar[dict[str, Any]] = {}
+    #: Request timeout of the default inference server, in seconds.
+    server_timeout: ClassVar[float] = 120
+
+    tasks: list[dict[str, Any]]
+
+    @classmethod
+    def config_init(cls) -> tuple[Any, list[Any]]:
+        config = cls.env_config_cls(
+            tokenizer_name=default_tokenizer_name(), use_wandb=False, wandb_name=cls.name, **cls.config_defaults
+        )
+        return config, [default_server_config(timeout=cls.server_timeout)]
+
+    async def setup(self) -> None:
+        source = self.config.dataset_name or str(self.default_tasks_path)
+        self.tasks = load_rows(source, self.config.dataset_split, self.config.prompt_field)
+        for index, task in enumerate(self.tasks):
+            missing = [key for key in self.required_fields if key not in task]
+            if missing:
+                raise DatasetError(
+                    f"{self.name} task {task.get('id', index)!r} in {source} lacks the field(s) {missing}; "
+                    "add them to the row or point --env.dataset_name at a file in this environment's format"
+                )
+            self.validate_task(task)
+        self._order = list(range(len(self.tasks)))
+        random.Random(self.config.seed).shuffle(self._order)
+        self._cursor = 0
+
+    def validate_task(self, task: dict[str, Any]) -> None:
+        """Further checks of one row at setup (default: none); raise DatasetError saying what to fix."""
+
+    async def get_next_item(self) -> dict[str, Any]:
+        task = self.tasks[self._order[self._cursor % len(self._order)]]
+        self._cursor += 1
+        return task
+
+    def format_prompt(self, item: dict[str, Any]) -> str:
+        return str(item[self.config.prompt_field])
+
+    async def run_setup_command(self, item: dict[str, Any], exec_tool: Any, timeout: float) -> None:
+        """Run the row's ``setup`` shell command (if any) in the rollout's workspace; RolloutFailed if it fails."""
+        setup = item.get("setup")
+        if not setup:
+            return
+        result = await exec_tool.terminal(setup, timeout=timeout)
+        if not result.ok:
+            raise RolloutFailed(
+                f"{self.name}: setup of task {item['id']!r} failed (exit {result.exit_code}): {result.output[-500:]}"
+            )
+
+    def eval_metrics(self, outcomes: list[Any]) -> dict[str, float]:
+        """Environment-specific metrics over ``evaluate``'s outcomes (default: none)."""
+        return {}
+
+    async def evaluate(self, *args: Any, **kwargs: Any) -> dict[str, float]:
+        """Every task once; success rate and agent statistics, saved with ``evaluate_log``."""
+        if not hasattr(self, "tasks"):
+            await self.setup()
+        return await self.evaluate_items(self.tasks, extra_metrics=self.eval_metrics)
