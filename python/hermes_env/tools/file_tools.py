@@ -15,6 +15,7 @@ from hermes_env.backends.base import ExecutionBackend
 from hermes_env.backends.paths import WorkspacePathError
 from hermes_env.tools.output import truncate_head
 from hermes_env.tools.registry import Tool, ToolArgumentError, ToolCallError, ToolRunContext
+from hermes_env.tools.schema import object_schema
 
 T = TypeVar("T")
 
@@ -24,6 +25,7 @@ SEARCH_MAX_MATCHES = 200
 SEARCH_MAX_FILES = 5000
 SEARCH_MAX_FILE_BYTES = 2 * 1024 * 1024
 SEARCH_SKIP_DIRS = frozenset({".git", "__pycache__", "node_modules", ".venv", ".mypy_cache"})
+PATH_PARAM = {"type": "string", "minLength": 1, "description": "File path, relative to the workspace."}
 
 
 async def backend_call(what: str, fn: Callable[[], Awaitable[T]]) -> T:
@@ -55,10 +57,9 @@ class ReadFileTool(Tool):
         "Read a text file from the workspace. Returns lines prefixed with their 1-based line "
         "numbers. Use offset/limit to page through long files."
     )
-    parameters = {
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "minLength": 1, "description": "File path, relative to the workspace."},
+    parameters = object_schema(
+        {
+            "path": PATH_PARAM,
             "offset": {"type": "integer", "minimum": 1, "description": "First line to show (1-based, default 1)."},
             "limit": {
                 "type": "integer",
@@ -67,9 +68,8 @@ class ReadFileTool(Tool):
                 "description": f"Number of lines to show (default {DEFAULT_READ_LIMIT}).",
             },
         },
-        "required": ["path"],
-        "additionalProperties": False,
-    }
+        required=("path",),
+    )
     parallel_safe = True
 
     async def call(self, args: dict[str, Any], ctx: ToolRunContext) -> str:
@@ -105,15 +105,10 @@ class WriteFileTool(Tool):
         "Create or overwrite a file in the workspace with the given content (parent directories "
         "are created). The whole file is replaced: use `patch` for small edits."
     )
-    parameters = {
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "minLength": 1, "description": "File path, relative to the workspace."},
-            "content": {"type": "string", "description": "The complete new file content."},
-        },
-        "required": ["path", "content"],
-        "additionalProperties": False,
-    }
+    parameters = object_schema(
+        {"path": PATH_PARAM, "content": {"type": "string", "description": "The complete new file content."}},
+        required=("path", "content"),
+    )
 
     async def call(self, args: dict[str, Any], ctx: ToolRunContext) -> str:
         path, content = args["path"], args["content"]
@@ -131,16 +126,14 @@ class PatchTool(Tool):
         "file's text exactly (whitespace and indentation included) and occur exactly once; add "
         "surrounding lines to make it unique. An empty `new` deletes the text."
     )
-    parameters = {
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "minLength": 1, "description": "File path, relative to the workspace."},
+    parameters = object_schema(
+        {
+            "path": PATH_PARAM,
             "old": {"type": "string", "minLength": 1, "description": "The exact text to replace."},
             "new": {"type": "string", "description": "The replacement text."},
         },
-        "required": ["path", "old", "new"],
-        "additionalProperties": False,
-    }
+        required=("path", "old", "new"),
+    )
 
     async def call(self, args: dict[str, Any], ctx: ToolRunContext) -> str:
         path, old, new = args["path"], args["old"], args["new"]
@@ -240,15 +233,13 @@ class SearchFilesTool(Tool):
         "Search the workspace files for lines matching a regular expression (Python syntax). "
         "Returns `path:line: text` for each match, up to a limit."
     )
-    parameters = {
-        "type": "object",
-        "properties": {
+    parameters = object_schema(
+        {
             "pattern": {"type": "string", "minLength": 1, "description": "Regular expression to search for."},
             "path": {"type": "string", "description": "File or directory to search (default: the whole workspace)."},
         },
-        "required": ["pattern"],
-        "additionalProperties": False,
-    }
+        required=("pattern",),
+    )
     parallel_safe = True
 
     async def call(self, args: dict[str, Any], ctx: ToolRunContext) -> str:

@@ -19,6 +19,15 @@ _TYPE_NAMES = {
 }
 
 
+def object_schema(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A closed JSON-schema object (``additionalProperties: false``): the shape every tool's parameters take."""
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = list(required)
+    schema["additionalProperties"] = False
+    return schema
+
+
 def _type_ok(value: Any, type_name: str) -> bool:
     if type_name == "integer":
         return isinstance(value, int) and not isinstance(value, bool)

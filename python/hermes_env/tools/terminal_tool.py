@@ -7,6 +7,7 @@ from typing import Any
 
 from hermes_env.tools.output import truncate_middle
 from hermes_env.tools.registry import Tool, ToolRunContext
+from hermes_env.tools.schema import object_schema
 
 
 class TerminalTool(Tool):
@@ -18,9 +19,8 @@ class TerminalTool(Tool):
         "environment variables do not carry over, and background processes end with the call. "
         "Long outputs are truncated; prefer commands that print only what you need."
     )
-    parameters = {
-        "type": "object",
-        "properties": {
+    parameters = object_schema(
+        {
             "command": {"type": "string", "minLength": 1, "description": "The shell command to run."},
             "timeout": {
                 "type": "number",
@@ -28,9 +28,8 @@ class TerminalTool(Tool):
                 "description": "Seconds before the command is killed (capped by the environment's limit).",
             },
         },
-        "required": ["command"],
-        "additionalProperties": False,
-    }
+        required=("command",),
+    )
     # Commands of one turn often depend on each other's effects (mkdir, then write into it).
     parallel_safe = False
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from hermes_env.tools.registry import Tool, ToolCallError, ToolRunContext
+from hermes_env.tools.schema import object_schema
 
 STATUSES = ("pending", "in_progress", "completed")
 _MARK = {"pending": "[ ]", "in_progress": "[~]", "completed": "[x]"}
@@ -28,26 +29,22 @@ class TodoTool(Tool):
         "Keep a todo list for this task. Pass `items` to replace the whole list (each with "
         "`content` and `status`: pending, in_progress or completed); call with no arguments to see it."
     )
-    parameters = {
-        "type": "object",
-        "properties": {
+    parameters = object_schema(
+        {
             "items": {
                 "type": "array",
                 "maxItems": MAX_ITEMS,
                 "description": "The complete new list, in order.",
-                "items": {
-                    "type": "object",
-                    "properties": {
+                "items": object_schema(
+                    {
                         "content": {"type": "string", "minLength": 1, "maxLength": 500},
                         "status": {"type": "string", "enum": list(STATUSES)},
                     },
-                    "required": ["content", "status"],
-                    "additionalProperties": False,
-                },
+                    required=("content", "status"),
+                ),
             }
-        },
-        "additionalProperties": False,
-    }
+        }
+    )
 
     async def call(self, args: dict[str, Any], ctx: ToolRunContext) -> str:
         if "items" in args:
