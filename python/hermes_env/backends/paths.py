@@ -105,20 +105,29 @@ def _split(root: Path, path: str, visible_roots: tuple[str, ...]) -> tuple[Path,
     return real_root, rel[:-1], rel[-1]
 
 
+def _open_file_confined(
+    root: Path, path: str, visible_roots: tuple[str, ...], flags: int, owner: tuple[int, int] | None
+) -> int:
+    """An fd of the file ``path`` under ``root``, opened without following a symlink at any step.
+
+    Parents are created (and chowned to ``owner``) when ``flags`` has ``O_CREAT``.
+    """
+    real_root, dirs, name = _split(root, path, visible_roots)
+    dfd = _open_dir_chain(real_root, dirs, create=bool(flags & os.O_CREAT), owner=owner)
+    try:
+        return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o644, dir_fd=dfd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise WorkspacePathError(f"{path!r} changed into a symlink while being opened") from exc
+        raise
+    finally:
+        os.close(dfd)
+
+
 def read_bytes_confined(
     root: Path, path: str, visible_roots: tuple[str, ...] = (), max_bytes: int | None = None
 ) -> bytes:
-    real_root, dirs, name = _split(root, path, visible_roots)
-    dfd = _open_dir_chain(real_root, dirs, create=False, owner=None)
-    try:
-        try:
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=dfd)
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise WorkspacePathError(f"{path!r} changed into a symlink while being opened") from exc
-            raise
-    finally:
-        os.close(dfd)
+    fd = _open_file_confined(root, path, visible_roots, os.O_RDONLY, owner=None)
     with os.fdopen(fd, "rb") as fh:
         st = os.fstat(fh.fileno())
         if stat.S_ISDIR(st.st_mode):
@@ -136,18 +145,7 @@ def write_bytes_confined(
     owner: tuple[int, int] | None = None,
 ) -> None:
     """Create or replace a file; parents created. ``owner`` chowns new entries (bwrap's sandbox uid)."""
-    real_root, dirs, name = _split(root, path, visible_roots)
-    dfd = _open_dir_chain(real_root, dirs, create=True, owner=owner)
-    try:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
-        try:
-            fd = os.open(name, flags, 0o644, dir_fd=dfd)
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise WorkspacePathError(f"{path!r} changed into a symlink while being opened") from exc
-            raise
-    finally:
-        os.close(dfd)
+    fd = _open_file_confined(root, path, visible_roots, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, owner=owner)
     with os.fdopen(fd, "wb") as fh:
         if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
             raise PermissionError(f"{path!r} is not a regular file")
