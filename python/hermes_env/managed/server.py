@@ -159,18 +159,10 @@ class ManagedServer:
         version = branch.version if branch is not None else -1
         parent_cids = list(branch.completion_ids) if branch is not None else []
 
-        sent = traj.tokens
-        prompt_tokens, outputs, logprobs, finishes = await self.server.tokens_and_logprobs_completion(
-            input_ids=sent, n=n, **params
-        )
-        self._check_reply(sent, prompt_tokens, outputs, logprobs)
-
+        samples, usage = await self._sample(traj, n, params)
         parser = load_parser(self.config.tool_parser, tools) if tools and tool_choice != "none" else None
-        samples = [traj] + [traj.fork() for _ in range(len(outputs) - 1)]
         choices = []
-        for i, (sample, ids, lps) in enumerate(zip(samples, outputs, logprobs, strict=True)):
-            finish = self._finish_reason(finishes[i] if i < len(finishes) else "stop")
-            sample.add_completion([int(t) for t in ids], [float(x) for x in lps], finish_reason=finish)
+        for i, (sample, ids, finish) in enumerate(samples):
             record = self._record(ids, finish)
             reply = parse_reply(record.raw_text, parser)
             message = reply.to_openai()
@@ -188,16 +180,13 @@ class ManagedServer:
             self._register(record, message.model_dump(exclude_none=True))
             base = branch if i == 0 else None
             self._commit(base, version, sample, msgs, keys, parent_cids, record, message, previous, encoded)
-        completion_tokens = sum(len(o) for o in outputs)
         return ChatCompletion(
             id=f"chatcmpl-{uuid.uuid4().hex}",
             created=int(time.time()),
             model=self.model_name,
             object="chat.completion",
             choices=choices,
-            usage=CompletionUsage(
-                prompt_tokens=len(sent), completion_tokens=completion_tokens, total_tokens=len(sent) + completion_tokens
-            ),
+            usage=usage,
         )
 
     async def completion(self, *, prompt: str, n: int = 1, **sampling: Any) -> Completion:
@@ -227,17 +216,10 @@ class ManagedServer:
             traj = Trajectory(vocab_size=self._vocab_size)
             traj.add_prompt(list(self.tokenizer.encode(prompt, add_special_tokens=True)))
         version = branch.version if branch is not None else -1
-        sent = traj.tokens
-        prompt_tokens, outputs, logprobs, finishes = await self.server.tokens_and_logprobs_completion(
-            input_ids=sent, n=n, **params
-        )
-        self._check_reply(sent, prompt_tokens, outputs, logprobs)
-        samples = [traj] + [traj.fork() for _ in range(len(outputs) - 1)]
+        samples, usage = await self._sample(traj, n, params)
         choices = []
-        for i, (sample, ids, lps) in enumerate(zip(samples, outputs, logprobs, strict=True)):
-            finish = self._finish_reason(finishes[i] if i < len(finishes) else "stop")
-            sample.add_completion([int(t) for t in ids], [float(x) for x in lps], finish_reason=finish)
-            text = self.tokenizer.decode(list(ids), skip_special_tokens=True)
+        for i, (sample, ids, finish) in enumerate(samples):
+            text = self.tokenizer.decode(ids, skip_special_tokens=True)
             choices.append(
                 CompletionChoice(
                     index=i, text=text, finish_reason=finish if finish in ("stop", "length") else "stop", logprobs=None
@@ -250,16 +232,13 @@ class ManagedServer:
                 self._branches.append(
                     ManagedBranch(trajectory=sample, messages=[], keys=[], decode=self._decode, text=prompt + text)
                 )
-        completion_tokens = sum(len(o) for o in outputs)
         return Completion(
             id=f"cmpl-{uuid.uuid4().hex}",
             created=int(time.time()),
             model=self.model_name,
             object="text_completion",
             choices=choices,
-            usage=CompletionUsage(
-                prompt_tokens=len(sent), completion_tokens=completion_tokens, total_tokens=len(sent) + completion_tokens
-            ),
+            usage=usage,
         )
 
     def get_state(self) -> dict[str, Any]:
@@ -357,6 +336,34 @@ class ManagedServer:
                 "keep_raw: template re-rendered earlier turns differently at token %d", out["divergence"]["index"]
             )
         return traj, out["previous"]
+
+    async def _sample(
+        self, traj: Trajectory, n: int, params: Mapping[str, Any]
+    ) -> tuple[list[tuple[Trajectory, list[int], str]], CompletionUsage]:
+        """Sends ``traj``'s tokens and appends each returned sample to its own fork of ``traj``.
+
+        Returns (trajectory, token ids, finish reason) per sample, sample 0 on ``traj`` itself, and
+        the usage. ``traj`` is a fresh prompt trajectory, so a reply that does not line up raises
+        before any tracked branch changes.
+        """
+        sent = traj.tokens
+        prompt_tokens, outputs, logprobs, finishes = await self.server.tokens_and_logprobs_completion(
+            input_ids=sent, n=n, **params
+        )
+        self._check_reply(sent, prompt_tokens, outputs, logprobs)
+        # Fork before appending: every sample continues the same prompt.
+        forks = [traj] + [traj.fork() for _ in range(len(outputs) - 1)]
+        samples = []
+        for i, (sample, raw_ids, lps) in enumerate(zip(forks, outputs, logprobs, strict=True)):
+            finish = self._finish_reason(finishes[i] if i < len(finishes) else "stop")
+            ids = [int(t) for t in raw_ids]
+            sample.add_completion(ids, [float(x) for x in lps], finish_reason=finish)
+            samples.append((sample, ids, finish))
+        completion_tokens = sum(len(ids) for _, ids, _ in samples)
+        usage = CompletionUsage(
+            prompt_tokens=len(sent), completion_tokens=completion_tokens, total_tokens=len(sent) + completion_tokens
+        )
+        return samples, usage
 
     def _check_reply(self, sent: list[int], prompt_tokens: Any, outputs: Any, logprobs: Any) -> None:
         """Refuses a reply that does not line up, before anything is recorded."""
