@@ -239,6 +239,43 @@ impl Sectioned {
     }
 }
 
+/// What the start of a DeepSeek-V3 argument fence looks like.
+enum Fence {
+    /// "```", an optional alphanumeric tag of at most 16 bytes and a newline: `len` bytes.
+    Line(usize),
+    /// Could still become a fence line with more input.
+    Undecided,
+    NotAFence,
+}
+
+fn fence_line(b: &[u8]) -> Fence {
+    const MAX_TAG: usize = 16;
+    let ticks = b.iter().take(3).take_while(|&&c| c == b'`').count();
+    if ticks < 3 {
+        return if ticks == b.len() {
+            Fence::Undecided
+        } else {
+            Fence::NotAFence
+        };
+    }
+    let tag = b
+        .iter()
+        .skip(3)
+        .take(MAX_TAG + 1)
+        .take_while(|c| c.is_ascii_alphanumeric())
+        .count();
+    if tag > MAX_TAG {
+        return Fence::NotAFence;
+    }
+    let at = 3 + tag;
+    match (b.get(at), b.get(at + 1)) {
+        (None, _) | (Some(b'\r'), None) => Fence::Undecided,
+        (Some(b'\n'), _) => Fence::Line(at + 1),
+        (Some(b'\r'), Some(b'\n')) => Fence::Line(at + 2),
+        _ => Fence::NotAFence,
+    }
+}
+
 impl Machine for Sectioned {
     fn run(&mut self, input: &str, base: usize, eof: bool, out: &mut Emitter<'_>) -> usize {
         let mut i = 0;
@@ -359,19 +396,21 @@ impl Machine for Sectioned {
                     i += j;
                     let rest = &input[i..];
                     if self.spec.header == Header::TypeThenNameLine && !self.fence_open && rest.starts_with('`') {
-                        // ```json (the language tag is optional) then a newline.
-                        let Some(nl) = rest.find('\n') else {
-                            if eof || rest.len() > 16 {
-                                let pos = out.pos(base + i);
-                                let msg = "unterminated ``` fence line in a tool call; the call is kept as content";
-                                self.reject_call(IssueKind::MalformedMarkup, pos, msg.into(), Mode::RawContent, out);
-                                continue;
+                        // ```json (the language tag is optional) then a newline; decided within
+                        // the first few bytes, whatever the chunking.
+                        match fence_line(rest.as_bytes()) {
+                            Fence::Line(len) => {
+                                self.raw.push_str(&rest[..len]);
+                                i += len;
+                                self.fence_open = true;
                             }
-                            return i;
-                        };
-                        self.raw.push_str(&rest[..=nl]);
-                        i += nl + 1;
-                        self.fence_open = true;
+                            Fence::Undecided if !eof => return i,
+                            _ => {
+                                let pos = out.pos(base + i);
+                                let msg = "malformed ``` fence line in a tool call; the call is kept as content";
+                                self.reject_call(IssueKind::MalformedMarkup, pos, msg.into(), Mode::RawContent, out);
+                            }
+                        }
                         continue;
                     }
                     match self.inner.find(rest, eof) {
