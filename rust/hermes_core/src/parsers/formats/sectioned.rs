@@ -245,7 +245,7 @@ enum Fence {
     Line(usize),
     /// Could still become a fence line with more input.
     Undecided,
-    NotAFence,
+    Invalid,
 }
 
 fn fence_line(b: &[u8]) -> Fence {
@@ -255,7 +255,7 @@ fn fence_line(b: &[u8]) -> Fence {
         return if ticks == b.len() {
             Fence::Undecided
         } else {
-            Fence::NotAFence
+            Fence::Invalid
         };
     }
     let tag = b
@@ -265,14 +265,14 @@ fn fence_line(b: &[u8]) -> Fence {
         .take_while(|c| c.is_ascii_alphanumeric())
         .count();
     if tag > MAX_TAG {
-        return Fence::NotAFence;
+        return Fence::Invalid;
     }
     let at = 3 + tag;
     match (b.get(at), b.get(at + 1)) {
         (None, _) | (Some(b'\r'), None) => Fence::Undecided,
         (Some(b'\n'), _) => Fence::Line(at + 1),
         (Some(b'\r'), Some(b'\n')) => Fence::Line(at + 2),
-        _ => Fence::NotAFence,
+        _ => Fence::Invalid,
     }
 }
 
