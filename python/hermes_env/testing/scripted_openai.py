@@ -14,16 +14,16 @@ it serves both in-process tests and a CLI run in the same process.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import re
-import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from aiohttp import web
+
+from hermes_env.testing.http_thread import ThreadedHTTPServer
 
 Responder = Callable[[list[dict[str, Any]], list[dict[str, Any]] | None], "str | Awaitable[str]"]
 
@@ -38,8 +38,10 @@ def split_reasoning(text: str) -> tuple[str | None, str]:
     return match.group(1).strip(), text[match.end() :]
 
 
-class ScriptedOpenAIServer:
+class ScriptedOpenAIServer(ThreadedHTTPServer):
     """A scripted chat-completions server on 127.0.0.1; ``requests`` records what it was sent."""
+
+    server_name = "scripted OpenAI server"
 
     def __init__(
         self,
@@ -50,17 +52,11 @@ class ScriptedOpenAIServer:
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
+        super().__init__(host=host, port=port)
         self.responder = responder
         self.tool_parser = tool_parser
         self.model = model
-        self.host = host
-        self.port = port
         self.requests: list[dict[str, Any]] = []
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._runner: web.AppRunner | None = None
-        self._thread: threading.Thread | None = None
-        self._ready = threading.Event()
-        self._error: BaseException | None = None
 
     @property
     def base_url(self) -> str:
@@ -118,49 +114,7 @@ class ScriptedOpenAIServer:
         finish = "tool_calls" if parsed.tool_calls else "stop"
         return {"index": index, "message": message, "finish_reason": finish, "logprobs": None}
 
-    # -- lifecycle ----------------------------------------------------------------------------
-    def _serve(self) -> None:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        app = web.Application()
+    def add_routes(self, app: web.Application) -> None:
         app.router.add_get("/v1/models", self._models)
         app.router.add_get("/health", self._health)
         app.router.add_post("/v1/chat/completions", self._chat)
-        runner = web.AppRunner(app, access_log=None)
-        try:
-            loop.run_until_complete(runner.setup())
-            site = web.TCPSite(runner, self.host, self.port)
-            loop.run_until_complete(site.start())
-            self.port = int(runner.addresses[0][1])
-            self._runner = runner
-        except BaseException as err:  # noqa: BLE001 - reported to start()
-            self._error = err
-            self._ready.set()
-            return
-        self._ready.set()
-        loop.run_forever()
-        loop.run_until_complete(runner.cleanup())
-        loop.close()
-
-    def start(self) -> ScriptedOpenAIServer:
-        if self._thread is not None:
-            raise RuntimeError("server already started")
-        self._thread = threading.Thread(target=self._serve, name="scripted-openai", daemon=True)
-        self._thread.start()
-        self._ready.wait(30)
-        if self._error is not None:
-            raise RuntimeError(f"scripted OpenAI server could not listen on {self.host}:{self.port}: {self._error}")
-        return self
-
-    def stop(self) -> None:
-        if self._loop is not None and self._thread is not None:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(30)
-        self._thread = None
-        self._loop = None
-
-    def __enter__(self) -> ScriptedOpenAIServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()

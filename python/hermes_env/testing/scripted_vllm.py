@@ -28,7 +28,6 @@ texts served in order. ``KeyedScript`` serves one script per conversation. Comma
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -37,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+
+from hermes_env.testing.http_thread import ThreadedHTTPServer
 
 __all__ = ["KeyedScript", "ScriptedCompletion", "ScriptedRequest", "ScriptedVLLMServer", "scripted_logprob"]
 
@@ -125,7 +126,7 @@ class RecordedRequest:
     samples: list[_Sample] = field(default_factory=list)
 
 
-class ScriptedVLLMServer:
+class ScriptedVLLMServer(ThreadedHTTPServer):
     """Scripted (no model) HTTP server on 127.0.0.1 speaking vLLM's ``/generate`` as atroposlib uses it.
 
     ``tokenizer``: a Hugging Face tokenizer (completions are tokenized with it).
@@ -134,6 +135,8 @@ class ScriptedVLLMServer:
     ``port=0`` picks a free port. Start with ``start()`` or ``with``; ``requests`` records what
     was asked and answered.
     """
+
+    server_name = "ScriptedVLLMServer"
 
     def __init__(
         self,
@@ -145,6 +148,7 @@ class ScriptedVLLMServer:
         cycle: bool = False,
         logprob_fn: Callable[[int, int], float] = scripted_logprob,
     ) -> None:
+        super().__init__(port=port)
         self.tokenizer = tokenizer
         if callable(responder):
             self._responder: Responder = responder
@@ -155,25 +159,13 @@ class ScriptedVLLMServer:
         self.model_name = model_name
         self.logprob_fn = logprob_fn
         self.requests: list[RecordedRequest] = []
-        self._port = port
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._runner: web.AppRunner | None = None
-        self._ready = threading.Event()
-        self._error: BaseException | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     @property
-    def port(self) -> int:
-        if not self._ready.is_set():
-            raise RuntimeError("ScriptedVLLMServer is not running; call start() or use it as a context manager")
-        return self._port
-
-    @property
     def url(self) -> str:
         """``http://127.0.0.1:<port>`` (where ``/generate`` and ``/health`` live)."""
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
     @property
     def base_url(self) -> str:
@@ -195,62 +187,9 @@ class ScriptedVLLMServer:
         fields.update(overrides)
         return APIServerConfig(**fields)
 
-    def start(self) -> ScriptedVLLMServer:
-        if self._thread is not None:
-            raise RuntimeError("ScriptedVLLMServer already started")
-        self._thread = threading.Thread(target=self._serve, name="scripted-vllm", daemon=True)
-        self._thread.start()
-        self._ready.wait(timeout=30)
-        if self._error is not None:
-            raise RuntimeError(f"ScriptedVLLMServer failed to start: {self._error}") from self._error
-        if not self._ready.is_set():
-            raise RuntimeError("ScriptedVLLMServer did not start within 30 s")
-        return self
-
-    def stop(self) -> None:
-        loop, thread = self._loop, self._thread
-        if loop is None or thread is None:
-            return
-        if self._runner is not None:
-            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), loop).result(timeout=10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout=10)
-        self._thread = None
-        self._loop = None
-
-    def __enter__(self) -> ScriptedVLLMServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def _serve(self) -> None:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        asyncio.set_event_loop(loop)
-        try:
-            loop.run_until_complete(self._open())
-        except BaseException as e:  # reported to start()
-            self._error = e
-            self._ready.set()
-            loop.close()
-            return
-        self._ready.set()
-        try:
-            loop.run_forever()
-        finally:
-            loop.close()
-
-    async def _open(self) -> None:
-        app = web.Application()
+    def add_routes(self, app: web.Application) -> None:
         app.router.add_get("/health", self._health)
         app.router.add_post("/generate", self._generate)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", self._port)
-        await site.start()
-        sockets = site._server.sockets if site._server is not None else []  # type: ignore[union-attr]
-        self._port = sockets[0].getsockname()[1]
 
     # -- handlers ----------------------------------------------------------------------------
 
