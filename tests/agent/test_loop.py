@@ -9,27 +9,10 @@ from typing import Any
 
 import pytest
 from hermes_env.agent import AgentResult, HermesAgentLoop, ToolError, ToolWorkerPool, extract_reasoning
+from hermes_env.testing.completions import scripted_completion as completion
 from hermes_env.tools.registry import ToolArgumentError
 from openai.types.chat import ChatCompletion
 from openai.types.completion_usage import CompletionUsage
-
-
-def completion(content: str | None, calls: list[tuple[str, str]] = (), **extra: Any) -> ChatCompletion:
-    message: dict[str, Any] = {"role": "assistant", "content": content, **extra}
-    if calls:
-        message["tool_calls"] = [
-            {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": a}}
-            for i, (n, a) in enumerate(calls)
-        ]
-    return ChatCompletion.model_validate(
-        {
-            "id": "x",
-            "object": "chat.completion",
-            "created": 0,
-            "model": "scripted",
-            "choices": [{"index": 0, "finish_reason": "tool_calls" if calls else "stop", "message": message}],
-        }
-    )
 
 
 class ScriptedChat:

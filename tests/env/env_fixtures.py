@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ from atroposlib.envs.server_handling.server_baseline import APIServerConfig
 from hermes_env.agent.loop import AgentResult
 from hermes_env.env import HermesAgentBaseEnv
 from hermes_env.testing import qwen3_tokenizer_dir
+from hermes_env.testing.completions import scripted_completion as completion
 from openai.types.chat import ChatCompletion
 
 TASKS = [
@@ -19,28 +19,6 @@ TASKS = [
     {"id": "nums", "prompt": "Write the numbers 1 to 3 to nums.txt, one per line.", "solution": "seq 1 3 > nums.txt"},
 ]
 CHECKS = {"hello": "grep -qx hi hello.txt", "nums": 'test "$(cat nums.txt)" = "$(seq 1 3)"'}
-
-
-def completion(content: str | None, calls: list[tuple[str, dict[str, Any] | str]] = ()) -> ChatCompletion:
-    message: dict[str, Any] = {"role": "assistant", "content": content}
-    if calls:
-        message["tool_calls"] = [
-            {
-                "id": f"call_{i}",
-                "type": "function",
-                "function": {"name": n, "arguments": a if isinstance(a, str) else json.dumps(a)},
-            }
-            for i, (n, a) in enumerate(calls)
-        ]
-    return ChatCompletion.model_validate(
-        {
-            "id": "x",
-            "object": "chat.completion",
-            "created": 0,
-            "model": "scripted",
-            "choices": [{"index": 0, "finish_reason": "tool_calls" if calls else "stop", "message": message}],
-        }
-    )
 
 
 class FakeChat:
