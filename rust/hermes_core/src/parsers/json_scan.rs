@@ -394,17 +394,32 @@ impl JsonScanner {
         self.lit_i = 1;
     }
 
-    /// Streaming fast path: inside a string, consume `input` whole when it holds no quote,
-    /// backslash or control byte (the state cannot change). Returns false, consuming nothing,
-    /// otherwise; then call [`JsonScanner::feed`].
+    /// Streaming fast path: inside a string, consume `input` whole when the string cannot end or
+    /// break in it: no unescaped quote, no control byte, only simple escapes (`\\n`, `\\"`...,
+    /// followed across chunk boundaries; a `\\u` escape is left to [`JsonScanner::feed`]).
+    /// Returns false, consuming nothing, otherwise; then call [`JsonScanner::feed`].
     #[inline]
     pub fn skip_plain_string(&mut self, input: &[u8]) -> bool {
-        if matches!(self.st, St::Str { .. }) && input.iter().all(|&b| b >= 0x20 && b != b'"' && b != b'\\') {
-            self.pos += input.len();
-            true
-        } else {
-            false
+        let (key, mut esc) = match self.st {
+            St::Str { key } => (key, false),
+            St::Esc { key } => (key, true),
+            _ => return false,
+        };
+        for &b in input {
+            if esc {
+                if !matches!(b, b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') {
+                    return false;
+                }
+                esc = false;
+            } else if b == b'\\' {
+                esc = true;
+            } else if b == b'"' || b < 0x20 {
+                return false;
+            }
         }
+        self.st = if esc { St::Esc { key } } else { St::Str { key } };
+        self.pos += input.len();
+        true
     }
 
     /// The input has ended: completes a top-level number, otherwise reports what is missing.
@@ -558,7 +573,7 @@ impl ObjectWalker {
     }
 
     /// Streaming fast path: while a member value is inside a string, consume `input` whole
-    /// when it cannot end or escape the string (see [`JsonScanner::skip_plain_string`]). The
+    /// when it cannot end the string (see [`JsonScanner::skip_plain_string`]). The
     /// caller treats `input` as `Walk::Value(input)`.
     #[inline]
     pub fn skip_plain_string(&mut self, input: &[u8]) -> bool {
@@ -875,6 +890,39 @@ mod tests {
         for chunk in [1, 5, 100] {
             let log = walk_all(bad, chunk);
             assert_eq!(log.last().unwrap(), "error:TrailingComma@35", "chunk {chunk}");
+        }
+    }
+
+    /// Feeding through the in-string fast path wherever it accepts a chunk must reach the same
+    /// status, offsets and errors as plain `feed`, at every chunk size.
+    #[test]
+    fn skip_plain_string_agrees_with_feed() {
+        let texts = [
+            r#"{"a": "x\ny\"z\\w\/q", "b": "\u0041\t", "c": "bad \x esc"}"#,
+            "{\"a\": \"ctrl\u{1}\"}",
+            r#"["ab\"", "\\", "\\\""]"#,
+        ];
+        for text in texts {
+            let mut whole = JsonScanner::new();
+            let expected = whole.feed(text.as_bytes());
+            for size in 1..9 {
+                let mut s = JsonScanner::new();
+                let mut last = (0, Status::NeedMore);
+                let mut consumed = 0;
+                for chunk in text.as_bytes().chunks(size) {
+                    if s.skip_plain_string(chunk) {
+                        consumed += chunk.len();
+                        continue;
+                    }
+                    last = s.feed(chunk);
+                    consumed += last.0;
+                    if last.1 != Status::NeedMore {
+                        break;
+                    }
+                }
+                assert_eq!((consumed, last.1), expected, "{text} in chunks of {size}");
+                assert_eq!(s.position(), whole.position(), "{text} in chunks of {size}");
+            }
         }
     }
 }
