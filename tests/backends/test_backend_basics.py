@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from pathlib import Path
 
 import pytest
 from hermes_env.backends import ExecutionBackend, get_backend, register_backend
 from hermes_env.backends.local import LocalBackend
 from hermes_env.backends.registry import backend_names
+from procs import wait_gone, wait_no_process_with_cmdline
 
 
 async def test_command_runs_in_workspace_and_sees_written_files(backend: ExecutionBackend) -> None:
@@ -50,45 +50,9 @@ async def test_hanging_command_times_out_and_is_killed(backend: ExecutionBackend
     if isinstance(backend, LocalBackend):  # host-visible pids
         for name in ("child.pid", "main.pid"):
             pid = int((await backend.read_file("t", name)).decode())
-            await _wait_gone(pid)
+            await wait_gone(pid)
     else:  # bwrap: pids are namespaced; the namespace is gone, so no 'sleep 300' of ours remains
-        await _wait_no_process_with_cmdline("sleep 300")
-
-
-async def _wait_gone(pid: int) -> None:
-    for _ in range(100):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        if _is_zombie(pid):
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"process {pid} still alive after the timeout kill")
-
-
-def _is_zombie(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
-    except OSError:
-        return True
-
-
-async def _wait_no_process_with_cmdline(needle: str) -> None:
-    for _ in range(100):
-        alive = []
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit():
-                try:
-                    cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                except OSError:
-                    continue
-                if needle in cmd and not _is_zombie(int(entry.name)):
-                    alive.append(entry.name)
-        if not alive:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"processes running {needle!r} survived: {alive}")
+        await wait_no_process_with_cmdline("sleep 300")
 
 
 async def test_background_job_does_not_make_a_finished_command_hang(backend: ExecutionBackend) -> None:
