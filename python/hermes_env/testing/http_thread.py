@@ -6,6 +6,7 @@ whether that code is synchronous (a CLI run) or an asyncio program with its own 
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import threading
 from typing import Self
@@ -16,7 +17,7 @@ START_TIMEOUT = 30.0
 STOP_TIMEOUT = 10.0
 
 
-class ThreadedHTTPServer:
+class ThreadedHTTPServer(abc.ABC):
     """Base of the scripted servers: subclasses add their routes in :meth:`add_routes`."""
 
     #: Name of the serving thread and of the server in error messages.
@@ -31,9 +32,9 @@ class ThreadedHTTPServer:
         self._ready = threading.Event()
         self._error: BaseException | None = None
 
+    @abc.abstractmethod
     def add_routes(self, app: web.Application) -> None:
         """Register the server's handlers on ``app``."""
-        raise NotImplementedError(f"{type(self).__name__} must implement add_routes(app)")
 
     @property
     def port(self) -> int:
