@@ -137,6 +137,10 @@ mod tests {
         let r = every_split("kimi_k2", text);
         assert_eq!(r.tool_calls.len(), 1);
         assert!(r.content.as_deref().unwrap().contains("thinking"));
+        // Content after the section: whitespace next to the markup is dropped, as vLLM strips.
+        let text = "<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{}\
+            <|tool_call_end|><|tool_calls_section_end|>\n\nThanks. \n";
+        assert_eq!(every_split("kimi_k2", text).content.as_deref(), Some("Thanks."));
         assert_eq!(r.issues[0].kind, IssueKind::UnexpectedText);
     }
 

@@ -126,14 +126,20 @@ impl Gate {
             self.ws.push_str(s);
             return;
         }
+        // Whitespace between markup and the first content is framing too (vLLM strips content).
+        let framing = self.strip_edges && self.after_markup && !self.emitted;
         if !self.ws.is_empty() {
-            let framing = self.strip_edges && self.after_markup && !self.emitted;
             if !framing {
                 out.content(&self.ws);
             }
             self.ws.clear();
         }
         let (body, tail) = s.split_at(body_end);
+        let body = if framing {
+            body.trim_start_matches([' ', '\t', '\n', '\r'])
+        } else {
+            body
+        };
         out.content(body);
         self.ws.push_str(tail);
         self.after_markup = false;
