@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from hermes_env.agent.reasoning import extract_reasoning
+from hermes_env.agent.reasoning import extract_reasoning, separated_reasoning
 from hermes_env.agent.tool_pool import ToolWorkerPool
 from hermes_env.tools.registry import ToolArgumentError
 
@@ -196,13 +196,9 @@ class HermesAgentLoop:
             assistant: dict[str, Any] = {"role": "assistant", "content": _get(message, "content") or ""}
             # Servers put separated reasoning in `reasoning_content` (vLLM <0.10) or `reasoning`; chat
             # templates read `reasoning_content`. Reasoning left inside `content` stays there.
-            for field_name in ("reasoning_content", "reasoning"):
-                reasoning = _get(message, field_name)
-                if reasoning is None and not isinstance(message, dict):
-                    reasoning = (getattr(message, "model_extra", None) or {}).get(field_name)
-                if isinstance(reasoning, str) and reasoning:
-                    assistant["reasoning_content"] = reasoning
-                    break
+            separated = separated_reasoning(message)
+            if separated is not None:
+                assistant["reasoning_content"] = separated
             if calls:
                 assistant["tool_calls"] = calls
             messages.append(assistant)

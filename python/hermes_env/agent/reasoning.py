@@ -24,12 +24,20 @@ def _field(message: Any, name: str) -> Any:
     return value
 
 
-def extract_reasoning(message: Any) -> str | None:
-    """The reasoning of an assistant message (dict or openai object), or None when there is none."""
+def separated_reasoning(message: Any) -> str | None:
+    """Reasoning the server already split off (``reasoning_content`` or ``reasoning``), or None."""
     for name in ("reasoning_content", "reasoning"):
         value = _field(message, name)
         if isinstance(value, str) and value.strip():
             return value
+    return None
+
+
+def extract_reasoning(message: Any) -> str | None:
+    """The reasoning of an assistant message (dict or openai object), or None when there is none."""
+    separated = separated_reasoning(message)
+    if separated is not None:
+        return separated
     content = _field(message, "content")
     if isinstance(content, str) and "<think>" in content:
         parts = [m.group(1).strip() for m in _THINK.finditer(content)]
