@@ -102,7 +102,7 @@ class ToolContext:
         """Copy a host directory tree into the workspace; returns the workspace paths written."""
         root = Path(local_dir)
         if not root.is_dir():
-            raise NotADirectoryError(f"upload_dir: {str(root)!r} is not a directory")
+            raise NotADirectoryError(f"upload_dir: {str(root)!r} is not a directory; pass an existing host directory")
         files = await asyncio.to_thread(_host_files, root)
         written = []
         for rel in files:

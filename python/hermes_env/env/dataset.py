@@ -20,10 +20,16 @@ def load_rows(name: str, split: str = "train", prompt_field: str = "prompt") -> 
     """All rows of the dataset ``name``; each row is checked to carry ``prompt_field``."""
     rows = _load_local(Path(name).expanduser(), split) if is_local_dataset(name) else _load_hub(name, split)
     if not rows:
-        raise DatasetError(f"dataset {name!r} (split {split!r}) has no rows")
+        raise DatasetError(
+            f"dataset {name!r} (split {split!r}) has no rows; add rows or pass another "
+            "--env.dataset_name/--env.dataset_split"
+        )
     for index, row in enumerate(rows):
         if not isinstance(row, dict):
-            raise DatasetError(f"dataset {name!r}: row {index} is a {type(row).__name__}, expected a JSON object")
+            raise DatasetError(
+                f"dataset {name!r}: row {index} is a {type(row).__name__}, expected a JSON object; "
+                "make every row an object"
+            )
         if prompt_field not in row:
             raise DatasetError(
                 f"dataset {name!r}: row {index} has no field {prompt_field!r} (fields: {sorted(row)}); "
@@ -42,14 +48,19 @@ def _load_local(path: Path, split: str) -> list[dict[str, Any]]:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as err:
-            raise DatasetError(f"{path}: not valid JSON ({err})") from None
+            raise DatasetError(
+                f"{path}: not valid JSON ({err}); fix the file, or use .jsonl with one object per line"
+            ) from None
         if isinstance(data, dict):
             # {"train": [...], "test": [...]}: pick the split.
             if split not in data:
                 raise DatasetError(f"{path}: no split {split!r} (splits: {sorted(data)}); set --env.dataset_split")
             data = data[split]
         if not isinstance(data, list):
-            raise DatasetError(f"{path}: expected a list of objects or an object of splits")
+            raise DatasetError(
+                f"{path}: holds a {type(data).__name__}; write a list of row objects or an object of splits "
+                '({"train": [...], "test": [...]})'
+            )
         return data
     rows = []
     for lineno, line in enumerate(text.splitlines(), start=1):
@@ -58,7 +69,10 @@ def _load_local(path: Path, split: str) -> list[dict[str, Any]]:
         try:
             rows.append(json.loads(line))
         except json.JSONDecodeError as err:
-            raise DatasetError(f"{path}:{lineno}: not valid JSON ({err.msg} at column {err.colno})") from None
+            raise DatasetError(
+                f"{path}:{lineno}: not valid JSON ({err.msg} at column {err.colno}); "
+                "fix that line (one JSON object per line)"
+            ) from None
     return rows
 
 
