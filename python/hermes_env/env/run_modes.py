@@ -16,6 +16,7 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,9 @@ from hermes_env.env.progress import GroupProgress
 from hermes_env.env.stats import RolloutRecord, format_summary_table, summarize
 
 logger = logging.getLogger(__name__)
+
+# One evaluated item: (item, scored item or None, its record or None, why it failed or None).
+EvalOutcome = tuple[Any, dict[str, Any] | None, RolloutRecord | None, str | None]
 
 
 async def _already_set_up() -> None:
@@ -49,13 +53,11 @@ def _wandb_configured() -> bool:
 class RunModesMixin:
     """serve/process/evaluate for :class:`~hermes_env.env.base_env.HermesAgentBaseEnv` (mixed in before BaseEnv)."""
 
-    async def run_eval(
-        self, items: list[Any]
-    ) -> list[tuple[Any, dict[str, Any] | None, RolloutRecord | None, str | None]]:
+    async def run_eval(self, items: list[Any]) -> list[EvalOutcome]:
         """One rollout per item (eval split, at most ``max_eval_workers`` at once): (item, scored, record, error)."""
         gate = asyncio.Semaphore(self.config.max_eval_workers)
 
-        async def one(item: Any) -> tuple[Any, dict[str, Any] | None, RolloutRecord | None, str | None]:
+        async def one(item: Any) -> EvalOutcome:
             async with gate:
                 try:
                     scored, record = await self.rollout(item, self.resolve_group_tools(), 0, split="eval")
@@ -66,7 +68,11 @@ class RunModesMixin:
         return list(await asyncio.gather(*(one(item) for item in items)))
 
     async def evaluate_items(
-        self, items: list[Any], *, id_field: str = "id", extra_metrics: Any = None
+        self,
+        items: list[Any],
+        *,
+        id_field: str = "id",
+        extra_metrics: Callable[[list[EvalOutcome]], dict[str, float]] | None = None,
     ) -> dict[str, float]:
         """Run ``items`` once each (eval split) and save ``metrics.json``/``samples.jsonl`` via ``evaluate_log``.
 

@@ -14,6 +14,7 @@ from hermes_env.env.base_env import HermesAgentBaseEnv
 from hermes_env.env.dataset import DatasetError, load_rows
 from hermes_env.env.defaults import default_server_config, default_tokenizer_name
 from hermes_env.env.errors import RolloutFailed
+from hermes_env.env.run_modes import EvalOutcome
 
 
 class TaskFileEnv(HermesAgentBaseEnv):
@@ -74,7 +75,7 @@ class TaskFileEnv(HermesAgentBaseEnv):
                 f"{self.name}: setup of task {item['id']!r} failed (exit {result.exit_code}): {result.output[-500:]}"
             )
 
-    def eval_metrics(self, outcomes: list[Any]) -> dict[str, float]:
+    def eval_metrics(self, outcomes: list[EvalOutcome]) -> dict[str, float]:
         """Environment-specific metrics over ``evaluate``'s outcomes (default: none)."""
         return {}
 

@@ -19,6 +19,7 @@ from pydantic import Field
 
 from hermes_env.agent.loop import AgentResult
 from hermes_env.env.config import HermesAgentEnvConfig
+from hermes_env.env.run_modes import EvalOutcome
 from hermes_env.envs._common import TaskFileEnv
 
 HERE = Path(__file__).resolve().parent
@@ -85,7 +86,7 @@ class BenchEvalEnv(TaskFileEnv):
         answer = extract_answer(str(final.get("content") or "")) if final else None
         return 1.0 if answer is not None and normalize(answer) == normalize(str(item["answer"])) else 0.0
 
-    def eval_metrics(self, outcomes: list[Any]) -> dict[str, float]:
+    def eval_metrics(self, outcomes: list[EvalOutcome]) -> dict[str, float]:
         """Accuracy per question ``category``."""
         scores: dict[str, list[float]] = defaultdict(list)
         for item, _, record, _ in outcomes:
