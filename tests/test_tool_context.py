@@ -88,7 +88,8 @@ async def test_escapes_refused_through_context(backend: ExecutionBackend) -> Non
 
 
 async def test_does_not_block_the_event_loop(backend: ExecutionBackend) -> None:
-    # A ticker keeps running while the context waits on a slow command.
+    # The command waits for a file that only the ticker, a coroutine on the same event loop, writes
+    # (after 6 ticks): it can finish only if terminal() leaves the loop free while it waits.
     ticks = 0
     stop = asyncio.Event()
 
@@ -96,12 +97,15 @@ async def test_does_not_block_the_event_loop(backend: ExecutionBackend) -> None:
         nonlocal ticks
         while not stop.is_set():
             ticks += 1
+            if ticks == 6:
+                await ctx.write_file("go", "")
             await asyncio.sleep(0.01)
 
     async with ToolContext("r6", backend) as ctx:
         t = asyncio.create_task(ticker())
-        res = await ctx.terminal("sleep 0.5; echo done", 10)
+        res = await ctx.terminal("while [ ! -e go ]; do sleep 0.01; done; echo done", 10)
         stop.set()
         await t
+    assert not res.timed_out
     assert res.output == "done\n"
     assert ticks > 5
