@@ -15,6 +15,8 @@ from typing import Any, Literal
 from atroposlib.envs.base import BaseEnvConfig
 from pydantic import Field, field_validator, model_validator
 
+from hermes_env.trajectory import DivergencePolicy
+
 Phase = Literal["auto", "openai", "managed"]
 
 # File suffixes read as local datasets; anything else is a Hugging Face dataset name.
@@ -68,7 +70,7 @@ class HermesAgentEnvConfig(BaseEnvConfig):
     extra_body: dict[str, Any] | None = Field(
         default=None, description="Extra request fields sent with every model call (e.g. chat_template_kwargs)."
     )
-    divergence_policy: Literal["raise", "warn_and_restart", "keep_raw"] = Field(
+    divergence_policy: DivergencePolicy = Field(
         default="keep_raw",
         description="Phase 2: what the managed server does when a re-rendered prompt disagrees with the tokens "
         "already sampled (keep_raw: keep the exact sampled tokens, what training needs).",

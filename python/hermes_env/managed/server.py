@@ -24,7 +24,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from openai.types.chat.chat_completion import ChatCompletion, Choice
@@ -42,11 +42,10 @@ from hermes_env.managed.branches import (
 )
 from hermes_env.managed.rendering import EncodedPrefix, encode, encode_incremental, new_turn_ids, render_text
 from hermes_env.managed.response import load_parser, parse_reply
-from hermes_env.trajectory import Trajectory
+from hermes_env.trajectory import DivergencePolicy, Trajectory
 
 logger = logging.getLogger(__name__)
 
-DivergencePolicy = Literal["raise", "warn_and_restart", "keep_raw"]
 _FINISH_REASONS = {"stop", "length", "tool_calls", "content_filter", "function_call"}
 # OpenAI request fields that mean nothing to a token-level /generate call.
 _DROPPED = {"model", "logprobs", "top_logprobs", "stream_options", "parallel_tool_calls", "user"}
