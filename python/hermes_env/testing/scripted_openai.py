@@ -15,7 +15,6 @@ it serves both in-process tests and a CLI run in the same process.
 from __future__ import annotations
 
 import inspect
-import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -23,19 +22,10 @@ from typing import Any
 
 from aiohttp import web
 
+from hermes_env.managed.response import split_reasoning
 from hermes_env.testing.http_thread import ThreadedHTTPServer
 
 Responder = Callable[[list[dict[str, Any]], list[dict[str, Any]] | None], "str | Awaitable[str]"]
-
-_LEADING_THINK = re.compile(r"^\s*<think>(.*?)</think>\s*", re.DOTALL)
-
-
-def split_reasoning(text: str) -> tuple[str | None, str]:
-    """(reasoning, rest) for text that starts with a ``<think>`` block, else (None, text)."""
-    match = _LEADING_THINK.match(text)
-    if match is None:
-        return None, text
-    return match.group(1).strip(), text[match.end() :]
 
 
 class ScriptedOpenAIServer(ThreadedHTTPServer):
