@@ -122,11 +122,13 @@ class ToolRegistry:
     def register(self, tool: Tool, *, replace: bool = False) -> Tool:
         for attr in ("name", "toolset", "description", "parameters"):
             if not getattr(tool, attr, None):
-                raise ValueError(f"tool {type(tool).__name__} has no {attr}")
+                raise ValueError(f"tool {type(tool).__name__} has no {attr}; set it as a class attribute")
         if tool.parameters.get("type") != "object":
-            raise ValueError(f"tool {tool.name}: parameters must be a JSON schema of type 'object'")
+            raise ValueError(
+                f"tool {tool.name}: parameters must be a JSON schema of type 'object'; build it with object_schema()"
+            )
         if tool.name in self._tools and not replace:
-            raise ValueError(f"a tool named {tool.name!r} is already registered")
+            raise ValueError(f"a tool named {tool.name!r} is already registered; rename it or pass replace=True")
         self._tools[tool.name] = tool
         return tool
 
