@@ -22,6 +22,9 @@
 //! 1. Create `formats/<name>.rs` and add `pub mod <name>;` to `formats/mod.rs`.
 //! 2. If the format is "JSON object between markers", it is a [`JsonInMarkers`] constant: write
 //!    `pub fn <name>() -> Arc<dyn Format> { Arc::new(JsonInMarkers { .. }) }` and you are done.
+//!    If it is "parameters as raw text between XML-ish tags" (qwen3_coder, glm45), describe it to
+//!    `formats::xml_params`: a `Spec` (markers, wording) and a `Dialect` for the call-name and
+//!    key markup; value streaming, end-marker lookahead and truncation are written there once.
 //! 3. Otherwise implement [`Format`] (`stream` builds your state machine, `render` writes calls
 //!    back as raw text or returns a [`RenderError`] saying what the format cannot express) and
 //!    [`FormatStream`] (`feed`/`finish`). Inside `feed`:

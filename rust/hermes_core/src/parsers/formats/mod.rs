@@ -21,3 +21,4 @@ pub(crate) mod shared;
 mod test_support;
 pub mod xlam;
 pub mod xml_content;
+pub(crate) mod xml_params;

@@ -30,6 +30,7 @@ use super::super::stream::{count_chars, Emitter, Format, FormatStream};
 use super::super::tools::Tools;
 use super::super::types::{IssueKind, Pos, RenderError, ToolCall};
 use super::python_literal::{is_identifier, is_keyword, parse_call, CallScanner, Scan};
+use super::shared::{Driven, Machine};
 
 const PY_START: &str = "<|python_start|>";
 const PY_END: &str = "<|python_end|>";
@@ -51,7 +52,7 @@ struct Pythonic {
 
 impl Format for Pythonic {
     fn stream(&self, _tools: &Arc<Tools>) -> Box<dyn FormatStream> {
-        Box::new(PythonicStream::new(self.llama4))
+        Box::new(Driven::new(PythonicStream::new(self.llama4)))
     }
 
     fn render(&self, calls: &[ToolCall], content: Option<&str>) -> Result<String, RenderError> {
@@ -83,7 +84,7 @@ enum St {
 
 struct PythonicStream {
     llama4: bool,
-    buf: String,
+    /// Absolute byte offset of the text being run.
     base: usize,
     st: St,
     /// Undecided text: the start of the output until the first call is certain, then each call.
@@ -111,7 +112,6 @@ impl PythonicStream {
     fn new(llama4: bool) -> PythonicStream {
         PythonicStream {
             llama4,
-            buf: String::new(),
             base: 0,
             st: St::Start,
             held: String::new(),
@@ -145,7 +145,8 @@ impl PythonicStream {
         self.st = St::Passthrough;
     }
 
-    fn run(&mut self, buf: &str, eof: bool, out: &mut Emitter<'_>) -> usize {
+    /// Run the state machine over `buf`; returns how many bytes were consumed.
+    fn steps(&mut self, buf: &str, eof: bool, out: &mut Emitter<'_>) -> usize {
         let mut i = 0;
         while i < buf.len() {
             let rest = &buf[i..];
@@ -437,43 +438,25 @@ impl PythonicStream {
         self.st = St::Passthrough;
         Some(0)
     }
-
-    fn process(&mut self, eof: bool, out: &mut Emitter<'_>) {
-        let buf = std::mem::take(&mut self.buf);
-        let used = self.run(&buf, eof, out);
-        self.buf = buf;
-        self.buf.drain(..used.min(self.buf.len()));
-        self.base += used;
-    }
 }
 
-impl FormatStream for PythonicStream {
-    fn feed(&mut self, chunk: &str, out: &mut Emitter<'_>) {
-        if chunk.is_empty() {
-            return;
-        }
-        if self.buf.is_empty() {
-            // Nothing held: run on the chunk itself and keep only its undecided tail.
-            let used = self.run(chunk, false, out);
-            self.base += used;
-            self.buf.push_str(chunk.get(used..).unwrap_or_default());
-            return;
-        }
-        self.buf.push_str(chunk);
-        self.process(false, out);
+impl Machine for PythonicStream {
+    fn run(&mut self, input: &str, base: usize, eof: bool, out: &mut Emitter<'_>) -> usize {
+        self.base = base;
+        let used = self.steps(input, eof, out);
+        self.base = base + used;
+        used
     }
 
-    fn finish(&mut self, out: &mut Emitter<'_>) {
-        self.process(true, out);
-        let end = out.pos(self.base + self.buf.len());
-        let left = std::mem::take(&mut self.buf);
+    fn end(&mut self, left: &str, out: &mut Emitter<'_>) {
+        let end = out.pos(self.base + left.len());
         match self.st {
             St::Start | St::BareName | St::Passthrough => {
                 out.content(&self.held);
-                out.content(&left);
+                out.content(left);
             }
             St::Open | St::Name | St::Args => {
-                self.held.push_str(&left);
+                self.held.push_str(left);
                 out.issue(
                     IssueKind::Truncated,
                     end,
@@ -483,9 +466,9 @@ impl FormatStream for PythonicStream {
             }
             St::AfterCall | St::AfterComma => {
                 out.issue(IssueKind::Truncated, end, "the list of calls is not closed by ']'");
-                out.content(&left);
+                out.content(left);
             }
-            St::Done => out.content(&left),
+            St::Done => out.content(left),
         }
         self.held.clear();
         self.st = St::Passthrough;
@@ -618,7 +601,7 @@ fn python_string(s: &str, out: &mut String) {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::super::test_support::{args, check_events, every_split, kinds, parser, run};
+    use super::super::test_support::{args, every_prefix, every_split, kinds, parser, soup, soup_holds};
     use super::*;
     use crate::parsers::Event;
     use proptest::prelude::*;
@@ -715,17 +698,16 @@ mod tests {
         let r = every_split("pythonic", "terminal(command='ls')");
         assert_eq!(kinds(&r), ["malformed_markup"]);
         assert_eq!(r.content.as_deref(), Some("terminal(command='ls')"));
-        for end in 0..=LIST.len() {
-            if LIST.is_char_boundary(end) {
-                let p = parser("pythonic");
-                let (events, r) = run(&p, &LIST[..end], &[end / 2]);
-                check_events(&events, &r);
-                assert!(r.same_as(&p.parse(&LIST[..end])));
+        every_prefix(
+            "pythonic",
+            LIST,
+            |end| end / 2,
+            |end, r| {
                 if end < LIST.trim_end().len() && end > 0 {
                     assert!(!r.issues.is_empty(), "prefix {end} without an issue");
                 }
-            }
-        }
+            },
+        );
     }
 
     #[test]
@@ -800,18 +782,11 @@ mod tests {
         #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
         #[test]
         fn fragments_never_panic_and_split_invariant(
-            parts in prop::collection::vec(prop::sample::select(FRAGMENTS), 0..40),
+            text in soup(FRAGMENTS),
             cuts in prop::collection::vec(0usize..200, 0..10),
             llama4 in any::<bool>(),
         ) {
-            let text = parts.concat();
-            let p = parser(if llama4 { "llama4_pythonic" } else { "pythonic" });
-            let whole = p.parse(&text);
-            let mut cuts = cuts;
-            cuts.sort_unstable();
-            let (events, r) = run(&p, &text, &cuts);
-            check_events(&events, &r);
-            prop_assert!(r.same_as(&whole), "{:?}\n{:?}\n{:?}", text, r, whole);
+            let r = soup_holds(if llama4 { "llama4_pythonic" } else { "pythonic" }, &text, cuts)?;
             if r.tool_calls.is_empty() {
                 let nonws = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
                 prop_assert_eq!(nonws(r.content.as_deref().unwrap_or("")), nonws(&text));

@@ -51,11 +51,10 @@
 use std::sync::Arc;
 
 use super::super::marker::{MarkerHit, MarkerSet};
-use super::super::stream::{count_chars, Emitter, Format, FormatStream};
+use super::super::stream::{Emitter, Format, FormatStream};
 use super::super::tools::Tools;
 use super::super::types::{IssueKind, Pos, RenderError, ToolCall};
-use super::schema_values::{coerce, ArgsWriter, TypeSet};
-use super::xml_content::FramedContent;
+use super::xml_params::{self, args_object, cap, check_content, value_source, ws_len, Core, Dialect, Spec, St};
 
 const TOOL_CALL: &str = "<tool_call>";
 const TOOL_CALL_END: &str = "</tool_call>";
@@ -64,21 +63,18 @@ const FUNCTION_END: &str = "</function>";
 const PARAMETER: &str = "<parameter=";
 const PARAMETER_END: &str = "</parameter>";
 
-/// Longest tool or parameter name accepted before the markup is judged broken.
-const MAX_NAME: usize = 256;
-
-/// When a name of `have` bytes plus `take` more would pass [`MAX_NAME`], the cut point in
-/// `rest`: always the same absolute position, however the text was chunked.
-fn cap(rest: &str, have: usize, take: usize) -> Option<usize> {
-    if have + take <= MAX_NAME {
-        return None;
-    }
-    let mut cut = MAX_NAME.saturating_sub(have).min(take);
-    while !rest.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    Some(cut)
-}
+/// The format's description (indices of `args_markers` are matched in `Qwen3::args`).
+static SPEC: Spec = Spec {
+    format: "qwen3_coder",
+    args_markers: &[PARAMETER, FUNCTION_END, TOOL_CALL_END, FUNCTION, TOOL_CALL],
+    call_end: &[1, 2],
+    value_end: PARAMETER_END,
+    next_call: &[TOOL_CALL, FUNCTION],
+    framed_newlines: true,
+    param_word: "parameter",
+    call_close: FUNCTION_END,
+    junk: |name| format!("text between the parameters of call {name:?} is not part of any parameter and was ignored"),
+};
 
 /// The `qwen3_coder` format.
 pub fn qwen3_coder() -> Arc<dyn Format> {
@@ -89,7 +85,11 @@ struct Qwen3Coder;
 
 impl Format for Qwen3Coder {
     fn stream(&self, tools: &Arc<Tools>) -> Box<dyn FormatStream> {
-        Box::new(Qwen3Stream::new(Arc::clone(tools)))
+        let dialect = Qwen3 {
+            content_markers: MarkerSet::new(&[TOOL_CALL, FUNCTION]),
+            via_tool_call: false,
+        };
+        xml_params::stream(&SPEC, dialect, tools)
     }
 
     fn render(&self, calls: &[ToolCall], content: Option<&str>) -> Result<String, RenderError> {
@@ -97,507 +97,156 @@ impl Format for Qwen3Coder {
     }
 }
 
+/// qwen3_coder's own states.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum St {
-    /// Plain text; looking for `<tool_call>` or `<function=`.
-    Content,
+enum Sub {
     /// After `<tool_call>`: whitespace, then `<function=`.
     Preamble,
     /// Inside `<function=...`, up to `>`.
     Name,
-    /// Inside a function, between parameters.
-    Args,
     /// Inside `<parameter=...`, up to `>`.
     ParamName,
-    /// Inside a parameter value, up to `</parameter>`.
-    Value,
-    /// After `</parameter>`: it ends the value only if the next non-whitespace text is markup.
-    ValueEnd,
-    /// After a value's end marker and the call's closing markup: the call ends there unless the
-    /// value's end marker shows up again before the next call (then all of it was value text).
-    Tentative,
     /// After `</function>`: whitespace, then `</tool_call>`.
     AfterFunction,
 }
 
-struct Qwen3Stream {
-    tools: Arc<Tools>,
-    /// Unconsumed text (only ever a bounded tail between feeds).
-    buf: String,
-    /// Absolute byte offset of `buf[0]`.
-    base: usize,
-    st: St,
-    content: FramedContent,
+type X = Core<Sub>;
+
+struct Qwen3 {
     content_markers: MarkerSet,
-    args_markers: MarkerSet,
-    value_end: MarkerSet,
-    /// Markup of a call that has not started yet (`<tool_call>\n<function=NA`): content if it fails.
-    raw: String,
-    /// Where that markup began.
-    raw_at: Pos,
-    name: String,
-    /// The open call's tool name (for parameter types).
-    call_name: String,
     /// The open call was opened by `<tool_call>` (so `</tool_call>` is expected after it).
     via_tool_call: bool,
-    args: ArgsWriter,
-    /// The open value streams as a JSON string (else it is converted when complete).
-    streaming: bool,
-    types: TypeSet,
-    value_started: bool,
-    held_newline: bool,
-    value: String,
-    /// Dropping stray text between parameters (one issue per run).
-    in_junk: bool,
-    after_call_reported: bool,
-    /// The value's end marker and the whitespace after it, while it is not yet known to end it.
-    pending_end: String,
-    /// Where `pending_end` starts (its value-end marker).
-    pending_pos: Pos,
-    tentative_markers: MarkerSet,
-    /// While held text is replayed: its position and a copy (for exact issue offsets).
-    replay: Option<(Pos, String)>,
-    /// Parameter names of the open call (duplicates are reported).
-    keys: Vec<String>,
 }
 
-impl Qwen3Stream {
-    fn new(tools: Arc<Tools>) -> Qwen3Stream {
-        Qwen3Stream {
-            tools,
-            buf: String::new(),
-            base: 0,
-            st: St::Content,
-            content: FramedContent::default(),
-            content_markers: MarkerSet::new(&[TOOL_CALL, FUNCTION]),
-            args_markers: MarkerSet::new(&[PARAMETER, FUNCTION_END, TOOL_CALL_END, FUNCTION, TOOL_CALL]),
-            value_end: MarkerSet::new(&[PARAMETER_END]),
-            raw: String::new(),
-            raw_at: Pos::default(),
-            name: String::new(),
-            call_name: String::new(),
-            via_tool_call: false,
-            args: ArgsWriter::default(),
-            streaming: true,
-            types: TypeSet::STRING,
-            value_started: false,
-            held_newline: false,
-            value: String::new(),
-            in_junk: false,
-            after_call_reported: false,
-            pending_end: String::new(),
-            pending_pos: Pos::default(),
-            tentative_markers: MarkerSet::new(&[PARAMETER_END, TOOL_CALL, FUNCTION]),
-            replay: None,
-            keys: Vec::new(),
+impl Dialect for Qwen3 {
+    type Sub = Sub;
+
+    fn step(
+        &mut self,
+        st: St<Sub>,
+        x: &mut X,
+        rest: &str,
+        i: usize,
+        eof: bool,
+        out: &mut Emitter<'_>,
+    ) -> Option<usize> {
+        match st {
+            St::Content => self.on_content(x, rest, i, eof, out),
+            St::Args => self.on_args(x, rest, i, eof, out),
+            St::Markup(Sub::Preamble) => on_preamble(x, rest, i, eof, out),
+            St::Markup(Sub::Name) => on_name(x, rest, i, out),
+            St::Markup(Sub::ParamName) => on_param_name(x, rest, i, out),
+            St::Markup(Sub::AfterFunction) => self.on_after_function(x, rest, i, eof, out),
+            St::Value | St::ValueEnd | St::Tentative => None,
         }
     }
 
-    /// Run the state machine over `buf`; returns how many bytes were consumed.
-    fn run(&mut self, buf: &str, eof: bool, out: &mut Emitter<'_>) -> usize {
-        let mut i = 0;
-        while i < buf.len() {
-            let rest = &buf[i..];
-            let step = match self.st {
-                St::Content => self.on_content(rest, i, eof, out),
-                St::Preamble => self.on_preamble(rest, i, eof, out),
-                St::Name => self.on_name(rest, i, out),
-                St::Args => self.on_args(rest, i, eof, out),
-                St::ParamName => self.on_param_name(rest, i, out),
-                St::Value => self.on_value(rest, i, eof, out),
-                St::Tentative => self.on_tentative(rest, i, eof, out),
-                St::ValueEnd => self.on_value_end(rest, eof, out),
-                St::AfterFunction => self.on_after_function(rest, i, eof, out),
-            };
-            match step {
-                Some(n) => i += n,
-                None => break,
+    fn finish(&mut self, sub: Sub, x: &mut X, left: &str, end: Pos, out: &mut Emitter<'_>) -> bool {
+        match sub {
+            Sub::Preamble | Sub::Name => {
+                let mut raw = std::mem::take(&mut x.raw);
+                raw.push_str(&x.name);
+                raw.push_str(left);
+                x.content.text(out, &raw);
+                out.issue(
+                    IssueKind::Truncated,
+                    end,
+                    "the output ends inside a <tool_call> before the function name is complete; kept as content",
+                );
+                true
+            }
+            Sub::ParamName => false,
+            Sub::AfterFunction => {
+                if self.via_tool_call {
+                    out.issue(IssueKind::Truncated, end, "the output ends before </tool_call>");
+                }
+                true
             }
         }
-        i
     }
+}
 
-    fn at(&self, out: &mut Emitter<'_>, i: usize) -> Pos {
-        match &self.replay {
-            Some((origin, text)) => Pos {
-                byte: origin.byte + i,
-                char: origin.char + count_chars(text.as_bytes().get(..i).unwrap_or_default()),
-            },
-            None => out.pos(self.base + i),
-        }
-    }
-
-    /// Each handler returns `Some(bytes consumed)` (0 is allowed when the state changed) or
-    /// `None` when it needs more text.
-    fn on_content(&mut self, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
+impl Qwen3 {
+    fn on_content(&mut self, x: &mut X, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
         match self.content_markers.find(rest, eof) {
             MarkerHit::Full { at, end, marker } => {
-                self.text_after_calls(out, &rest[..at], i);
-                self.content.text(out, &rest[..at]);
-                self.raw_at = self.at(out, i + at);
-                self.raw.clear();
-                self.raw.push_str(&rest[at..end]);
-                self.name.clear();
+                x.prose(out, &rest[..at], i);
+                let raw_at = x.at(out, i + at);
+                x.begin_markup(raw_at, &rest[at..end]);
                 if marker == 0 {
-                    self.st = St::Preamble;
+                    x.st = St::Markup(Sub::Preamble);
                     self.via_tool_call = true;
                 } else {
-                    self.name.clear();
-                    self.st = St::Name;
+                    x.st = St::Markup(Sub::Name);
                     self.via_tool_call = false;
                     out.issue(
                         IssueKind::MalformedMarkup,
-                        self.raw_at,
+                        raw_at,
                         "<function=...> without <tool_call>; read as a call",
                     );
                 }
                 Some(end)
             }
             MarkerHit::Partial { at } => {
-                self.text_after_calls(out, &rest[..at], i);
-                self.content.text(out, &rest[..at]);
-                if at == 0 {
-                    None
-                } else {
-                    Some(at)
-                }
+                x.prose(out, &rest[..at], i);
+                Some(at).filter(|&n| n > 0)
             }
             MarkerHit::None => {
-                self.text_after_calls(out, rest, i);
-                self.content.text(out, rest);
-                if rest.is_empty() {
-                    None
-                } else {
-                    Some(rest.len())
-                }
+                x.prose(out, rest, i);
+                Some(rest.len()).filter(|&n| n > 0)
             }
         }
     }
 
-    /// Prose after a call is kept as content (vLLM drops it) and reported once per run.
-    fn text_after_calls(&mut self, out: &mut Emitter<'_>, text: &str, i: usize) {
-        if out.calls_started() > 0 && !self.after_call_reported {
-            if let Some(k) = text.find(|c: char| !c.is_whitespace()) {
-                self.after_call_reported = true;
-                let at = self.at(out, i + k);
-                out.issue(IssueKind::UnexpectedText, at, "text after a tool call; kept as content");
-            }
-        }
-    }
-
-    fn on_preamble(&mut self, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
-        let ws = rest.len() - rest.trim_start().len();
-        if ws > 0 {
-            self.raw.push_str(&rest[..ws]);
-            return Some(ws);
-        }
-        if rest.is_empty() {
-            return None;
-        }
-        if rest.starts_with(FUNCTION) {
-            self.raw.push_str(FUNCTION);
-            self.name.clear();
-            self.st = St::Name;
-            return Some(FUNCTION.len());
-        }
-        if rest.starts_with(TOOL_CALL_END) {
-            self.raw.push_str(TOOL_CALL_END);
-            let raw = std::mem::take(&mut self.raw);
-            self.content.text(out, &raw);
-            out.issue(
-                IssueKind::MalformedMarkup,
-                self.raw_at,
-                "empty <tool_call></tool_call> block (no <function=NAME>); kept as content",
-            );
-            self.st = St::Content;
-            return Some(TOOL_CALL_END.len());
-        }
-        if !eof && (FUNCTION.starts_with(rest) || TOOL_CALL_END.starts_with(rest)) {
-            return None;
-        }
-        let raw = std::mem::take(&mut self.raw);
-        self.content.text(out, &raw);
-        let at = self.at(out, i);
-        out.issue(
-            IssueKind::MalformedMarkup,
-            at,
-            "<tool_call> is not followed by <function=NAME>; the text is kept as content",
-        );
-        self.st = St::Content;
-        Some(0)
-    }
-
-    fn on_name(&mut self, rest: &str, i: usize, out: &mut Emitter<'_>) -> Option<usize> {
-        let stop = memchr::memchr3(b'>', b'<', b'\n', rest.as_bytes());
-        let take = stop.unwrap_or(rest.len());
-        if let Some(cut) = cap(rest, self.name.len(), take) {
-            self.name.push_str(&rest[..cut]);
-            self.broken_name(out, i + cut, "the function name runs on without a closing '>'");
-            return Some(cut);
-        }
-        self.name.push_str(&rest[..take]);
-        match stop {
-            None => {
-                if take == 0 {
-                    None
-                } else {
-                    Some(take)
-                }
-            }
-            Some(s) if rest.as_bytes()[s] == b'>' => {
-                let name = self.name.trim().to_owned();
-                if name.is_empty() {
-                    self.name.push('>');
-                    self.broken_name(out, i + s, "<function=> has an empty name");
-                    self.st = St::Content;
-                    return Some(s + 1);
-                }
-                self.name.clear();
-                self.content.call_starts();
-                self.after_call_reported = false;
-                out.start_call(&name, None, self.raw_at);
-                self.raw.clear();
-                self.call_name = name;
-                self.keys.clear();
-                self.st = St::Args;
-                self.in_junk = false;
-                Some(s + 1)
-            }
-            Some(s) => {
-                self.broken_name(out, i + s, "the function name is not closed by '>'");
-                Some(s)
-            }
-        }
-    }
-
-    /// `<function=NAME` cannot be a call: its markup goes back to content.
-    fn broken_name(&mut self, out: &mut Emitter<'_>, i: usize, why: &str) {
-        let mut raw = std::mem::take(&mut self.raw);
-        raw.push_str(&self.name);
-        self.name.clear();
-        self.content.text(out, &raw);
-        let at = self.at(out, i);
-        out.issue(
-            IssueKind::MalformedMarkup,
-            at,
-            format!("{why}; the markup is kept as content"),
-        );
-        self.st = St::Content;
-    }
-
-    fn end_call(&mut self, out: &mut Emitter<'_>) {
-        self.args.finish(out);
-        out.end_call();
-    }
-
-    fn on_args(&mut self, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
-        let ws = rest.len() - rest.trim_start().len();
-        if ws > 0 {
-            return Some(ws);
-        }
-        if rest.is_empty() {
-            return None;
-        }
-        match self.args_markers.find(rest, eof) {
-            MarkerHit::Full { at: 0, end, marker } => {
-                self.in_junk = false;
-                match marker {
-                    0 => {
-                        self.name.clear();
-                        self.st = St::ParamName;
-                    }
-                    1 => {
-                        self.end_call(out);
-                        self.st = St::AfterFunction;
-                    }
-                    2 => {
-                        let at = self.at(out, i);
-                        out.issue(
-                            IssueKind::MalformedMarkup,
-                            at,
-                            "</tool_call> before </function>; the call ends here",
-                        );
-                        self.end_call(out);
-                        self.st = St::Content;
-                    }
-                    _ => {
-                        let at = self.at(out, i);
-                        out.issue(
-                            IssueKind::MalformedMarkup,
-                            at,
-                            "a new call starts before </function>; the open call ends here",
-                        );
-                        self.end_call(out);
-                        self.raw_at = at;
-                        self.raw.clear();
-                        self.raw.push_str(&rest[..end]);
-                        self.name.clear();
-                        if marker == 3 {
-                            self.name.clear();
-                            self.via_tool_call = false;
-                            self.st = St::Name;
-                        } else {
-                            self.via_tool_call = true;
-                            self.st = St::Preamble;
-                        }
-                    }
-                }
-                Some(end)
-            }
-            MarkerHit::Partial { at: 0 } => None,
-            hit => {
-                // Stray text between parameters: dropped as vLLM drops it, but reported.
-                let stop = match hit {
-                    MarkerHit::Full { at, .. } | MarkerHit::Partial { at } => at,
-                    MarkerHit::None => rest.len(),
-                };
-                if !self.in_junk {
-                    self.in_junk = true;
-                    let at = self.at(out, i);
-                    out.issue(
-                        IssueKind::UnexpectedText,
-                        at,
-                        format!(
-                            "text between the parameters of call {:?} is not part of any parameter and was ignored",
-                            self.call_name
-                        ),
-                    );
-                }
-                Some(stop)
-            }
-        }
-    }
-
-    fn on_param_name(&mut self, rest: &str, i: usize, out: &mut Emitter<'_>) -> Option<usize> {
-        let stop = memchr::memchr3(b'>', b'<', b'\n', rest.as_bytes());
-        let take = stop.unwrap_or(rest.len());
-        let broken = |me: &mut Self, out: &mut Emitter<'_>, at: usize, why: &str| {
-            me.name.clear();
-            me.in_junk = true;
-            let at = me.at(out, at);
-            out.issue(
-                IssueKind::MalformedMarkup,
-                at,
-                format!("{why}; the parameter is ignored"),
-            );
-            me.st = St::Args;
+    fn on_args(&mut self, x: &mut X, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
+        let (marker, end) = match x.args_markup(rest, i, eof, out) {
+            Ok(hit) => hit,
+            Err(step) => return step,
         };
-        if let Some(cut) = cap(rest, self.name.len(), take) {
-            broken(self, out, i + cut, "a parameter name runs on without a closing '>'");
-            return Some(cut);
-        }
-        self.name.push_str(&rest[..take]);
-        match stop {
-            None => {
-                if take == 0 {
-                    None
-                } else {
-                    Some(take)
-                }
+        match marker {
+            0 => {
+                x.name.clear();
+                x.st = St::Markup(Sub::ParamName);
             }
-            Some(s) if rest.as_bytes()[s] == b'>' => {
-                let key = self.name.trim().to_owned();
-                self.name.clear();
-                if key.is_empty() {
-                    broken(self, out, i + s, "<parameter=> has an empty name");
-                    return Some(s + 1);
-                }
-                if self.keys.contains(&key) {
-                    let at = self.at(out, i + s);
-                    out.issue(
-                        IssueKind::BadArguments,
-                        at,
-                        format!("parameter {key:?} is given twice; the last value wins"),
-                    );
-                } else {
-                    self.keys.push(key.clone());
-                }
-                self.types = TypeSet::of_param(&self.tools, &self.call_name, &key);
-                self.streaming = self.types.is_plain_string();
-                self.args.open(out, &key, self.streaming);
-                self.value_started = false;
-                self.held_newline = false;
-                self.value.clear();
-                self.st = St::Value;
-                Some(s + 1)
+            1 => {
+                x.end_call(out);
+                x.st = St::Markup(Sub::AfterFunction);
             }
-            Some(s) => {
-                broken(self, out, i + s, "a parameter name is not closed by '>'");
-                Some(s)
+            2 => {
+                let at = x.at(out, i);
+                out.issue(
+                    IssueKind::MalformedMarkup,
+                    at,
+                    "</tool_call> before </function>; the call ends here",
+                );
+                x.end_call(out);
+                x.st = St::Content;
+            }
+            _ => {
+                let at = x.at(out, i);
+                out.issue(
+                    IssueKind::MalformedMarkup,
+                    at,
+                    "a new call starts before </function>; the open call ends here",
+                );
+                x.end_call(out);
+                x.begin_markup(at, &rest[..end]);
+                self.via_tool_call = marker != 3;
+                x.st = St::Markup(if marker == 3 { Sub::Name } else { Sub::Preamble });
             }
         }
+        Some(end)
     }
 
-    fn value_text(&mut self, out: &mut Emitter<'_>, mut seg: &str) {
-        if seg.is_empty() {
-            return;
-        }
-        if !self.value_started {
-            self.value_started = true;
-            seg = seg.strip_prefix('\n').unwrap_or(seg);
-            if seg.is_empty() {
-                return;
-            }
-        }
-        if !self.streaming {
-            self.value.push_str(seg);
-            return;
-        }
-        if self.held_newline {
-            self.held_newline = false;
-            self.args.fragment(out, "\n");
-        }
-        if let Some(body) = seg.strip_suffix('\n') {
-            self.held_newline = true;
-            seg = body;
-        }
-        self.args.fragment(out, seg);
-    }
-
-    /// The value is complete: its trailing newline (held back) is framing.
-    fn close_value(&mut self, out: &mut Emitter<'_>) {
-        if self.streaming {
-            self.held_newline = false;
-            self.args.close_string(out);
-        } else {
-            let raw = self.value.strip_suffix('\n').unwrap_or(&self.value);
-            let json = coerce(raw, self.types);
-            self.args.value(out, &json);
-            self.value.clear();
-        }
-    }
-
-    fn on_value(&mut self, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
-        match self.value_end.find(rest, eof) {
-            MarkerHit::Full { at, end, .. } => {
-                self.value_text(out, &rest[..at]);
-                self.pending_pos = self.at(out, i + at);
-                self.pending_end.clear();
-                self.pending_end.push_str(&rest[at..end]);
-                self.st = St::ValueEnd;
-                Some(end)
-            }
-            MarkerHit::Partial { at } => {
-                self.value_text(out, &rest[..at]);
-                if at == 0 {
-                    None
-                } else {
-                    Some(at)
-                }
-            }
-            MarkerHit::None => {
-                self.value_text(out, rest);
-                if rest.is_empty() {
-                    None
-                } else {
-                    Some(rest.len())
-                }
-            }
-        }
-    }
-
-    fn on_after_function(&mut self, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
-        let ws = rest.len() - rest.trim_start().len();
+    fn on_after_function(
+        &mut self,
+        x: &mut X,
+        rest: &str,
+        i: usize,
+        eof: bool,
+        out: &mut Emitter<'_>,
+    ) -> Option<usize> {
+        let ws = ws_len(rest);
         if ws > 0 {
             return Some(ws);
         }
@@ -605,198 +254,143 @@ impl Qwen3Stream {
             return None;
         }
         if rest.starts_with(TOOL_CALL_END) {
-            self.st = St::Content;
+            x.st = St::Content;
             return Some(TOOL_CALL_END.len());
         }
         if !eof && TOOL_CALL_END.starts_with(rest) {
             return None;
         }
         if self.via_tool_call {
-            let at = self.at(out, i);
+            let at = x.at(out, i);
             out.issue(
                 IssueKind::MalformedMarkup,
                 at,
                 "</function> is not followed by </tool_call>",
             );
         }
-        self.st = St::Content;
+        x.st = St::Content;
         Some(0)
-    }
-
-    /// After a value's end marker: markup (or the end of the output) confirms it; any other text
-    /// means the marker was part of the value (e.g. `echo '</parameter>'`), which then goes on.
-    fn on_value_end(&mut self, rest: &str, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
-        let ws = rest.len() - rest.trim_start().len();
-        if ws > 0 {
-            self.pending_end.push_str(&rest[..ws]);
-            return Some(ws);
-        }
-        match self.args_markers.find(rest, eof) {
-            MarkerHit::Full { at: 0, end, marker } if marker == 1 || marker == 2 => {
-                self.pending_end.push_str(&rest[..end]);
-                self.st = St::Tentative;
-                Some(end)
-            }
-            MarkerHit::Full { at: 0, .. } => {
-                self.pending_end.clear();
-                self.close_value(out);
-                self.st = St::Args;
-                Some(0)
-            }
-            MarkerHit::Partial { at: 0 } => None,
-            _ => {
-                let held = std::mem::take(&mut self.pending_end);
-                self.value_text(out, &held);
-                self.st = St::Value;
-                Some(0)
-            }
-        }
-    }
-
-    fn on_tentative(&mut self, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
-        match self.tentative_markers.find(rest, eof) {
-            MarkerHit::Full { at, end, marker: 0 } => {
-                // The value's end marker again: everything held was value text.
-                self.pending_end.push_str(&rest[..at]);
-                let held = std::mem::take(&mut self.pending_end);
-                self.value_text(out, &held);
-                self.pending_pos = self.at(out, i + at);
-                self.pending_end.push_str(&rest[at..end]);
-                self.st = St::ValueEnd;
-                Some(end)
-            }
-            MarkerHit::Full { at, .. } => {
-                self.pending_end.push_str(&rest[..at]);
-                self.commit_value_end(out);
-                Some(at)
-            }
-            MarkerHit::Partial { at } => {
-                self.pending_end.push_str(&rest[..at]);
-                if at == 0 {
-                    None
-                } else {
-                    Some(at)
-                }
-            }
-            MarkerHit::None => {
-                self.pending_end.push_str(rest);
-                Some(rest.len())
-            }
-        }
-    }
-
-    /// The held value end was real: close the value and run the held markup and text after it
-    /// through the state machine (each held byte is replayed once).
-    fn commit_value_end(&mut self, out: &mut Emitter<'_>) {
-        let held = std::mem::take(&mut self.pending_end);
-        self.close_value(out);
-        self.st = St::Args;
-        let skip = PARAMETER_END.len().min(held.len());
-        let tail = held.get(skip..).unwrap_or_default();
-        let origin = Pos {
-            byte: self.pending_pos.byte + skip,
-            char: self.pending_pos.char + skip,
-        };
-        self.replay = Some((origin, tail.to_owned()));
-        let used = self.run(tail, true, out);
-        self.replay = None;
-        if let Some(left) = tail.get(used..) {
-            self.content.text(out, left);
-        }
-    }
-
-    fn process(&mut self, eof: bool, out: &mut Emitter<'_>) {
-        let buf = std::mem::take(&mut self.buf);
-        let used = self.run(&buf, eof, out);
-        self.buf = buf;
-        self.buf.drain(..used);
-        self.base += used;
     }
 }
 
-impl FormatStream for Qwen3Stream {
-    fn feed(&mut self, chunk: &str, out: &mut Emitter<'_>) {
-        if chunk.is_empty() {
-            return;
-        }
-        if self.buf.is_empty() {
-            // Nothing held: run on the chunk itself and keep only its undecided tail.
-            let used = self.run(chunk, false, out);
-            self.base += used;
-            self.buf.push_str(chunk.get(used..).unwrap_or_default());
-            return;
-        }
-        self.buf.push_str(chunk);
-        self.process(false, out);
+fn on_preamble(x: &mut X, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
+    let ws = ws_len(rest);
+    if ws > 0 {
+        x.raw.push_str(&rest[..ws]);
+        return Some(ws);
     }
+    if rest.is_empty() {
+        return None;
+    }
+    if rest.starts_with(FUNCTION) {
+        x.raw.push_str(FUNCTION);
+        x.name.clear();
+        x.st = St::Markup(Sub::Name);
+        return Some(FUNCTION.len());
+    }
+    if rest.starts_with(TOOL_CALL_END) {
+        x.raw.push_str(TOOL_CALL_END);
+        let raw = std::mem::take(&mut x.raw);
+        x.content.text(out, &raw);
+        out.issue(
+            IssueKind::MalformedMarkup,
+            x.raw_at,
+            "empty <tool_call></tool_call> block (no <function=NAME>); kept as content",
+        );
+        x.st = St::Content;
+        return Some(TOOL_CALL_END.len());
+    }
+    if !eof && (FUNCTION.starts_with(rest) || TOOL_CALL_END.starts_with(rest)) {
+        return None;
+    }
+    let raw = std::mem::take(&mut x.raw);
+    x.content.text(out, &raw);
+    let at = x.at(out, i);
+    out.issue(
+        IssueKind::MalformedMarkup,
+        at,
+        "<tool_call> is not followed by <function=NAME>; the text is kept as content",
+    );
+    x.st = St::Content;
+    Some(0)
+}
 
-    fn finish(&mut self, out: &mut Emitter<'_>) {
-        self.process(true, out);
-        if self.st == St::Tentative {
-            self.commit_value_end(out);
-        }
-        let end = out.pos(self.base + self.buf.len());
-        // Anything still buffered is text that could not be decided (only at eof, and rare).
-        let left = std::mem::take(&mut self.buf);
-        match self.st {
-            St::Content => self.content.text(out, &left),
-            St::Preamble | St::Name => {
-                let mut raw = std::mem::take(&mut self.raw);
-                raw.push_str(&self.name);
-                raw.push_str(&left);
-                self.content.text(out, &raw);
-                out.issue(
-                    IssueKind::Truncated,
-                    end,
-                    "the output ends inside a <tool_call> before the function name is complete; kept as content",
-                );
-            }
-            St::Args | St::ParamName | St::Value | St::ValueEnd | St::Tentative => {
-                if self.st == St::Value {
-                    self.value_text(out, &left);
-                }
-                if matches!(self.st, St::Value | St::ValueEnd | St::Tentative) {
-                    self.close_value(out);
-                }
-                self.end_call(out);
-                out.issue(
-                    IssueKind::Truncated,
-                    end,
-                    format!(
-                        "the output ends inside call {:?} (no </function>); the call keeps the parameters that arrived",
-                        self.call_name
-                    ),
-                );
-            }
-            St::AfterFunction => {
-                if self.via_tool_call {
-                    out.issue(IssueKind::Truncated, end, "the output ends before </tool_call>");
-                }
-            }
-        }
-        self.st = St::Content;
-        self.content.finish(out);
+/// How reading a `<function=NAME` / `<parameter=KEY` name up to its `>` went.
+enum NameStep {
+    /// No stop byte yet: the step's result (the text was added to the name).
+    More(Option<usize>),
+    /// The name passes [`MAX_NAME`](xml_params::MAX_NAME) at this offset (nothing was added).
+    TooLong(usize),
+    /// A stop byte at this offset: `>` (true) or `<` / newline (false).
+    Stop(usize, bool),
+}
+
+fn read_name(x: &mut X, rest: &str) -> NameStep {
+    let stop = memchr::memchr3(b'>', b'<', b'\n', rest.as_bytes());
+    let take = stop.unwrap_or(rest.len());
+    if let Some(cut) = cap(rest, x.name.len(), take) {
+        return NameStep::TooLong(cut);
     }
+    x.name.push_str(&rest[..take]);
+    match stop {
+        None => NameStep::More(Some(take).filter(|&n| n > 0)),
+        Some(s) => NameStep::Stop(s, rest.as_bytes().get(s) == Some(&b'>')),
+    }
+}
+
+fn on_name(x: &mut X, rest: &str, i: usize, out: &mut Emitter<'_>) -> Option<usize> {
+    let (at, why) = match read_name(x, rest) {
+        NameStep::More(step) => return step,
+        NameStep::Stop(s, true) => {
+            if x.name.trim().is_empty() {
+                x.name.push('>');
+                let at = x.at(out, i + s);
+                x.broken_name(out, at, IssueKind::MalformedMarkup, "<function=> has an empty name");
+                return Some(s + 1);
+            }
+            x.start_call(out);
+            x.st = St::Args;
+            return Some(s + 1);
+        }
+        NameStep::TooLong(cut) => {
+            x.name.push_str(&rest[..cut]);
+            (cut, "the function name runs on without a closing '>'")
+        }
+        NameStep::Stop(s, false) => (s, "the function name is not closed by '>'"),
+    };
+    let pos = x.at(out, i + at);
+    x.broken_name(out, pos, IssueKind::MalformedMarkup, why);
+    Some(at)
+}
+
+fn on_param_name(x: &mut X, rest: &str, i: usize, out: &mut Emitter<'_>) -> Option<usize> {
+    let (at, why) = match read_name(x, rest) {
+        NameStep::More(step) => return step,
+        NameStep::Stop(s, true) => {
+            let key = x.name.trim().to_owned();
+            x.name.clear();
+            if key.is_empty() {
+                x.broken_param(out, i + s, "<parameter=> has an empty name; the parameter is ignored");
+            } else {
+                x.open_param(out, key, i + s);
+            }
+            return Some(s + 1);
+        }
+        NameStep::TooLong(cut) => (
+            cut,
+            "a parameter name runs on without a closing '>'; the parameter is ignored",
+        ),
+        NameStep::Stop(s, false) => (s, "a parameter name is not closed by '>'; the parameter is ignored"),
+    };
+    x.broken_param(out, i + at, why);
+    Some(at)
 }
 
 /// Raw qwen3_coder text for `content` followed by `calls`.
 fn render(calls: &[ToolCall], content: Option<&str>) -> Result<String, RenderError> {
-    let mut s = String::new();
     let content = content.unwrap_or("");
-    for marker in [TOOL_CALL, FUNCTION] {
-        if content.contains(marker) {
-            return Err(RenderError(format!(
-                "qwen3_coder cannot render content containing {marker:?}: it would be read as a tool call"
-            )));
-        }
-    }
-    if !calls.is_empty() && content.trim_end().len() != content.len() {
-        return Err(RenderError(
-            "qwen3_coder cannot render content that ends in whitespace before tool calls: that whitespace is framing"
-                .into(),
-        ));
-    }
-    s.push_str(content);
+    check_content(&SPEC, content, !calls.is_empty(), &[TOOL_CALL, FUNCTION], "a tool call")?;
+    let mut s = String::from(content);
     for (n, call) in calls.iter().enumerate() {
         let name = call.name.as_str();
         if name.trim() != name || name.is_empty() || name.contains(['>', '<', '\n']) {
@@ -804,13 +398,7 @@ fn render(calls: &[ToolCall], content: Option<&str>) -> Result<String, RenderErr
                 "qwen3_coder cannot render tool name {name:?} (call {n}): it must be non-empty, without '<', '>', newlines or surrounding whitespace"
             )));
         }
-        let args: serde_json::Value = serde_json::from_str(&call.arguments)
-            .map_err(|e| RenderError(format!("call {n} ({name}): arguments are not valid JSON ({e})")))?;
-        let serde_json::Value::Object(map) = args else {
-            return Err(RenderError(format!(
-                "call {n} ({name}): arguments must be a JSON object to render as <parameter=...> tags"
-            )));
-        };
+        let map = args_object(n, call, "<parameter=...> tags")?;
         if !s.is_empty() {
             s.push('\n');
         }
@@ -823,15 +411,7 @@ fn render(calls: &[ToolCall], content: Option<&str>) -> Result<String, RenderErr
                     "call {n} ({name}): parameter name {key:?} cannot be written as <parameter={key}>"
                 )));
             }
-            let text = match value {
-                serde_json::Value::String(v) => v.clone(),
-                other => other.to_string(),
-            };
-            if text.contains(PARAMETER_END) {
-                return Err(RenderError(format!(
-                    "call {n} ({name}): the value of {key:?} contains \"</parameter>\", which qwen3_coder cannot express (values are not escaped)"
-                )));
-            }
+            let text = value_source(&SPEC, n, name, key, value)?;
             s.push_str("<parameter=");
             s.push_str(key);
             s.push_str(">\n");
@@ -846,7 +426,7 @@ fn render(calls: &[ToolCall], content: Option<&str>) -> Result<String, RenderErr
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::super::test_support::{args, check_events, every_split, kinds, parser, run};
+    use super::super::test_support::{args, every_prefix, every_split, kinds, parser, soup, soup_holds};
     use super::*;
     use crate::parsers::{get_parser, Event};
     use proptest::prelude::*;
@@ -949,21 +529,18 @@ mod tests {
         assert_eq!(r.tool_calls.len(), 1);
         assert_eq!(r.content.as_deref(), Some("<tool_call>"));
         // Every prefix of a realistic output: no panic, invariants hold, issues say truncated.
-        for end in 0..=TWO_CALLS.len() {
-            if !TWO_CALLS.is_char_boundary(end) {
-                continue;
-            }
-            let p = parser("qwen3_coder");
-            let prefix = &TWO_CALLS[..end];
-            let (events, r) = run(&p, prefix, &[end / 2]);
-            check_events(&events, &r);
-            assert!(r.same_as(&p.parse(prefix)));
-            for c in &r.tool_calls {
-                assert!(serde_json::from_str::<serde_json::Value>(&c.arguments)
-                    .unwrap()
-                    .is_object());
-            }
-        }
+        every_prefix(
+            "qwen3_coder",
+            TWO_CALLS,
+            |end| end / 2,
+            |_, r| {
+                for c in &r.tool_calls {
+                    assert!(serde_json::from_str::<serde_json::Value>(&c.arguments)
+                        .unwrap()
+                        .is_object());
+                }
+            },
+        );
     }
 
     #[test]
@@ -1027,20 +604,10 @@ mod tests {
         #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
         #[test]
         fn fragments_never_panic_and_split_invariant(
-            parts in prop::collection::vec(prop::sample::select(FRAGMENTS), 0..40),
+            text in soup(FRAGMENTS),
             cuts in prop::collection::vec(0usize..300, 0..10),
         ) {
-            let text = parts.concat();
-            let p = parser("qwen3_coder");
-            let whole = p.parse(&text);
-            let mut cuts = cuts;
-            cuts.sort_unstable();
-            let (events, r) = run(&p, &text, &cuts);
-            check_events(&events, &r);
-            prop_assert!(r.same_as(&whole), "{:?}\n{:?}\n{:?}", text, r, whole);
-            for c in &r.tool_calls {
-                prop_assert!(serde_json::from_str::<serde_json::Value>(&c.arguments).is_ok(), "{:?}", c.arguments);
-            }
+            soup_holds("qwen3_coder", &text, cuts)?;
         }
     }
 }

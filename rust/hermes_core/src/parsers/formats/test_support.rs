@@ -3,6 +3,8 @@
 #![allow(clippy::unwrap_used)]
 
 use crate::parsers::{get_parser, Event, ParseResult, Parser, Tools};
+use proptest::prelude::*;
+use proptest::test_runner::TestCaseError;
 
 /// The tools the format tests use: typed parameters of the kinds the XML formats convert.
 pub const TOOLS: &str = r#"[
@@ -94,4 +96,41 @@ pub fn args(r: &ParseResult, i: usize) -> serde_json::Value {
 /// Issue kinds, in order.
 pub fn kinds(r: &ParseResult) -> Vec<&'static str> {
     r.issues.iter().map(|i| i.kind.as_str()).collect()
+}
+
+/// Every prefix of `text` (a truncated output), fed in two pieces cut at `cut(prefix_len)`:
+/// no panic, events in order, same result as `parse`. `check` sees each prefix's result.
+pub fn every_prefix(name: &str, text: &str, cut: fn(usize) -> usize, mut check: impl FnMut(usize, &ParseResult)) {
+    let p = parser(name);
+    for end in (0..=text.len()).filter(|&e| text.is_char_boundary(e)) {
+        let prefix = &text[..end];
+        let (events, r) = run(&p, prefix, &[cut(end)]);
+        check_events(&events, &r);
+        assert!(r.same_as(&p.parse(prefix)), "{name}: prefix {end} streamed differs");
+        check(end, &r);
+    }
+}
+
+/// Strings made of `fragments` (markers, values, text), for marker-soup properties.
+pub fn soup(fragments: &'static [&'static str]) -> impl Strategy<Value = String> {
+    prop::collection::vec(prop::sample::select(fragments), 0..40).prop_map(|v| v.concat())
+}
+
+/// The marker-soup property: `text` cut at `cuts` streams to the same result as `parse`, events
+/// in order, and every call's arguments are JSON.
+pub fn soup_holds(name: &str, text: &str, mut cuts: Vec<usize>) -> Result<ParseResult, TestCaseError> {
+    let p = parser(name);
+    let whole = p.parse(text);
+    cuts.sort_unstable();
+    let (events, r) = run(&p, text, &cuts);
+    check_events(&events, &r);
+    prop_assert!(r.same_as(&whole), "{:?}\n{:?}\n{:?}", text, r, whole);
+    for c in &r.tool_calls {
+        prop_assert!(
+            serde_json::from_str::<serde_json::Value>(&c.arguments).is_ok(),
+            "{:?}",
+            c.arguments
+        );
+    }
+    Ok(whole)
 }

@@ -1,0 +1,594 @@
+//! The XML-parameter formats (qwen3_coder, glm45/glm47) as one *described* format: a call holds
+//! parameters whose values are raw, unescaped text ended by an end marker (`</parameter>`,
+//! `</arg_value>`), converted by the tool schema's types ([`super::schema_values`]).
+//!
+//! What the formats share lives here, written once:
+//! - the stream driver ([`super::shared::Driven`]) and the state machine's shared states: plain
+//!   content, between parameters, inside a value, and the end-marker-in-value lookahead (a value's
+//!   end marker ends it only when markup follows; a call-closing markup after it is confirmed by
+//!   the next call or the end of the output, see the formats' docs);
+//! - parameter bookkeeping: duplicate keys, schema types, string values streamed as JSON-string
+//!   fragments ([`ArgsWriter`]), typed values converted when complete, newline framing;
+//! - call start/end, broken call markup returned as content, stray text between parameters,
+//!   truncation at the end of the output;
+//! - the render checks (content that would read as markup, values containing the end marker).
+//!
+//! A format describes itself with a [`Spec`] (its markers and wording) and implements [`Dialect`]
+//! for the markup that differs: how a call's name and a parameter's key are written.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::super::marker::{MarkerHit, MarkerSet};
+use super::super::stream::{count_chars, Emitter, FormatStream};
+use super::super::tools::Tools;
+use super::super::types::{IssueKind, Pos, RenderError, ToolCall};
+use super::schema_values::{coerce, ArgsWriter, TypeSet};
+use super::shared::{Driven, Machine};
+use super::xml_content::FramedContent;
+
+/// Longest tool or parameter name accepted before the markup is judged broken.
+pub(crate) const MAX_NAME: usize = 256;
+
+/// When a name of `have` bytes plus `take` more would pass [`MAX_NAME`], the cut point in
+/// `rest`: always the same absolute position, however the text was chunked.
+pub(crate) fn cap(rest: &str, have: usize, take: usize) -> Option<usize> {
+    if have + take <= MAX_NAME {
+        return None;
+    }
+    let mut cut = MAX_NAME.saturating_sub(have).min(take);
+    while !rest.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    Some(cut)
+}
+
+/// Leading whitespace (Unicode) of `s`, in bytes.
+pub(crate) fn ws_len(s: &str) -> usize {
+    s.len() - s.trim_start().len()
+}
+
+/// A format's markers and wording.
+pub(crate) struct Spec {
+    /// The format's name in render errors.
+    pub format: &'static str,
+    /// Markup recognised between parameters; the dialect's `Args` step reads their indices.
+    pub args_markers: &'static [&'static str],
+    /// Indices in `args_markers` of the markup that closes a call.
+    pub call_end: &'static [usize],
+    /// The end marker of a value.
+    pub value_end: &'static str,
+    /// Markup that starts the next call (it confirms a tentatively ended call).
+    pub next_call: &'static [&'static str],
+    /// One leading and one trailing newline of a value are the template's framing.
+    pub framed_newlines: bool,
+    /// What the format calls a parameter ("parameter", "argument"), in messages.
+    pub param_word: &'static str,
+    /// The markup a complete call ends with, in the truncation message.
+    pub call_close: &'static str,
+    /// The message for stray text between the parameters of call `name`.
+    pub junk: fn(name: &str) -> String,
+}
+
+/// The machine's state: the shared states, or one of the dialect's own (`Markup`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum St<S> {
+    /// Plain text; looking for the start of a call.
+    Content,
+    /// Inside a call, between parameters.
+    Args,
+    /// Inside a value, up to its end marker.
+    Value,
+    /// After a value's end marker: it ends the value only if the next non-whitespace text is markup.
+    ValueEnd,
+    /// After a value's end marker and the call's closing markup: the call ends there unless the
+    /// value's end marker shows up again before the next call (then all of it was value text).
+    Tentative,
+    /// A dialect state (call name, parameter key, ...).
+    Markup(S),
+}
+
+/// The markup that differs between the formats: the dialect's steps for `Content`, `Args` and
+/// its own states. Each step returns `Some(bytes consumed)` (0 is allowed when the state
+/// changed) or `None` when it needs more text.
+pub(crate) trait Dialect: Send + 'static {
+    type Sub: Copy + PartialEq + Send + 'static;
+    /// One step in state `st` (never `Value`, `ValueEnd` or `Tentative`).
+    fn step(
+        &mut self,
+        st: St<Self::Sub>,
+        x: &mut Core<Self::Sub>,
+        rest: &str,
+        i: usize,
+        eof: bool,
+        out: &mut Emitter<'_>,
+    ) -> Option<usize>;
+    /// The output ended in dialect state `sub` with `left` unconsumed. Returns false when that
+    /// state is inside a call (the shared truncation handling then closes the call).
+    fn finish(&mut self, sub: Self::Sub, x: &mut Core<Self::Sub>, left: &str, end: Pos, out: &mut Emitter<'_>) -> bool;
+}
+
+/// A stream of the format that `spec` and `dialect` describe.
+pub(crate) fn stream<D: Dialect>(spec: &'static Spec, dialect: D, tools: &Arc<Tools>) -> Box<dyn FormatStream> {
+    Box::new(Driven::new(XmlStream {
+        d: dialect,
+        x: Core::new(spec, Arc::clone(tools)),
+    }))
+}
+
+/// The state the shared steps and the dialect's steps work on.
+pub(crate) struct Core<S> {
+    spec: &'static Spec,
+    tools: Arc<Tools>,
+    /// Absolute byte offset of the text being run.
+    base: usize,
+    pub st: St<S>,
+    pub content: FramedContent,
+    args_markers: MarkerSet,
+    value_end: MarkerSet,
+    tentative_markers: MarkerSet,
+    /// Markup of a call that has not started yet (`<tool_call>\n<function=NA`): content if it fails.
+    pub raw: String,
+    /// Where that markup began.
+    pub raw_at: Pos,
+    /// The call name or parameter key being read.
+    pub name: String,
+    /// The open call's tool name (for parameter types).
+    pub call_name: String,
+    args: ArgsWriter,
+    /// The open value streams as a JSON string (else it is converted when complete).
+    streaming: bool,
+    types: TypeSet,
+    value_started: bool,
+    held_newline: bool,
+    value: String,
+    /// Dropping stray text between parameters (one issue per run).
+    in_junk: bool,
+    after_call_reported: bool,
+    /// The value's end marker and the whitespace after it, while it is not yet known to end it.
+    pending_end: String,
+    /// Where `pending_end` starts (its value-end marker).
+    pending_pos: Pos,
+    /// While held text is replayed: its position and a copy (for exact issue offsets).
+    replay: Option<(Pos, String)>,
+    /// Parameter names of the open call (duplicates are reported).
+    keys: Vec<String>,
+}
+
+impl<S: Copy + PartialEq> Core<S> {
+    fn new(spec: &'static Spec, tools: Arc<Tools>) -> Core<S> {
+        let mut tentative = vec![spec.value_end];
+        tentative.extend_from_slice(spec.next_call);
+        Core {
+            spec,
+            tools,
+            base: 0,
+            st: St::Content,
+            content: FramedContent::default(),
+            args_markers: MarkerSet::new(spec.args_markers),
+            value_end: MarkerSet::new(&[spec.value_end]),
+            tentative_markers: MarkerSet::new(&tentative),
+            raw: String::new(),
+            raw_at: Pos::default(),
+            name: String::new(),
+            call_name: String::new(),
+            args: ArgsWriter::default(),
+            streaming: true,
+            types: TypeSet::STRING,
+            value_started: false,
+            held_newline: false,
+            value: String::new(),
+            in_junk: false,
+            after_call_reported: false,
+            pending_end: String::new(),
+            pending_pos: Pos::default(),
+            replay: None,
+            keys: Vec::new(),
+        }
+    }
+
+    /// The position of byte `i` of the text being run.
+    pub fn at(&self, out: &mut Emitter<'_>, i: usize) -> Pos {
+        match &self.replay {
+            Some((origin, text)) => Pos {
+                byte: origin.byte + i,
+                char: origin.char + count_chars(text.as_bytes().get(..i).unwrap_or_default()),
+            },
+            None => out.pos(self.base + i),
+        }
+    }
+
+    /// Plain text (at byte `i`) for content. Prose after a call is kept as content (vLLM drops
+    /// it) and reported once per run.
+    pub fn prose(&mut self, out: &mut Emitter<'_>, text: &str, i: usize) {
+        if out.calls_started() > 0 && !self.after_call_reported {
+            if let Some(k) = text.find(|c: char| !c.is_whitespace()) {
+                self.after_call_reported = true;
+                let at = self.at(out, i + k);
+                out.issue(IssueKind::UnexpectedText, at, "text after a tool call; kept as content");
+            }
+        }
+        self.content.text(out, text);
+    }
+
+    /// Call markup `text` starts at `at`; it is held in `raw` until the call is certain.
+    pub fn begin_markup(&mut self, at: Pos, text: &str) {
+        self.raw_at = at;
+        self.raw.clear();
+        self.raw.push_str(text);
+        self.name.clear();
+    }
+
+    /// The call named `name` (trimmed) starts.
+    pub fn start_call(&mut self, out: &mut Emitter<'_>) {
+        let name = self.name.trim().to_owned();
+        self.name.clear();
+        self.raw.clear();
+        self.content.call_starts();
+        self.after_call_reported = false;
+        out.start_call(&name, None, self.raw_at);
+        self.call_name = name;
+        self.keys.clear();
+        self.in_junk = false;
+    }
+
+    /// The held call markup (`raw` + `name`) cannot be a call: it goes back to content.
+    pub fn broken_name(&mut self, out: &mut Emitter<'_>, at: Pos, kind: IssueKind, why: &str) {
+        let mut raw = std::mem::take(&mut self.raw);
+        raw.push_str(&self.name);
+        self.name.clear();
+        self.content.text(out, &raw);
+        out.issue(kind, at, format!("{why}; the markup is kept as content"));
+        self.st = St::Content;
+    }
+
+    pub fn end_call(&mut self, out: &mut Emitter<'_>) {
+        self.args.finish(out);
+        out.end_call();
+    }
+
+    /// The shared part of the `Args` step: whitespace is skipped and stray text is dropped (as
+    /// vLLM drops it) with one issue per run. `Ok((marker, end))`: markup `marker` of
+    /// `spec.args_markers` is at the start of `rest`, `end` bytes long; `Err(step)`: done.
+    pub fn args_markup(
+        &mut self,
+        rest: &str,
+        i: usize,
+        eof: bool,
+        out: &mut Emitter<'_>,
+    ) -> Result<(usize, usize), Option<usize>> {
+        let ws = ws_len(rest);
+        if ws > 0 {
+            return Err(Some(ws));
+        }
+        if rest.is_empty() {
+            return Err(None);
+        }
+        match self.args_markers.find(rest, eof) {
+            MarkerHit::Full { at: 0, end, marker } => {
+                self.in_junk = false;
+                Ok((marker, end))
+            }
+            MarkerHit::Partial { at: 0 } => Err(None),
+            hit => {
+                let stop = match hit {
+                    MarkerHit::Full { at, .. } | MarkerHit::Partial { at } => at,
+                    MarkerHit::None => rest.len(),
+                };
+                if !self.in_junk {
+                    self.in_junk = true;
+                    let at = self.at(out, i);
+                    out.issue(IssueKind::UnexpectedText, at, (self.spec.junk)(&self.call_name));
+                }
+                Err(Some(stop))
+            }
+        }
+    }
+
+    /// A parameter whose key is broken is ignored, with its text up to the next markup.
+    pub fn broken_param(&mut self, out: &mut Emitter<'_>, i: usize, why: &str) {
+        self.name.clear();
+        self.in_junk = true;
+        let at = self.at(out, i);
+        out.issue(IssueKind::MalformedMarkup, at, why.to_owned());
+        self.st = St::Args;
+    }
+
+    /// Parameter `key` opens (its markup is at byte `i`); its value follows.
+    pub fn open_param(&mut self, out: &mut Emitter<'_>, key: String, i: usize) {
+        if self.keys.contains(&key) {
+            let at = self.at(out, i);
+            out.issue(
+                IssueKind::BadArguments,
+                at,
+                format!("{} {key:?} is given twice; the last value wins", self.spec.param_word),
+            );
+        } else {
+            self.keys.push(key.clone());
+        }
+        self.types = TypeSet::of_param(&self.tools, &self.call_name, &key);
+        self.streaming = self.types.is_plain_string();
+        self.args.open(out, &key, self.streaming);
+        self.value_started = false;
+        self.held_newline = false;
+        self.value.clear();
+        self.st = St::Value;
+    }
+
+    /// Raw value text: streamed as a JSON-string fragment or kept for conversion. With newline
+    /// framing, a value's first newline is dropped and a trailing one held back.
+    fn value_text(&mut self, out: &mut Emitter<'_>, mut seg: &str) {
+        if seg.is_empty() {
+            return;
+        }
+        let framed = self.spec.framed_newlines;
+        if framed && !self.value_started {
+            self.value_started = true;
+            seg = seg.strip_prefix('\n').unwrap_or(seg);
+            if seg.is_empty() {
+                return;
+            }
+        }
+        if !self.streaming {
+            self.value.push_str(seg);
+            return;
+        }
+        if framed {
+            if self.held_newline {
+                self.held_newline = false;
+                self.args.fragment(out, "\n");
+            }
+            if let Some(body) = seg.strip_suffix('\n') {
+                self.held_newline = true;
+                seg = body;
+            }
+        }
+        self.args.fragment(out, seg);
+    }
+
+    /// The value is complete (a held trailing newline is framing).
+    fn close_value(&mut self, out: &mut Emitter<'_>) {
+        if self.streaming {
+            self.held_newline = false;
+            self.args.close_string(out);
+        } else {
+            let raw = if self.spec.framed_newlines {
+                self.value.strip_suffix('\n').unwrap_or(&self.value)
+            } else {
+                &self.value
+            };
+            let json = coerce(raw, self.types);
+            self.args.value(out, &json);
+            self.value.clear();
+        }
+    }
+
+    fn on_value(&mut self, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
+        match self.value_end.find(rest, eof) {
+            MarkerHit::Full { at, end, .. } => {
+                self.value_text(out, &rest[..at]);
+                self.pending_pos = self.at(out, i + at);
+                self.pending_end.clear();
+                self.pending_end.push_str(&rest[at..end]);
+                self.st = St::ValueEnd;
+                Some(end)
+            }
+            MarkerHit::Partial { at } => {
+                self.value_text(out, &rest[..at]);
+                Some(at).filter(|&n| n > 0)
+            }
+            MarkerHit::None => {
+                self.value_text(out, rest);
+                Some(rest.len()).filter(|&n| n > 0)
+            }
+        }
+    }
+
+    /// After a value's end marker: markup (or the end of the output) confirms it; any other text
+    /// means the marker was part of the value (e.g. `echo '</parameter>'`), which then goes on.
+    fn on_value_end(&mut self, rest: &str, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
+        let ws = ws_len(rest);
+        if ws > 0 {
+            self.pending_end.push_str(&rest[..ws]);
+            return Some(ws);
+        }
+        match self.args_markers.find(rest, eof) {
+            MarkerHit::Full { at: 0, end, marker } if self.spec.call_end.contains(&marker) => {
+                self.pending_end.push_str(&rest[..end]);
+                self.st = St::Tentative;
+                Some(end)
+            }
+            MarkerHit::Full { at: 0, .. } => {
+                self.pending_end.clear();
+                self.close_value(out);
+                self.st = St::Args;
+                Some(0)
+            }
+            MarkerHit::Partial { at: 0 } => None,
+            _ => {
+                let held = std::mem::take(&mut self.pending_end);
+                self.value_text(out, &held);
+                self.st = St::Value;
+                Some(0)
+            }
+        }
+    }
+
+    /// The output ends inside the open call: it keeps what arrived.
+    fn truncated_call(&mut self, out: &mut Emitter<'_>, left: &str, end: Pos) {
+        if self.st == St::Value {
+            self.value_text(out, left);
+        }
+        if matches!(self.st, St::Value | St::ValueEnd | St::Tentative) {
+            self.close_value(out);
+        }
+        self.end_call(out);
+        out.issue(
+            IssueKind::Truncated,
+            end,
+            format!(
+                "the output ends inside call {:?} (no {}); the call keeps the {}s that arrived",
+                self.call_name, self.spec.call_close, self.spec.param_word
+            ),
+        );
+    }
+}
+
+struct XmlStream<D: Dialect> {
+    d: D,
+    x: Core<D::Sub>,
+}
+
+impl<D: Dialect> XmlStream<D> {
+    /// Run the state machine over `buf`; returns how many bytes were consumed.
+    fn steps(&mut self, buf: &str, eof: bool, out: &mut Emitter<'_>) -> usize {
+        let mut i = 0;
+        while i < buf.len() {
+            let rest = &buf[i..];
+            let step = match self.x.st {
+                St::Value => self.x.on_value(rest, i, eof, out),
+                St::ValueEnd => self.x.on_value_end(rest, eof, out),
+                St::Tentative => self.on_tentative(rest, i, eof, out),
+                st => self.d.step(st, &mut self.x, rest, i, eof, out),
+            };
+            match step {
+                Some(n) => i += n,
+                None => break,
+            }
+        }
+        i
+    }
+
+    fn on_tentative(&mut self, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
+        let x = &mut self.x;
+        match x.tentative_markers.find(rest, eof) {
+            MarkerHit::Full { at, end, marker: 0 } => {
+                // The value's end marker again: everything held was value text.
+                x.pending_end.push_str(&rest[..at]);
+                let held = std::mem::take(&mut x.pending_end);
+                x.value_text(out, &held);
+                x.pending_pos = x.at(out, i + at);
+                x.pending_end.push_str(&rest[at..end]);
+                x.st = St::ValueEnd;
+                Some(end)
+            }
+            MarkerHit::Full { at, .. } => {
+                x.pending_end.push_str(&rest[..at]);
+                self.commit_value_end(out);
+                Some(at)
+            }
+            MarkerHit::Partial { at } => {
+                x.pending_end.push_str(&rest[..at]);
+                Some(at).filter(|&n| n > 0)
+            }
+            MarkerHit::None => {
+                x.pending_end.push_str(rest);
+                Some(rest.len())
+            }
+        }
+    }
+
+    /// The held value end was real: close the value and run the held markup and text after it
+    /// through the state machine (each held byte is replayed once).
+    fn commit_value_end(&mut self, out: &mut Emitter<'_>) {
+        let held = std::mem::take(&mut self.x.pending_end);
+        self.x.close_value(out);
+        self.x.st = St::Args;
+        let skip = self.x.spec.value_end.len().min(held.len());
+        let tail = held.get(skip..).unwrap_or_default();
+        let origin = Pos {
+            byte: self.x.pending_pos.byte + skip,
+            char: self.x.pending_pos.char + skip,
+        };
+        self.x.replay = Some((origin, tail.to_owned()));
+        let used = self.steps(tail, true, out);
+        self.x.replay = None;
+        if let Some(left) = tail.get(used..) {
+            self.x.content.text(out, left);
+        }
+    }
+}
+
+impl<D: Dialect> Machine for XmlStream<D> {
+    fn run(&mut self, input: &str, base: usize, eof: bool, out: &mut Emitter<'_>) -> usize {
+        self.x.base = base;
+        let used = self.steps(input, eof, out);
+        self.x.base = base + used;
+        used
+    }
+
+    fn end(&mut self, left: &str, out: &mut Emitter<'_>) {
+        if self.x.st == St::Tentative {
+            self.commit_value_end(out);
+        }
+        let end = out.pos(self.x.base + left.len());
+        // Anything still unconsumed is text that could not be decided (only at eof, and rare).
+        match self.x.st {
+            St::Content => self.x.content.text(out, left),
+            St::Markup(sub) => {
+                if !self.d.finish(sub, &mut self.x, left, end, out) {
+                    self.x.truncated_call(out, left, end);
+                }
+            }
+            St::Args | St::Value | St::ValueEnd | St::Tentative => self.x.truncated_call(out, left, end),
+        }
+        self.x.st = St::Content;
+        self.x.content.finish(out);
+    }
+}
+
+/// Rendering: `content` may not contain `markers` (it would read as call markup, `why`), nor end
+/// in whitespace before calls (that whitespace is framing).
+pub(crate) fn check_content(
+    spec: &Spec,
+    content: &str,
+    has_calls: bool,
+    markers: &[&str],
+    why: &str,
+) -> Result<(), RenderError> {
+    for marker in markers {
+        if content.contains(marker) {
+            return Err(RenderError(format!(
+                "{} cannot render content containing {marker:?}: it would be read as {why}",
+                spec.format
+            )));
+        }
+    }
+    if has_calls && content.trim_end().len() != content.len() {
+        return Err(RenderError(format!(
+            "{} cannot render content that ends in whitespace before tool calls: that whitespace is framing",
+            spec.format
+        )));
+    }
+    Ok(())
+}
+
+/// Rendering: call `n`'s arguments as a JSON object (`as_what` says how the format writes them).
+pub(crate) fn args_object(n: usize, call: &ToolCall, as_what: &str) -> Result<Map<String, Value>, RenderError> {
+    let name = &call.name;
+    let args: Value = serde_json::from_str(&call.arguments)
+        .map_err(|e| RenderError(format!("call {n} ({name}): arguments are not valid JSON ({e})")))?;
+    match args {
+        Value::Object(map) => Ok(map),
+        _ => Err(RenderError(format!(
+            "call {n} ({name}): arguments must be a JSON object to render as {as_what}"
+        ))),
+    }
+}
+
+/// Rendering: the raw text of `key`'s value (strings as they are, other values as compact JSON),
+/// refused when it contains the value end marker (the format has no escaping).
+pub(crate) fn value_source(spec: &Spec, n: usize, name: &str, key: &str, value: &Value) -> Result<String, RenderError> {
+    let text = match value {
+        Value::String(v) => v.clone(),
+        other => other.to_string(),
+    };
+    if text.contains(spec.value_end) {
+        return Err(RenderError(format!(
+            "call {n} ({name}): the value of {key:?} contains {:?}, which {} cannot express (values are not escaped)",
+            spec.value_end, spec.format
+        )));
+    }
+    Ok(text)
+}
