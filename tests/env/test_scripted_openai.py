@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import httpx
 import openai
+import pytest
 from hermes_env.testing.scripted_openai import ScriptedOpenAIServer, split_reasoning
 from hermes_env.tools import REGISTRY
 
@@ -37,3 +38,19 @@ def test_chat_completion_with_reasoning_and_tool_calls() -> None:
         assert client.models.list().data[0].id == "scripted-policy"
         bad = httpx.post(f"{server.base_url}/chat/completions", content=b"not json")
         assert bad.status_code == 400 and "not JSON" in bad.json()["error"]["message"]
+
+
+def test_server_lifecycle_errors_are_clear() -> None:
+    server = ScriptedOpenAIServer(lambda messages, tools: "hi")
+    with pytest.raises(RuntimeError, match="not running; call start"):
+        _ = server.port
+    with server:
+        assert httpx.get(f"http://127.0.0.1:{server.port}/health").text == "ok"
+        with pytest.raises(RuntimeError, match="already started"):
+            server.start()
+        # A second server on the same port cannot listen: start() says so instead of hanging.
+        with pytest.raises(RuntimeError, match=f"could not listen on 127.0.0.1:{server.port}"):
+            ScriptedOpenAIServer(lambda messages, tools: "hi", port=server.port).start()
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"http://127.0.0.1:{server._port}/health")
+    server.stop()  # stopping twice is a no-op
