@@ -20,7 +20,7 @@
 //! keyword) is an error with a byte offset and a message. Nesting deeper than [`MAX_DEPTH`] is an
 //! error, not a stack overflow.
 
-use super::schema_values::escape_json_into;
+use super::schema_values::{clean_digits, escape_json_into};
 
 /// Deepest nesting of brackets accepted in one value (CPython's parser stops near 200 too).
 pub const MAX_DEPTH: usize = 200;
@@ -738,23 +738,6 @@ fn is_string_prefix(word: &str) -> bool {
 
 fn char_at(s: &str, i: usize) -> Option<char> {
     s.get(i..).and_then(|t| t.chars().next())
-}
-
-/// Digits of `radix` with single `_` between them; `None` if anything else.
-fn clean_digits(s: &str, radix: u32) -> Option<String> {
-    let mut out = String::with_capacity(s.len());
-    let mut prev_digit = false;
-    for c in s.chars() {
-        if c.is_digit(radix) {
-            out.push(c);
-            prev_digit = true;
-        } else if c == '_' && prev_digit {
-            prev_digit = false;
-        } else {
-            return None;
-        }
-    }
-    (prev_digit && !out.is_empty()).then_some(out)
 }
 
 /// Python float literal shape: digits/`_`, optional `.`, optional exponent (already lowercase).

@@ -156,8 +156,7 @@ impl PythonicStream {
                 St::BareName => self.on_bare_name(rest, out),
                 St::Name => self.on_name(rest, out),
                 St::Args => self.on_args(rest, eof, out),
-                St::AfterCall => self.on_after_call(rest, i, out),
-                St::AfterComma => self.on_after_comma(rest, i, out),
+                St::AfterCall | St::AfterComma => self.on_between(rest, i, out),
                 St::Done => self.on_done(rest, i, eof, out),
                 St::Passthrough => {
                     out.content(rest);
@@ -354,44 +353,23 @@ impl PythonicStream {
         }
     }
 
-    fn on_after_call(&mut self, rest: &str, i: usize, out: &mut Emitter<'_>) -> Option<usize> {
+    /// Between calls: after a call, `,` or `]`; after `,`, the next call's name or `]`.
+    fn on_between(&mut self, rest: &str, i: usize, out: &mut Emitter<'_>) -> Option<usize> {
         let ws = ws_len(rest);
         if ws > 0 {
             return Some(ws);
         }
+        let after_comma = self.st == St::AfterComma;
         match rest.as_bytes().first() {
-            Some(b',') => {
+            Some(b']') => {
+                self.st = St::Done;
+                Some(1)
+            }
+            Some(b',') if !after_comma => {
                 self.st = St::AfterComma;
                 Some(1)
             }
-            Some(b']') => {
-                self.st = St::Done;
-                Some(1)
-            }
-            _ => {
-                let at = self.at(out, i);
-                out.issue(
-                    IssueKind::MalformedMarkup,
-                    at,
-                    "expected ',' or ']' after a call; the rest is kept as content",
-                );
-                self.st = St::Passthrough;
-                Some(0)
-            }
-        }
-    }
-
-    fn on_after_comma(&mut self, rest: &str, i: usize, out: &mut Emitter<'_>) -> Option<usize> {
-        let ws = ws_len(rest);
-        if ws > 0 {
-            return Some(ws);
-        }
-        match rest.as_bytes().first() {
-            Some(b']') => {
-                self.st = St::Done;
-                Some(1)
-            }
-            Some(&b) if is_name_start(b) => {
+            Some(&b) if after_comma && is_name_start(b) => {
                 self.held.clear();
                 self.held_at = self.at(out, i);
                 self.call_start = 0;
@@ -400,11 +378,12 @@ impl PythonicStream {
             }
             _ => {
                 let at = self.at(out, i);
-                out.issue(
-                    IssueKind::MalformedMarkup,
-                    at,
-                    "expected a call after ',' in the list; the rest is kept as content",
-                );
+                let msg = if after_comma {
+                    "expected a call after ',' in the list; the rest is kept as content"
+                } else {
+                    "expected ',' or ']' after a call; the rest is kept as content"
+                };
+                out.issue(IssueKind::MalformedMarkup, at, msg);
                 self.st = St::Passthrough;
                 Some(0)
             }

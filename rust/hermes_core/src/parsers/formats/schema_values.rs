@@ -145,12 +145,13 @@ fn py_strip(s: &str) -> &str {
     s.trim_matches(is_py_space)
 }
 
-/// Digits with single `_` between them (Python's numeric literal rule); returns them without `_`.
-fn digits_with_underscores(s: &str) -> Option<String> {
+/// Digits of `radix` with single `_` between them (Python's numeric literal rule); returns them
+/// without `_`, or `None` if anything else is there.
+pub(crate) fn clean_digits(s: &str, radix: u32) -> Option<String> {
     let mut out = String::with_capacity(s.len());
     let mut prev_digit = false;
     for c in s.chars() {
-        if c.is_ascii_digit() {
+        if c.is_digit(radix) {
             out.push(c);
             prev_digit = true;
         } else if c == '_' && prev_digit {
@@ -170,7 +171,7 @@ pub fn py_int(text: &str) -> Option<String> {
         Some(b'+') => (false, &s[1..]),
         _ => (false, s),
     };
-    let digits = digits_with_underscores(body)?;
+    let digits = clean_digits(body, 10)?;
     let trimmed = digits.trim_start_matches('0');
     if trimmed.is_empty() {
         return Some("0".to_owned());
@@ -191,15 +192,15 @@ pub fn py_float(text: &str) -> Option<f64> {
         Some(i) => (&mantissa[..i], Some(&mantissa[i + 1..])),
         None => (mantissa, None),
     };
-    let int_ok = int_part.is_empty() || digits_with_underscores(int_part).is_some();
-    let frac_ok = frac_part.is_none_or(|f| f.is_empty() || digits_with_underscores(f).is_some());
+    let int_ok = int_part.is_empty() || clean_digits(int_part, 10).is_some();
+    let frac_ok = frac_part.is_none_or(|f| f.is_empty() || clean_digits(f, 10).is_some());
     let has_digit = !int_part.is_empty() || frac_part.is_some_and(|f| !f.is_empty());
     if !(int_ok && frac_ok && has_digit) {
         return None;
     }
     if let Some(e) = exponent {
         let e = e.strip_prefix(['-', '+']).unwrap_or(e);
-        digits_with_underscores(e)?;
+        clean_digits(e, 10)?;
     }
     let v: f64 = s.replace('_', "").parse().ok()?;
     v.is_finite().then_some(v)
