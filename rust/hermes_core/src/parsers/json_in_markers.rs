@@ -40,7 +40,7 @@
 
 use std::sync::Arc;
 
-use super::json_scan::{ObjectWalker, Walk};
+use super::formats::shared::{CallObject, ObjEnd};
 use super::marker::{MarkerHit, MarkerSet};
 use super::stream::{Emitter, Format, FormatStream};
 use super::tools::Tools;
@@ -122,13 +122,6 @@ enum Mode {
     Junk,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Member {
-    Name,
-    Args,
-    Other,
-}
-
 struct JimStream {
     cfg: JsonInMarkers,
     /// Outside blocks only the start marker matters: a stray end marker is prose (models write
@@ -143,18 +136,10 @@ struct JimStream {
     ws_held: String,
     // Current block.
     block_start: Pos,
+    /// The block's start marker and the whitespace after it, while no call has started.
     raw: String,
-    walker: ObjectWalker,
-    obj_start: usize,
-    member: Member,
-    name: Option<String>,
-    name_raw: String,
-    name_seen: bool,
-    args_seen: bool,
-    args_done: bool,
-    args_first: bool,
-    args_held: String,
-    started: bool,
+    /// The call object (the same reader the JSON-array formats use).
+    obj: CallObject,
 }
 
 impl JimStream {
@@ -169,17 +154,7 @@ impl JimStream {
             ws_held: String::new(),
             block_start: Pos::default(),
             raw: String::new(),
-            walker: ObjectWalker::new(),
-            obj_start: 0,
-            member: Member::Other,
-            name: None,
-            name_raw: String::new(),
-            name_seen: false,
-            args_seen: false,
-            args_done: false,
-            args_first: true,
-            args_held: String::new(),
-            started: false,
+            obj: CallObject::new(cfg.name_key, cfg.args_keys),
         }
     }
 
@@ -213,16 +188,7 @@ impl JimStream {
         self.block_start = out.pos(at);
         self.raw.clear();
         self.raw.push_str(self.cfg.start);
-        self.walker.reset();
-        self.member = Member::Other;
-        self.name = None;
-        self.name_raw.clear();
-        self.name_seen = false;
-        self.args_seen = false;
-        self.args_done = false;
-        self.args_first = true;
-        self.args_held.clear();
-        self.started = false;
+        self.obj.reset(self.block_start);
         self.mode = Mode::Prologue;
     }
 
@@ -234,41 +200,8 @@ impl JimStream {
         let ws = std::mem::take(&mut self.ws_held);
         out.content(&ws);
         out.content(&std::mem::take(&mut self.raw));
+        out.content(&self.obj.take_raw());
         self.mode = if resync { Mode::Text } else { Mode::RawContent };
-    }
-
-    fn maybe_start(&mut self, out: &mut Emitter<'_>) {
-        if self.started || !self.args_seen {
-            return;
-        }
-        let Some(name) = self.name.as_deref() else { return };
-        out.start_call(name, None, self.block_start);
-        self.started = true;
-        self.raw.clear();
-        let held = std::mem::take(&mut self.args_held);
-        out.args(&held);
-    }
-
-    fn args_text(&mut self, t: &str, at: usize, out: &mut Emitter<'_>) {
-        if self.args_first {
-            self.args_first = false;
-            if !t.starts_with('{') {
-                let pos = out.pos(at);
-                out.issue(
-                    IssueKind::BadArguments,
-                    pos,
-                    format!(
-                        "the call's {:?} is not a JSON object; it is passed on as written",
-                        self.walker.key()
-                    ),
-                );
-            }
-        }
-        if self.started {
-            out.args(t);
-        } else {
-            self.args_held.push_str(t);
-        }
     }
 
     /// Process `input` (absolute offset `base`); returns how many bytes were consumed (the rest
@@ -303,7 +236,6 @@ impl JimStream {
                         i += j;
                         if rest.as_bytes()[j] == b'{' {
                             self.mode = Mode::Object;
-                            self.obj_start = base + i;
                         } else {
                             let pos = out.pos(base + i);
                             let msg = format!(
@@ -315,15 +247,12 @@ impl JimStream {
                     }
                 },
                 Mode::Object => {
-                    let (n, ev) = self.walker.step(rest);
-                    if !self.started {
-                        self.raw.push_str(&rest[..n]);
-                    }
+                    let (n, end) = self.obj.step(rest, base + i, out);
                     i += n;
-                    self.object_event(ev, base + i, out);
-                    if ev == Walk::NeedMore {
+                    if end == ObjEnd::NeedMore {
                         return input.len();
                     }
+                    self.object_end(end, base + i, out);
                 }
                 Mode::AfterObject => {
                     let Some(j) = rest.bytes().position(|b| !b.is_ascii_whitespace()) else {
@@ -380,97 +309,33 @@ impl JimStream {
         i
     }
 
-    /// Handle one walker event; `now` is the absolute offset where the event's text ended.
-    fn object_event(&mut self, ev: Walk<'_>, now: usize, out: &mut Emitter<'_>) {
-        match ev {
-            Walk::NeedMore => {}
-            Walk::Key => {
-                let key = self.walker.key();
-                self.member = if key == self.cfg.name_key && !self.name_seen {
-                    self.name_seen = true;
-                    Member::Name
-                } else if !self.args_seen && self.cfg.args_keys.contains(&key) {
-                    self.args_seen = true;
-                    Member::Args
-                } else {
-                    Member::Other
-                };
-                if self.member == Member::Args {
-                    self.maybe_start(out);
-                }
+    /// The call object ended (`now`: absolute offset right after what was consumed of it).
+    fn object_end(&mut self, end: ObjEnd, now: usize, out: &mut Emitter<'_>) {
+        let pos = out.pos(now);
+        match end {
+            ObjEnd::NeedMore => {}
+            ObjEnd::Call => self.mode = Mode::AfterObject,
+            ObjEnd::NotACall { kind, message } => {
+                self.fail_unstarted(kind, pos, message, false, out);
             }
-            Walk::Value(t) => match self.member {
-                Member::Name => self.name_raw.push_str(t),
-                Member::Args => self.args_text(t, now - t.len(), out),
-                Member::Other => {}
-            },
-            Walk::ValueEnd => match self.member {
-                Member::Name => {
-                    if self.name_raw.starts_with('"') {
-                        self.name = serde_json::from_str::<String>(&self.name_raw).ok();
-                    }
-                    self.maybe_start(out);
-                }
-                Member::Args => self.args_done = true,
-                Member::Other => {}
-            },
-            Walk::End => {
-                if self.started {
-                    out.end_call();
-                    self.mode = Mode::AfterObject;
-                } else {
-                    let pos = out.pos(now);
-                    let (kind, msg) = if self.name.is_none() {
-                        let what = if self.name_seen {
-                            "is not a string"
-                        } else {
-                            "is missing"
-                        };
-                        (
-                            IssueKind::MissingName,
-                            format!(
-                                "tool call object's {:?} {what}; the block is kept as content",
-                                self.cfg.name_key
-                            ),
-                        )
-                    } else {
-                        (
-                            IssueKind::MissingArguments,
-                            format!(
-                                "tool call object has no {:?} key; the block is kept as content",
-                                self.cfg.args_keys.first().copied().unwrap_or("arguments")
-                            ),
-                        )
-                    };
-                    self.fail_unstarted(kind, pos, msg, false, out);
-                }
+            ObjEnd::BrokenBeforeStart { message } => {
+                let msg = format!("{message} (byte {})", pos.byte);
+                self.fail_unstarted(IssueKind::MalformedJson, pos, msg, false, out);
             }
-            Walk::Error(e) => {
-                let pos = out.pos(now);
+            ObjEnd::BrokenArgs { message } => {
+                let msg = format!("{message} (byte {}); the arguments are kept as written", pos.byte);
+                out.issue(IssueKind::MalformedJson, pos, msg);
+                self.mode = Mode::RawArgs;
+            }
+            ObjEnd::BrokenAfterArgs { message } => {
+                // `CallObject` has ended the call; what follows in the block is content.
                 let msg = format!(
-                    "malformed JSON in tool call: {} (byte {})",
-                    e.kind.description(),
+                    "{message} (byte {}); the rest of the block is kept as content",
                     pos.byte
                 );
-                if !self.started {
-                    self.fail_unstarted(IssueKind::MalformedJson, pos, msg, false, out);
-                } else if self.member == Member::Args && !self.args_done {
-                    out.issue(
-                        IssueKind::MalformedJson,
-                        pos,
-                        msg + "; the arguments are kept as written",
-                    );
-                    self.mode = Mode::RawArgs;
-                } else {
-                    out.issue(
-                        IssueKind::MalformedJson,
-                        pos,
-                        msg + "; the rest of the block is kept as content",
-                    );
-                    out.end_call();
-                    self.after_call = false;
-                    self.mode = Mode::Junk;
-                }
+                out.issue(IssueKind::MalformedJson, pos, msg);
+                self.after_call = false;
+                self.mode = Mode::Junk;
             }
         }
     }
@@ -491,6 +356,7 @@ impl JimStream {
 }
 
 impl FormatStream for JimStream {
+    #[inline]
     fn feed(&mut self, chunk: &str, out: &mut Emitter<'_>) {
         // Fast paths for the two states a long output spends its time in, when nothing is held:
         // prose that cannot start a marker, and the inside of a JSON string.
@@ -500,18 +366,7 @@ impl FormatStream for JimStream {
                     out.content(chunk);
                     return;
                 }
-                Mode::Object if self.walker.skip_plain_string(chunk.as_bytes()) => {
-                    if !self.started {
-                        self.raw.push_str(chunk);
-                    }
-                    match self.member {
-                        Member::Name => self.name_raw.push_str(chunk),
-                        Member::Args if self.started => out.args(chunk),
-                        Member::Args => self.args_held.push_str(chunk),
-                        Member::Other => {}
-                    }
-                    return;
-                }
+                Mode::Object if self.obj.skip_plain_string(chunk, out) => return,
                 _ => {}
             }
         }
@@ -521,6 +376,12 @@ impl FormatStream for JimStream {
     fn holds_text(&self) -> bool {
         // Positions are only ever asked for text in `held` or in the chunk being fed.
         !self.held.is_empty()
+    }
+
+    #[inline]
+    fn feed_then_holds(&mut self, chunk: &str, out: &mut Emitter<'_>) -> bool {
+        self.feed(chunk, out);
+        self.holds_text()
     }
 
     fn finish(&mut self, out: &mut Emitter<'_>) {
@@ -533,7 +394,7 @@ impl FormatStream for JimStream {
                 out.content(&leftover);
                 self.ws_held.clear();
             }
-            Mode::Prologue | Mode::Object if !self.started => {
+            Mode::Prologue | Mode::Object if !self.obj.started() => {
                 self.raw.push_str(&leftover);
                 let msg = format!(
                     "output ended inside a {} block; the block is kept as content",
@@ -545,7 +406,7 @@ impl FormatStream for JimStream {
                 out.args(&leftover);
                 let msg = format!(
                     "output ended inside the JSON of tool call {:?}; its arguments are incomplete",
-                    self.name.as_deref().unwrap_or_default()
+                    self.obj.name().unwrap_or_default()
                 );
                 out.issue(IssueKind::Truncated, end, msg);
                 out.end_call();
@@ -672,6 +533,31 @@ mod tests {
             }
             s.finish();
             check(&s.result(), row);
+        }
+    }
+
+    /// Issue offsets are part of the result, so they must not depend on the chunking: the offset
+    /// of a non-object `arguments` value is where the value starts, after the whitespace the
+    /// walker skips, wherever the text is cut (also inside that whitespace).
+    #[test]
+    fn issue_offsets_do_not_depend_on_chunking() {
+        use crate::parsers::formats::shared::testing::every_split;
+        let cases: &[(&str, &str)] = &[
+            (
+                "<tool_call>{\"name\": \"x\", \"arguments\":   \"str\"}</tool_call>",
+                "   \"str\"",
+            ),
+            (
+                "<tool_call>{\"arguments\": \n\t [1], \"name\": \"é\"}</tool_call>",
+                " \n\t [1]",
+            ),
+            ("ü<tool_call> {\"name\": \"x\", \"arguments\":  7 }</tool_call>", "  7 "),
+        ];
+        for (text, ws_then_value) in cases {
+            let r = every_split("hermes", text);
+            let value_at = text.find(ws_then_value).unwrap() + (ws_then_value.len() - ws_then_value.trim_start().len());
+            let kinds: Vec<(&str, usize)> = r.issues.iter().map(|i| (i.kind.as_str(), i.offset)).collect();
+            assert_eq!(kinds, [("bad_arguments", value_at)], "{text}");
         }
     }
 

@@ -338,6 +338,30 @@ impl CallObject {
         std::mem::take(&mut self.raw)
     }
 
+    /// The call's name, once its value has been read.
+    pub(crate) fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    /// Streaming fast path: while a member value is inside a JSON string, take `chunk` whole when
+    /// it cannot end that string (see [`ObjectWalker::skip_plain_string`]); false: call `step`.
+    #[inline]
+    pub(crate) fn skip_plain_string(&mut self, chunk: &str, out: &mut Emitter<'_>) -> bool {
+        if !self.walker.skip_plain_string(chunk.as_bytes()) {
+            return false;
+        }
+        if !self.started {
+            self.raw.push_str(chunk);
+        }
+        match self.member {
+            Member::Name => self.name_raw.push_str(chunk),
+            Member::Args if self.started => out.args(chunk),
+            Member::Args => self.args_held.push_str(chunk),
+            Member::Other => {}
+        }
+        true
+    }
+
     fn maybe_start(&mut self, out: &mut Emitter<'_>) {
         if self.started || !self.args_seen {
             return;
