@@ -356,7 +356,6 @@ impl JimStream {
 }
 
 impl FormatStream for JimStream {
-    #[inline]
     fn feed(&mut self, chunk: &str, out: &mut Emitter<'_>) {
         // Fast paths for the two states a long output spends its time in, when nothing is held:
         // prose that cannot start a marker, and the inside of a JSON string.
@@ -376,12 +375,6 @@ impl FormatStream for JimStream {
     fn holds_text(&self) -> bool {
         // Positions are only ever asked for text in `held` or in the chunk being fed.
         !self.held.is_empty()
-    }
-
-    #[inline]
-    fn feed_then_holds(&mut self, chunk: &str, out: &mut Emitter<'_>) -> bool {
-        self.feed(chunk, out);
-        self.holds_text()
     }
 
     fn finish(&mut self, out: &mut Emitter<'_>) {
