@@ -987,7 +987,7 @@ mod tests {
         }
         for b in 0u8..=255 {
             for at in 0..20 {
-                let mut s = vec![b'a'; 20];
+                let mut s = [b'a'; 20];
                 s[at] = b;
                 let expected = b < 0x20 || b == b'"' || b == b'\\';
                 for len in at + 1..=20 {
