@@ -80,10 +80,16 @@ def phase2_item(managed_state: Any, score: float) -> dict[str, Any] | None:
     if hasattr(trajectory, "to_scored_item"):
         item = dict(trajectory.to_scored_item(score))
     else:
+        logprobs = trajectory.get("logprobs") or trajectory.get("inference_logprobs")
+        if logprobs is None:
+            raise ValueError(
+                "the managed state's last trajectory has no 'logprobs'; Phase 2 needs a managed server that "
+                "records sampler logprobs (hermes_env.managed.ManagedServer does)"
+            )
         item = {
             "tokens": list(trajectory["tokens"]),
             "masks": list(trajectory["masks"]),
-            "inference_logprobs": list(trajectory.get("logprobs") or trajectory.get("inference_logprobs")),
+            "inference_logprobs": list(logprobs),
         }
     lengths = {len(item["tokens"]), len(item["masks"]), len(item["inference_logprobs"])}
     if len(lengths) != 1:
