@@ -88,8 +88,9 @@ class ScriptedOpenAIServer(ThreadedHTTPServer):
                 "object": "chat.completion",
                 "created": int(time.time()),
                 "model": body.get("model") or self.model,
+                # No tokenizer here, so no token counts: ``usage`` is left out (it is optional in the API)
+                # rather than reported as zeros.
                 "choices": choices,
-                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
             }
         )
 
