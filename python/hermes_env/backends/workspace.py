@@ -70,7 +70,10 @@ class HostWorkspaceBackend(ExecutionBackend):
         max_file_bytes: int = 64 * 1024 * 1024,
     ) -> None:
         if max_output_bytes <= 0 or kill_output_bytes < max_output_bytes:
-            raise ValueError("need 0 < max_output_bytes <= kill_output_bytes")
+            raise ValueError(
+                f"max_output_bytes={max_output_bytes} must be above 0 and at most "
+                f"kill_output_bytes={kill_output_bytes}; fix these backend options"
+            )
         self._own_root = root is None
         self.root = Path(tempfile.mkdtemp(prefix=f"hermes-{self.name}-")) if root is None else Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
