@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 from pathlib import Path
 
 
@@ -43,3 +44,8 @@ async def wait_no_process_with_cmdline(needle: str) -> None:
             return
         await asyncio.sleep(0.05)
     raise AssertionError(f"processes running {needle!r} survived: {alive}")
+
+
+def unique_sleep() -> str:
+    """A ``sleep`` command line no other process on this shared host has (300 s and a random fraction)."""
+    return f"sleep 300.{secrets.randbelow(10**9):09d}"

@@ -9,7 +9,7 @@ import pytest
 from hermes_env.backends import ExecutionBackend, get_backend, register_backend
 from hermes_env.backends.local import LocalBackend
 from hermes_env.backends.registry import backend_names
-from procs import wait_gone, wait_no_process_with_cmdline
+from procs import unique_sleep, wait_gone, wait_no_process_with_cmdline
 
 
 async def test_command_runs_in_workspace_and_sees_written_files(backend: ExecutionBackend) -> None:
@@ -44,15 +44,16 @@ async def test_tasks_are_isolated_from_each_other(backend: ExecutionBackend) -> 
 
 async def test_hanging_command_times_out_and_is_killed(backend: ExecutionBackend, tmp_path: Path) -> None:
     # The command records its pid, then hangs; after the timeout neither it nor its child may be alive.
-    res = await backend.execute("t", "sleep 300 & echo $! > child.pid; echo $$ > main.pid; wait", 1.0)
+    sleep = unique_sleep()
+    res = await backend.execute("t", f"{sleep} & echo $! > child.pid; echo $$ > main.pid; wait", 1.0)
     assert res.timed_out and not res.ok
     assert "timed out" in res.output
     if isinstance(backend, LocalBackend):  # host-visible pids
         for name in ("child.pid", "main.pid"):
             pid = int((await backend.read_file("t", name)).decode())
             await wait_gone(pid)
-    else:  # bwrap: pids are namespaced; the namespace is gone, so no 'sleep 300' of ours remains
-        await wait_no_process_with_cmdline("sleep 300")
+    else:  # bwrap: pids are namespaced; the namespace is gone, so no sleep of ours remains
+        await wait_no_process_with_cmdline(sleep)
 
 
 async def test_background_job_does_not_make_a_finished_command_hang(backend: ExecutionBackend) -> None:

@@ -12,7 +12,7 @@ from hermes_env.backends.bwrap import BwrapBackend
 from hermes_env.backends.paths import workspace_relative
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from procs import wait_no_process_with_cmdline
+from procs import unique_sleep, wait_no_process_with_cmdline
 
 
 @pytest.mark.parametrize("path", ["../outside.txt", "a/../../outside.txt", "../../../../etc/passwd"])
@@ -198,10 +198,11 @@ async def test_bwrap_files_written_by_host_are_editable_inside(bwrap: BwrapBacke
 
 async def test_bwrap_time_limit_kills_namespace(bwrap: BwrapBackend) -> None:
     # The backgrounded subshell is not waited for; only tearing down the PID namespace ends its sleep.
-    res = await bwrap.execute("t", "(sleep 297; echo late) & sleep 298", 1)
+    orphan, waited = unique_sleep(), unique_sleep()
+    res = await bwrap.execute("t", f"({orphan}; echo late) & {waited}", 1)
     assert res.timed_out and "late" not in res.output
-    await wait_no_process_with_cmdline("sleep 297")
-    await wait_no_process_with_cmdline("sleep 298")
+    await wait_no_process_with_cmdline(orphan)
+    await wait_no_process_with_cmdline(waited)
 
 
 async def test_bwrap_root_unreachable_by_sandbox_uid_is_a_clear_error(tmp_path: Path) -> None:
