@@ -52,6 +52,7 @@ __all__ = [
     "TrajectoryDivergence",
     "TrajectoryDivergenceWarning",
     "assistant_token_mask",
+    "render_chat",
     "render_with_assistant_spans",
 ]
 
@@ -88,9 +89,12 @@ class _TurnMarkers(NamedTuple):
     end: str  # text that closes an assistant turn and that the model generates (its EOS)
 
 
-def _render(tokenizer: Any, messages: list[dict[str, Any]], add_generation_prompt: bool, **kwargs: Any) -> str:
+def render_chat(
+    tokenizer: Any, messages: Sequence[Mapping[str, Any]], add_generation_prompt: bool, **kwargs: Any
+) -> str:
+    """``tokenizer.apply_chat_template(messages, tokenize=False, ...)``, checked to be text."""
     text = tokenizer.apply_chat_template(
-        messages, tokenize=False, add_generation_prompt=add_generation_prompt, **kwargs
+        [dict(m) for m in messages], tokenize=False, add_generation_prompt=add_generation_prompt, **kwargs
     )
     if not isinstance(text, str):
         raise TypeError(f"tokenizer.apply_chat_template(tokenize=False) returned {type(text).__name__}, not str")
@@ -104,15 +108,15 @@ def _turn_markers(tokenizer: Any, template_kwargs: Mapping[str, Any]) -> _TurnMa
     still rendered exactly once.
     """
     user = [{"role": "user", "content": _PROBE_USER}]
-    without = _render(tokenizer, user, False, **template_kwargs)
-    with_prompt = _render(tokenizer, user, True, **template_kwargs)
+    without = render_chat(tokenizer, user, False, **template_kwargs)
+    with_prompt = render_chat(tokenizer, user, True, **template_kwargs)
     if not with_prompt.startswith(without) or len(with_prompt) == len(without):
         raise ValueError(
             "cannot find the assistant header: the chat template's generation prompt does not extend "
             "the rendered conversation; build spans yourself and call assistant_token_mask"
         )
     header = with_prompt[len(without) :]
-    full = _render(tokenizer, [*user, {"role": "assistant", "content": _PROBE_ASSISTANT}], False, **template_kwargs)
+    full = render_chat(tokenizer, [*user, {"role": "assistant", "content": _PROBE_ASSISTANT}], False, **template_kwargs)
     at = full.rfind(_PROBE_ASSISTANT)
     if at < 0:
         raise ValueError("the chat template drops assistant content; cannot locate assistant turns")
@@ -152,7 +156,7 @@ def render_with_assistant_spans(
         kwargs["tools"] = list(tools)
     markers = _turn_markers(tokenizer, kwargs)
     msgs = [dict(m) for m in messages]
-    text = _render(tokenizer, msgs, False, **kwargs)
+    text = render_chat(tokenizer, msgs, False, **kwargs)
     n_assistant = sum(1 for m in msgs if m.get("role") == "assistant")
     found = text.count(markers.header)
     if found != n_assistant:

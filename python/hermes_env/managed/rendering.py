@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from hermes_env.trajectory import render_chat
+
 # Stands in for the branch's last assistant turn when locating where new messages begin. It
 # has no whitespace or markup, so templates (which may strip or split content) keep it whole.
 SENTINEL = "hermesenvsplitmarker7f3a9c"
@@ -31,12 +33,7 @@ def render_text(
     kwargs = dict(template_kwargs)
     if tools:
         kwargs["tools"] = list(tools)
-    text = tokenizer.apply_chat_template(
-        [dict(m) for m in messages], tokenize=False, add_generation_prompt=True, **kwargs
-    )
-    if not isinstance(text, str):
-        raise TypeError(f"apply_chat_template(tokenize=False) returned {type(text).__name__}, expected str")
-    return text
+    return render_chat(tokenizer, messages, True, **kwargs)
 
 
 def encode(tokenizer: Any, text: str) -> list[int]:
