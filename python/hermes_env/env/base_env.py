@@ -38,6 +38,7 @@ from hermes_env.env.output import GroupJsonlWriter
 from hermes_env.env.phases import ResolvedPhase, phase1_item, phase2_item, prompt_only_item, resolve_phase
 from hermes_env.env.run_modes import RunModesMixin
 from hermes_env.env.stats import RolloutRecord, RolloutStats, wandb_table
+from hermes_env.trajectory import PROMPT_LOGPROB
 
 logger = logging.getLogger(__name__)
 
@@ -282,7 +283,9 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
             group["scores"].append(scored["scores"])
             group["messages"].append(scored["messages"])
             if "inference_logprobs" in group:
-                group["inference_logprobs"].append(scored.get("inference_logprobs") or [1.0] * len(scored["tokens"]))
+                group["inference_logprobs"].append(
+                    scored.get("inference_logprobs") or [PROMPT_LOGPROB] * len(scored["tokens"])
+                )
             records.append(record)
         if not self.config.include_messages:
             group["messages"] = None

@@ -17,6 +17,8 @@ from typing import Any, Literal
 from atroposlib.envs.server_handling.openai_server import OpenAIServer
 from atroposlib.envs.server_handling.server_manager import ServerManager
 
+from hermes_env.trajectory import MASK, PROMPT_LOGPROB
+
 ResolvedPhase = Literal["openai", "managed"]
 
 
@@ -56,7 +58,7 @@ def prompt_only_item(
     if isinstance(ids, dict):  # newer transformers return a BatchEncoding
         ids = ids["input_ids"]
     ids = list(ids)
-    return {"tokens": ids, "masks": [-100] * len(ids), "inference_logprobs": [1.0] * len(ids)}
+    return {"tokens": ids, "masks": [MASK] * len(ids), "inference_logprobs": [PROMPT_LOGPROB] * len(ids)}
 
 
 def _trajectories(state: Any) -> list[Any]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes_env.agent.loop import AgentResult
+from hermes_env.trajectory import MASK
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +46,7 @@ class RolloutRecord:
             turns=result.turns_used,
             tool_calls=result.tool_calls_made,
             tool_error_kinds=tuple(e.kind for e in result.tool_errors),
-            trained_tokens=sum(1 for m in masks if m != -100),
+            trained_tokens=sum(1 for m in masks if m != MASK),
             total_tokens=len(masks),
             finished_naturally=result.finished_naturally,
             budget_exhausted=result.budget_exhausted,
