@@ -7,7 +7,13 @@ the environment framework is imported lazily so that ``import hermes_env.parsers
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # type checkers and IDEs see the real classes; at runtime they load on first access
+    from hermes_env.agent.loop import AgentResult, HermesAgentLoop, ToolError
+    from hermes_env.env.base_env import HermesAgentBaseEnv
+    from hermes_env.env.config import HermesAgentEnvConfig
+    from hermes_env.tool_context import ToolContext
 
 __all__ = [
     "AgentResult",
