@@ -67,6 +67,7 @@ class ToolContext:
         return (await self.read_file_bytes(path)).decode("utf-8", errors=errors)
 
     async def read_file_bytes(self, path: str) -> bytes:
+        """A workspace file's bytes, unchanged."""
         self._check_open()
         return await self.backend.read_file(self.task_id, path)
 
@@ -77,6 +78,7 @@ class ToolContext:
         await self.backend.write_file(self.task_id, path, data)
 
     async def list_files(self, path: str = ".") -> list[str]:
+        """Workspace-relative paths of the regular files under ``path``, recursively, sorted."""
         self._check_open()
         return await self.backend.list_files(self.task_id, path)
 
