@@ -71,7 +71,9 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         config = cls.env_config_cls(tokenizer_name=default_tokenizer_name(), use_wandb=False, wandb_name=cls.name)
         return config, [default_server_config()]
 
-    def __init__(self, config: HermesAgentEnvConfig, server_configs: Any, slurm: bool = False, testing: bool = False):
+    def __init__(
+        self, config: HermesAgentEnvConfig, server_configs: Any, slurm: bool = False, testing: bool = False
+    ) -> None:
         super().__init__(config, server_configs, slurm=slurm, testing=testing)
         self.phase: ResolvedPhase = resolve_phase(config.phase, self.server)
         self.tool_call_parser = config.tool_call_parser or self._detect_parser()
