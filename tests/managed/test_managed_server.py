@@ -72,7 +72,7 @@ async def run_tool_loop(m: Any, turns: int, **sampling: Any) -> tuple[list[dict[
 
 
 @pytest.mark.parametrize("turns", [2, 7, 30])
-async def test_tool_calling_rollout_is_token_exact(server_manager, scripted, tok, turns: int) -> None:
+async def test_tool_calling_rollout_is_token_exact(server_manager: Any, scripted: Any, tok: Any, turns: int) -> None:
     server, script = scripted
     script.fn = lambda r: tool_turn(assistant_turn(r)) if assistant_turn(r) < turns - 1 else "All steps done."
     async with managed_server(server_manager, tok, tool_parser="hermes") as m:
@@ -98,7 +98,7 @@ async def test_tool_calling_rollout_is_token_exact(server_manager, scripted, tok
     assert state["nodes"] == [branch] and branch.masked_tokens == branch.trajectory.masks
 
 
-async def test_n_greater_than_one_forks(server_manager, scripted, tok) -> None:
+async def test_n_greater_than_one_forks(server_manager: Any, scripted: Any, tok: Any) -> None:
     server, script = scripted
 
     def respond(r: ScriptedRequest) -> str:
@@ -141,7 +141,7 @@ async def two_user_turns(m: Any) -> None:
     await m.chat_completion(messages=msgs, max_tokens=64)
 
 
-async def test_think_stripping_template_raises(server_manager, scripted, tok) -> None:
+async def test_think_stripping_template_raises(server_manager: Any, scripted: Any, tok: Any) -> None:
     server, script = scripted
     script.fn = chat_script
     async with managed_server(server_manager, tok, divergence_policy="raise") as m:
@@ -157,7 +157,7 @@ async def test_think_stripping_template_raises(server_manager, scripted, tok) ->
         assert len(server.requests) == 1, "nothing was sent for the divergent prompt"
 
 
-async def test_think_stripping_template_warn_and_restart(server_manager, scripted, tok) -> None:
+async def test_think_stripping_template_warn_and_restart(server_manager: Any, scripted: Any, tok: Any) -> None:
     server, script = scripted
     script.fn = chat_script
     async with managed_server(server_manager, tok, divergence_policy="warn_and_restart") as m:
@@ -173,7 +173,7 @@ async def test_think_stripping_template_warn_and_restart(server_manager, scripte
     assert current.trajectory.num_trained == len(server.requests[1].samples[0].token_ids)
 
 
-async def test_think_stripping_template_keep_raw(server_manager, scripted, tok) -> None:
+async def test_think_stripping_template_keep_raw(server_manager: Any, scripted: Any, tok: Any) -> None:
     server, script = scripted
     script.fn = chat_script
     async with managed_server(server_manager, tok, divergence_policy="keep_raw") as m:
@@ -189,7 +189,7 @@ async def test_think_stripping_template_keep_raw(server_manager, scripted, tok) 
     assert "The user greets me" in tok.decode(second.body["prompt"]["prompt_token_ids"])
 
 
-async def test_non_canonical_tokens_are_kept_raw(server_manager, scripted, tok) -> None:
+async def test_non_canonical_tokens_are_kept_raw(server_manager: Any, scripted: Any, tok: Any) -> None:
     """The sampler may emit a split the tokenizer would not produce; keep_raw keeps it."""
     server, script = scripted
     split = tok.encode("Hel", add_special_tokens=False) + tok.encode("lo there", add_special_tokens=False)
@@ -219,7 +219,7 @@ async def test_non_canonical_tokens_are_kept_raw(server_manager, scripted, tok) 
             await m.chat_completion(messages=msgs, max_tokens=32)
 
 
-async def test_length_cut_reply_extends_with_masked_end_token(server_manager, scripted, tok) -> None:
+async def test_length_cut_reply_extends_with_masked_end_token(server_manager: Any, scripted: Any, tok: Any) -> None:
     server, script = scripted
     script.fn = lambda r: "one two three four five six seven eight" if assistant_turn(r) == 0 else "fine"
     msgs: list[dict[str, Any]] = [{"role": "user", "content": "count"}]
@@ -235,7 +235,7 @@ async def test_length_cut_reply_extends_with_masked_end_token(server_manager, sc
     assert branch.tokens[end] == tok.eos_token_id and branch.masks[end] == MASK  # template's <|im_end|>, not trained
 
 
-async def test_unknown_assistant_message_starts_a_new_branch(server_manager, scripted, tok) -> None:
+async def test_unknown_assistant_message_starts_a_new_branch(server_manager: Any, scripted: Any, tok: Any) -> None:
     server, script = scripted
     script.fn = lambda r: "reply"
     async with managed_server(server_manager, tok) as m:
@@ -251,7 +251,7 @@ async def test_unknown_assistant_message_starts_a_new_branch(server_manager, scr
     assert branches[1].trajectory.num_trained == len(server.requests[1].samples[0].token_ids)
 
 
-async def test_bad_arguments(server_manager, tok) -> None:
+async def test_bad_arguments(server_manager: Any, tok: Any) -> None:
     async with managed_server(server_manager, tok) as m:
         with pytest.raises(ValueError, match="messages is empty"):
             await m.chat_completion(messages=[])
@@ -262,7 +262,7 @@ async def test_bad_arguments(server_manager, tok) -> None:
             pass
 
 
-async def test_text_completion_continues_its_branch(server_manager, scripted, tok) -> None:
+async def test_text_completion_continues_its_branch(server_manager: Any, scripted: Any, tok: Any) -> None:
     server, script = scripted
     script.fn = lambda r: "four" if r.prompt_text.endswith("three") else "seven"
     async with managed_server(server_manager, tok) as m:
@@ -288,7 +288,7 @@ class _TerminalTool:
         return f"$ {args['command']}\nok"
 
 
-async def test_agent_loop_on_the_managed_server(server_manager, scripted, tok) -> None:
+async def test_agent_loop_on_the_managed_server(server_manager: Any, scripted: Any, tok: Any) -> None:
     """HermesAgentLoop builds the follow-up messages itself; every turn still extends exactly."""
     from hermes_env.agent import HermesAgentLoop, ToolWorkerPool
 
@@ -305,7 +305,9 @@ async def test_agent_loop_on_the_managed_server(server_manager, scripted, tok) -
     assert traj.num_trained == sum(len(r.samples[0].token_ids) for r in server.requests)
 
 
-async def test_enable_thinking_false_tool_loop_keeps_what_the_model_saw(server_manager, scripted, tok) -> None:
+async def test_enable_thinking_false_tool_loop_keeps_what_the_model_saw(
+    server_manager: Any, scripted: Any, tok: Any
+) -> None:
     """Qwen3 with enable_thinking=False puts an empty think block in each generation prompt but not in
     replayed turns; keep_raw keeps the block the model actually saw, raise reports it."""
     server, script = scripted
@@ -345,7 +347,7 @@ def random_reply(rng: Any, k: int) -> str:
 
 
 @pytest.mark.parametrize("policy", ["keep_raw", "raise", "warn_and_restart"])
-async def test_random_conversations_never_mismask(server_manager, scripted, tok, policy: str) -> None:
+async def test_random_conversations_never_mismask(server_manager: Any, scripted: Any, tok: Any, policy: str) -> None:
     """Seeded fuzz: random replies (think blocks, stray markers, odd whitespace, unicode), tool results
     and new user messages. keep_raw always extends exactly; raise either extends exactly or refuses;
     warn_and_restart's sequences are each exact. Never a silently wrong mask."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 import math
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -71,7 +73,7 @@ def test_scored_item_matches_atroposlib_fields() -> None:
         (lambda t: t.extend([1, 2, 3, 4, 5], "ignore"), "unknown divergence policy"),
     ],
 )
-def test_bad_input_raises_and_changes_nothing(call, match: str) -> None:
+def test_bad_input_raises_and_changes_nothing(call: Callable[[Trajectory], Any], match: str) -> None:
     t = make()
     before = snapshot(t)
     with pytest.raises(ValueError, match=match):
@@ -155,7 +157,7 @@ def test_random_segments_keep_arrays_aligned(segs: list[tuple[bool, list[int]]])
 
 
 @given(segments, st.lists(st.integers(0, VOCAB - 1), max_size=8), st.integers(0, 40))
-def test_fork_independence_and_prefix_extension(segs, extra: list[int], cut: int) -> None:
+def test_fork_independence_and_prefix_extension(segs: list[tuple[bool, list[int]]], extra: list[int], cut: int) -> None:
     t = Trajectory(vocab_size=VOCAB)
     for is_completion, ids in segs:
         if is_completion:
