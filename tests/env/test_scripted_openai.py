@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 import openai
 import pytest
@@ -17,9 +19,9 @@ def test_split_reasoning() -> None:
 def test_chat_completion_with_reasoning_and_tool_calls() -> None:
     call = '{"name": "terminal", "arguments": {"command": "ls"}}'
     text = f"<think>use the shell</think>\n\n<tool_call>\n{call}\n</tool_call>"
-    seen = []
+    seen: list[tuple[list[dict[str, Any]], list[dict[str, Any]] | None]] = []
 
-    def responder(messages, tools):  # type: ignore[no-untyped-def]
+    def responder(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
         seen.append((messages, tools))
         return text if messages[-1]["content"] == "go" else "plain answer"
 
