@@ -56,8 +56,59 @@ class RolloutRecord:
         )
 
 
-def _mean(values: list[float]) -> float:
-    return sum(values) / len(values) if values else 0.0
+@dataclass
+class RolloutTotals:
+    """Running sums over rollouts: constant memory however long a run lasts."""
+
+    rollouts: int = 0
+    score: float = 0.0
+    turns: int = 0
+    tool_calls: int = 0
+    tool_errors: int = 0
+    finished_naturally: int = 0
+    budget_exhausted: int = 0
+    context_exhausted: int = 0
+    reward_failures: int = 0
+    trained_tokens: int = 0
+    total_tokens: int = 0
+    tool_error_kinds: Counter[str] = field(default_factory=Counter)
+
+    def add(self, records: list[RolloutRecord]) -> None:
+        for r in records:
+            self.rollouts += 1
+            self.score += r.score
+            self.turns += r.turns
+            self.tool_calls += r.tool_calls
+            self.tool_errors += len(r.tool_error_kinds)
+            self.finished_naturally += r.finished_naturally
+            self.budget_exhausted += r.budget_exhausted
+            self.context_exhausted += r.context_exhausted
+            self.reward_failures += r.reward_failed
+            self.trained_tokens += r.trained_tokens
+            self.total_tokens += r.total_tokens
+            self.tool_error_kinds.update(r.tool_error_kinds)
+
+    def summary(self) -> dict[str, Any]:
+        """Means over rollouts (tool error kinds: errors per rollout); all 0 before the first rollout."""
+        n = self.rollouts
+
+        def mean(total: float) -> float:
+            return total / n if n else 0.0
+
+        return {
+            "rollouts": n,
+            "mean_reward": mean(self.score),
+            "mean_turns": mean(self.turns),
+            "mean_tool_calls": mean(self.tool_calls),
+            "tool_errors_per_rollout": mean(self.tool_errors),
+            "finished_naturally_rate": mean(self.finished_naturally),
+            "budget_exhausted_rate": mean(self.budget_exhausted),
+            "context_exhausted_rate": mean(self.context_exhausted),
+            "reward_failures": self.reward_failures,
+            "trained_tokens": self.trained_tokens,
+            "total_tokens": self.total_tokens,
+            "tool_error_kinds": {k: v / n for k, v in sorted(self.tool_error_kinds.items())} if n else {},
+        }
 
 
 @dataclass
@@ -65,7 +116,7 @@ class RolloutStats:
     """Accumulates records; ``drain_metrics`` empties the window used for one wandb step."""
 
     window: list[RolloutRecord] = field(default_factory=list)
-    total: list[RolloutRecord] = field(default_factory=list)
+    totals: RolloutTotals = field(default_factory=RolloutTotals)
     groups: int = 0
     groups_dropped: int = 0
     readable: list[tuple[str, float]] = field(default_factory=list)
@@ -74,7 +125,7 @@ class RolloutStats:
     def add_group(self, records: list[RolloutRecord]) -> None:
         self.groups += 1
         self.window.extend(records)
-        self.total.extend(records)
+        self.totals.add(records)
 
     def add_readable(self, messages: list[dict[str, Any]], score: float) -> None:
         self.readable.append((render_conversation(messages), score))
@@ -91,27 +142,14 @@ class RolloutStats:
         return out
 
     def summary(self) -> dict[str, Any]:
-        return {"groups": self.groups, "groups_dropped": self.groups_dropped, **summarize(self.total)}
+        return {"groups": self.groups, "groups_dropped": self.groups_dropped, **self.totals.summary()}
 
 
 def summarize(records: list[RolloutRecord]) -> dict[str, Any]:
-    """Means over rollouts (tool error kinds: errors per rollout)."""
-    n = len(records)
-    kinds: Counter[str] = Counter(k for r in records for k in r.tool_error_kinds)
-    return {
-        "rollouts": n,
-        "mean_reward": _mean([r.score for r in records]),
-        "mean_turns": _mean([r.turns for r in records]),
-        "mean_tool_calls": _mean([r.tool_calls for r in records]),
-        "tool_errors_per_rollout": _mean([len(r.tool_error_kinds) for r in records]),
-        "finished_naturally_rate": _mean([float(r.finished_naturally) for r in records]),
-        "budget_exhausted_rate": _mean([float(r.budget_exhausted) for r in records]),
-        "context_exhausted_rate": _mean([float(r.context_exhausted) for r in records]),
-        "reward_failures": sum(r.reward_failed for r in records),
-        "trained_tokens": sum(r.trained_tokens for r in records),
-        "total_tokens": sum(r.total_tokens for r in records),
-        "tool_error_kinds": {k: v / n for k, v in sorted(kinds.items())} if n else {},
-    }
+    """Means over ``records`` (tool error kinds: errors per rollout)."""
+    totals = RolloutTotals()
+    totals.add(records)
+    return totals.summary()
 
 
 def render_conversation(messages: list[dict[str, Any]]) -> str:
