@@ -33,7 +33,13 @@ from hermes_env.parsers import Parser, get_parser  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 # Parser name -> the workload format that renders its raw output.
-WORKLOAD_FORMAT = {"hermes": "hermes", "qwen": "hermes", "longcat": "longcat", "llama4_json": "llama3_json"}
+WORKLOAD_FORMAT = {
+    "hermes": "hermes",
+    "qwen": "hermes",
+    "longcat": "longcat",
+    "llama4_json": "llama3_json",
+    "llama4_pythonic": "pythonic",
+}
 
 
 def best_time(fn: Callable[[], object], budget_s: float = 1.0, min_runs: int = 3) -> float:

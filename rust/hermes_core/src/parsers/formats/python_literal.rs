@@ -108,69 +108,14 @@ pub struct LitCall {
 /// Parse `name(key=value, ...)` (the whole of `src`, surrounding whitespace allowed) into the call's
 /// name and its arguments as a JSON object text.
 pub fn parse_call(src: &str) -> Result<LitCall, LitError> {
-    let mut p = Parser {
-        s: src.as_bytes(),
-        src,
-        i: 0,
-        depth: 0,
-        notes: Vec::new(),
-    };
+    let mut p = Parser::new(src);
     p.ws();
     let name = p.dotted_name()?;
     p.ws();
     if p.peek() != Some(b'(') {
         return err(p.i, format!("expected '(' after the tool name {name:?}"));
     }
-    p.i += 1;
-    let mut args = String::from("{");
-    let mut keys: Vec<String> = Vec::new();
-    loop {
-        p.ws();
-        match p.peek() {
-            Some(b')') => {
-                p.i += 1;
-                break;
-            }
-            None => return err(p.i, "the call is not closed by ')'"),
-            _ => {}
-        }
-        let key_at = p.i;
-        if matches!(p.peek(), Some(b'*')) {
-            return err(key_at, "*args / **kwargs are not literal arguments");
-        }
-        let key = p.identifier();
-        p.ws();
-        if key.is_empty() || p.peek() != Some(b'=') || p.s.get(p.i + 1) == Some(&b'=') {
-            return err(
-                key_at,
-                "positional argument: tool arguments must be written as key=value",
-            );
-        }
-        p.i += 1;
-        if keys.iter().any(|k| k == &key) {
-            return err(key_at, format!("keyword argument {key:?} is repeated"));
-        }
-        if !keys.is_empty() {
-            args.push_str(", ");
-        }
-        args.push('"');
-        escape_json_into(&mut args, &key);
-        args.push_str("\": ");
-        keys.push(key);
-        p.value(&mut args)?;
-        p.ws();
-        match p.peek() {
-            Some(b',') => p.i += 1,
-            Some(b')') => {}
-            _ => {
-                return err(
-                    p.i,
-                    "expected ',' or ')' after an argument value (values must be plain literals)",
-                )
-            }
-        }
-    }
-    args.push('}');
+    let args = p.call_args()?;
     p.ws();
     if p.i < p.s.len() {
         return err(p.i, "unexpected text after the call's ')'");
@@ -182,6 +127,15 @@ pub fn parse_call(src: &str) -> Result<LitCall, LitError> {
     })
 }
 
+/// Parse the argument list `(key=value, ...)` at the start of `src`, which may go on after its
+/// `)`: the arguments as JSON object text, notes, and the offset just past the `)`. An error
+/// also when `src` ends before the `)` (the caller may retry with more text).
+pub fn parse_args_prefix(src: &str) -> Result<(String, Vec<LitError>, usize), LitError> {
+    let mut p = Parser::new(src);
+    let args = p.call_args()?;
+    Ok((args, p.notes, p.i))
+}
+
 struct Parser<'a> {
     s: &'a [u8],
     src: &'a str,
@@ -190,7 +144,76 @@ struct Parser<'a> {
     notes: Vec<LitError>,
 }
 
+impl<'a> Parser<'a> {
+    fn new(src: &'a str) -> Parser<'a> {
+        Parser {
+            s: src.as_bytes(),
+            src,
+            i: 0,
+            depth: 0,
+            notes: Vec::new(),
+        }
+    }
+}
+
 impl Parser<'_> {
+    /// `(key=value, ...)` at `self.i` (the `(`), through its `)`, as a JSON object text.
+    fn call_args(&mut self) -> Result<String, LitError> {
+        let rest = self.s.len() - self.i;
+        let mut args = String::with_capacity(rest.min(1 << 20) + rest.min(1 << 20) / 8 + 16);
+        args.push('{');
+        self.i += 1;
+        let mut keys: Vec<String> = Vec::new();
+        loop {
+            self.ws();
+            match self.peek() {
+                Some(b')') => {
+                    self.i += 1;
+                    break;
+                }
+                None => return err(self.i, "the call is not closed by ')'"),
+                _ => {}
+            }
+            let key_at = self.i;
+            if matches!(self.peek(), Some(b'*')) {
+                return err(key_at, "*args / **kwargs are not literal arguments");
+            }
+            let key = self.identifier();
+            self.ws();
+            if key.is_empty() || self.peek() != Some(b'=') || self.s.get(self.i + 1) == Some(&b'=') {
+                return err(
+                    key_at,
+                    "positional argument: tool arguments must be written as key=value",
+                );
+            }
+            self.i += 1;
+            if keys.iter().any(|k| k == &key) {
+                return err(key_at, format!("keyword argument {key:?} is repeated"));
+            }
+            if !keys.is_empty() {
+                args.push_str(", ");
+            }
+            args.push('"');
+            escape_json_into(&mut args, &key);
+            args.push_str("\": ");
+            keys.push(key);
+            self.value(&mut args)?;
+            self.ws();
+            match self.peek() {
+                Some(b',') => self.i += 1,
+                Some(b')') => {}
+                _ => {
+                    return err(
+                        self.i,
+                        "expected ',' or ')' after an argument value (values must be plain literals)",
+                    )
+                }
+            }
+        }
+        args.push('}');
+        Ok(args)
+    }
+
     fn peek(&self) -> Option<u8> {
         self.s.get(self.i).copied()
     }
@@ -464,9 +487,9 @@ impl Parser<'_> {
 
     /// One or more adjacent string literals (Python concatenates them).
     fn strings(&mut self, out: &mut String) -> Result<Kind, LitError> {
-        let mut text = String::new();
+        out.push('"');
         loop {
-            self.string(&mut text)?;
+            self.string(out)?;
             let save = self.i;
             self.ws();
             let word_at = self.i;
@@ -479,13 +502,12 @@ impl Parser<'_> {
             break;
         }
         out.push('"');
-        escape_json_into(out, &text);
-        out.push('"');
         Ok(Kind::Str)
     }
 
-    /// One string literal (with its prefix) at `self.i`, appended to `text`.
-    fn string(&mut self, text: &mut String) -> Result<(), LitError> {
+    /// One string literal (with its prefix) at `self.i`, appended to `out` as JSON string text
+    /// (without quotes): decoded and escaped in one pass.
+    fn string(&mut self, out: &mut String) -> Result<(), LitError> {
         let start = self.i;
         let prefix = self.identifier().to_ascii_lowercase();
         if prefix.contains('b') {
@@ -501,22 +523,12 @@ impl Parser<'_> {
         let mut seg_start = self.i;
         let mut pending_high: Option<u32> = None;
         loop {
+            // Bytes that mean themselves in Python and in JSON are copied as one slice.
+            self.i += json_plain_len(self.s.get(self.i..).unwrap_or_default(), q, fstring);
             let Some(b) = self.peek() else {
                 return err(start, "unterminated string literal");
             };
-            if !fstring {
-                let skip = next_special(self.s.get(self.i..).unwrap_or_default(), q, true);
-                if skip > 0 {
-                    self.i += skip;
-                    continue;
-                }
-            }
-            let special = b == q || b == b'\\' || b == b'\n' || b == b'\r' || (fstring && (b == b'{' || b == b'}'));
-            if !special {
-                self.i += 1;
-                continue;
-            }
-            push_plain(text, self.src, seg_start, self.i, &mut pending_high);
+            push_plain(out, self.src, seg_start, self.i, &mut pending_high);
             if b == q {
                 if !triple {
                     self.i += 1;
@@ -526,29 +538,34 @@ impl Parser<'_> {
                     self.i += 3;
                     break;
                 }
-                text.push(q as char);
+                push_json_char(out, q as char);
                 self.i += 1;
             } else if b == b'\n' || b == b'\r' {
                 // Python reads \r\n and a lone \r in source as a newline.
                 if !triple {
                     return err(self.i, "newline inside a single-quoted string");
                 }
-                text.push('\n');
+                out.push_str("\\n");
                 self.i += if b == b'\r' && self.s.get(self.i + 1) == Some(&b'\n') {
                     2
                 } else {
                     1
                 };
-            } else if b == b'{' || b == b'}' {
+            } else if fstring && (b == b'{' || b == b'}') {
                 if self.s.get(self.i + 1) == Some(&b) {
-                    text.push(b as char);
+                    out.push(b as char);
                     self.i += 2;
                 } else {
                     return err(self.i, "f-string with a {placeholder} is an expression, not a literal");
                 }
+            } else if b != b'\\' {
+                // '"' or a control character: plain text in Python that JSON escapes.
+                flush_high(out, &mut pending_high);
+                push_json_char(out, b as char);
+                self.i += 1;
             } else if raw {
                 // In raw strings a backslash stays, and it keeps the next character (even a quote).
-                text.push('\\');
+                out.push_str("\\\\");
                 self.i += 1;
                 match char_at(self.src, self.i) {
                     Some('\r' | '\n') => {
@@ -556,26 +573,26 @@ impl Parser<'_> {
                         if self.s.get(self.i) == Some(&b'\r') && self.s.get(self.i + 1) == Some(&b'\n') {
                             self.i += 1;
                         }
-                        text.push('\n');
+                        out.push_str("\\n");
                         self.i += 1;
                     }
                     Some(c) => {
-                        text.push(c);
+                        push_json_char(out, c);
                         self.i += c.len_utf8();
                     }
                     None => {}
                 }
             } else {
-                self.escape(text, &mut pending_high)?;
+                self.escape(out, &mut pending_high)?;
             }
             seg_start = self.i;
         }
-        flush_high(text, &mut pending_high);
+        flush_high(out, &mut pending_high);
         Ok(())
     }
 
     /// A backslash escape at `self.i` in a non-raw string.
-    fn escape(&mut self, text: &mut String, pending_high: &mut Option<u32>) -> Result<(), LitError> {
+    fn escape(&mut self, out: &mut String, pending_high: &mut Option<u32>) -> Result<(), LitError> {
         let at = self.i;
         self.i += 1;
         let Some(c) = char_at(self.src, self.i) else {
@@ -603,9 +620,9 @@ impl Parser<'_> {
             _ => None,
         };
         if let Some(ch) = simple {
-            flush_high(text, pending_high);
+            flush_high(out, pending_high);
             if let Some(ch) = ch {
-                text.push(ch);
+                push_json_char(out, ch);
             }
             return Ok(());
         }
@@ -629,13 +646,13 @@ impl Parser<'_> {
             'N' => return err(at, "\\N{...} escapes are not supported; write the character itself"),
             other => {
                 // Unknown escapes keep their backslash (Python warns but keeps it).
-                flush_high(text, pending_high);
-                text.push('\\');
-                text.push(other);
+                flush_high(out, pending_high);
+                out.push_str("\\\\");
+                push_json_char(out, other);
                 return Ok(());
             }
         };
-        push_code(text, code, pending_high, at)
+        push_code(out, code, pending_high, at)
     }
 
     fn hex(&mut self, n: usize, at: usize) -> Result<u32, LitError> {
@@ -714,15 +731,79 @@ impl Parser<'_> {
     }
 }
 
-/// Bytes before the next quote `q`, backslash or newline in `text` (and CR when `stop_at_cr`).
-fn next_special(text: &[u8], q: u8, stop_at_cr: bool) -> usize {
-    let n = memchr::memchr3(q, b'\\', b'\n', text).unwrap_or(text.len());
-    if stop_at_cr {
-        if let Some(cr) = memchr::memchr(b'\r', text.get(..n).unwrap_or_default()) {
-            return cr;
+const LO: u64 = 0x0101_0101_0101_0101;
+const HI: u64 = 0x8080_8080_8080_8080;
+
+/// The 8 bytes at `text[i..]`, if there are 8.
+#[inline(always)]
+fn word_at(text: &[u8], i: usize) -> Option<u64> {
+    let mut buf = [0u8; 8];
+    buf.copy_from_slice(text.get(i..i + 8)?);
+    Some(u64::from_le_bytes(buf))
+}
+
+/// Non-zero when some byte of `w` is `b` (SWAR: exact as a yes/no test).
+#[inline(always)]
+fn has_byte(w: u64, b: u8) -> u64 {
+    let x = w ^ (LO * b as u64);
+    x.wrapping_sub(LO) & !x & HI
+}
+
+/// Bytes at the start of string text that need no attention from [`CallScanner`]: not the quote
+/// `q`, a backslash, or a newline / CR. Eight bytes per step while they are clean.
+fn scan_plain_len(text: &[u8], q: u8) -> usize {
+    let mut i = 0;
+    while let Some(w) = word_at(text, i) {
+        if has_byte(w, q) | has_byte(w, b'\\') | has_byte(w, b'\n') | has_byte(w, b'\r') != 0 {
+            break;
+        }
+        i += 8;
+    }
+    while let Some(&b) = text.get(i) {
+        if b == q || b == b'\\' || b == b'\n' || b == b'\r' {
+            break;
+        }
+        i += 1;
+    }
+    i
+}
+
+/// Bytes at the start of string text that mean themselves both in a Python literal and in a JSON
+/// string: not the quote `q`, a backslash, `"`, a control character (newlines included), nor
+/// `{`/`}` in an f-string. Eight bytes per step while they are clean.
+fn json_plain_len(text: &[u8], q: u8, fstring: bool) -> usize {
+    let special = |b: u8| b == q || b == b'\\' || b == b'"' || b < 0x20 || (fstring && (b == b'{' || b == b'}'));
+    let mut i = 0;
+    if !fstring {
+        while let Some(w) = word_at(text, i) {
+            // Some byte < 0x20 (ASCII only: `!w & HI`), the quote, '"' or '\\'?
+            let ctrl = w.wrapping_sub(LO * 0x20) & !w & HI;
+            if ctrl | has_byte(w, q) | has_byte(w, b'"') | has_byte(w, b'\\') != 0 {
+                break;
+            }
+            i += 8;
         }
     }
-    n
+    while let Some(&b) = text.get(i) {
+        if special(b) {
+            break;
+        }
+        i += 1;
+    }
+    i
+}
+
+/// `c` written into a JSON string (escaped as [`escape_json_into`] escapes it).
+#[inline]
+fn push_json_char(out: &mut String, c: char) {
+    match c {
+        '"' => out.push_str("\\\""),
+        '\\' => out.push_str("\\\\"),
+        '\n' => out.push_str("\\n"),
+        '\t' => out.push_str("\\t"),
+        c if (c as u32) < 0x20 => escape_json_into(out, c.encode_utf8(&mut [0; 4])),
+        c => out.push(c),
+    }
 }
 
 fn is_radix_prefixed(tok: &[u8]) -> bool {
@@ -783,26 +864,26 @@ fn to_decimal(digits: &str, radix: u32) -> String {
     s
 }
 
-fn push_plain(text: &mut String, src: &str, a: usize, b: usize, pending_high: &mut Option<u32>) {
+fn push_plain(out: &mut String, src: &str, a: usize, b: usize, pending_high: &mut Option<u32>) {
     if a < b {
-        flush_high(text, pending_high);
-        text.push_str(src.get(a..b).unwrap_or_default());
+        flush_high(out, pending_high);
+        out.push_str(src.get(a..b).unwrap_or_default());
     }
 }
 
 /// A lone high surrogate from `\uD83D` that no low surrogate followed: U+FFFD.
-fn flush_high(text: &mut String, pending_high: &mut Option<u32>) {
+fn flush_high(out: &mut String, pending_high: &mut Option<u32>) {
     if pending_high.take().is_some() {
-        text.push('\u{FFFD}');
+        out.push('\u{FFFD}');
     }
 }
 
 /// A code point from an escape; `\uD83D\uDC1B` pairs are combined (JSON cannot hold lone halves,
 /// so a lone surrogate becomes U+FFFD).
-fn push_code(text: &mut String, code: u32, pending_high: &mut Option<u32>, at: usize) -> Result<(), LitError> {
+fn push_code(out: &mut String, code: u32, pending_high: &mut Option<u32>, at: usize) -> Result<(), LitError> {
     match code {
         0xD800..=0xDBFF => {
-            flush_high(text, pending_high);
+            flush_high(out, pending_high);
             *pending_high = Some(code);
             Ok(())
         }
@@ -810,17 +891,17 @@ fn push_code(text: &mut String, code: u32, pending_high: &mut Option<u32>, at: u
             match pending_high.take() {
                 Some(high) => {
                     let c = 0x10000 + ((high - 0xD800) << 10) + (code - 0xDC00);
-                    text.push(char::from_u32(c).unwrap_or('\u{FFFD}'));
+                    push_json_char(out, char::from_u32(c).unwrap_or('\u{FFFD}'));
                 }
-                None => text.push('\u{FFFD}'),
+                None => out.push('\u{FFFD}'),
             }
             Ok(())
         }
         _ => {
-            flush_high(text, pending_high);
+            flush_high(out, pending_high);
             match char::from_u32(code) {
                 Some(c) => {
-                    text.push(c);
+                    push_json_char(out, c);
                     Ok(())
                 }
                 None => err(at, format!("escape \\U{code:08x} is not a Unicode code point")),
@@ -865,7 +946,7 @@ impl CallScanner {
             if let Some((q, triple)) = self.quote {
                 if !self.escape && self.run == 0 {
                     // Skip plain string text at memchr speed.
-                    let skip = next_special(text.get(i..).unwrap_or_default(), q, !triple);
+                    let skip = scan_plain_len(text.get(i..).unwrap_or_default(), q);
                     if skip > 0 {
                         i += skip;
                         continue;

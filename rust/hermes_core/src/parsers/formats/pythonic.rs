@@ -29,7 +29,7 @@ use serde_json::Value;
 use super::super::stream::{count_chars, Emitter, Format, FormatStream};
 use super::super::tools::Tools;
 use super::super::types::{IssueKind, Pos, RenderError, ToolCall};
-use super::python_literal::{is_identifier, is_keyword, parse_call, CallScanner, Scan};
+use super::python_literal::{is_identifier, is_keyword, parse_args_prefix, parse_call, CallScanner, Scan};
 use super::shared::{Driven, Machine};
 
 const PY_START: &str = "<|python_start|>";
@@ -93,6 +93,8 @@ struct PythonicStream {
     /// Where the current call's name starts in `held`.
     call_start: usize,
     scanner: CallScanner,
+    /// The current call's arguments have not been looked at yet (see `whole_call`).
+    try_whole: bool,
     /// The first call has been seen, so this output is a call list.
     committed: bool,
     wrapper_seen: bool,
@@ -118,6 +120,7 @@ impl PythonicStream {
             held_at: Pos::default(),
             call_start: 0,
             scanner: CallScanner::default(),
+            try_whole: false,
             committed: false,
             wrapper_seen: false,
             end_marker_seen: false,
@@ -297,11 +300,45 @@ impl PythonicStream {
         self.committed = true;
         // The '(' is the scanner's first byte; `on_args` appends it with what follows.
         self.scanner = CallScanner::default();
+        self.try_whole = true;
         self.st = St::Args;
         Some(take)
     }
 
+    /// The fast path when a call's whole argument list is already here (always so for `parse`):
+    /// parse it in place, without the bracket scan and the copy into `held`. Only a clean parse
+    /// is taken; anything else (more text needed, an error, a CR, which the scanner reads
+    /// differently after a backslash) goes the scanner's way, so the answer is the same.
+    fn whole_call(&mut self, rest: &str, out: &mut Emitter<'_>) -> Option<usize> {
+        let (args, notes, end) = parse_args_prefix(rest).ok()?;
+        let text = rest.get(..end)?;
+        if memchr::memchr(b'\r', text.as_bytes()).is_some() {
+            return None;
+        }
+        let name = self.held.get(self.call_start..).unwrap_or_default().trim().to_owned();
+        let at = self.held_pos(self.call_start);
+        out.start_call(&name, None, at);
+        out.args(&args);
+        out.end_call();
+        if !notes.is_empty() {
+            let paren = self.held.len();
+            self.held.push_str(text);
+            for note in notes {
+                let at = self.held_pos(paren + note.at);
+                out.issue(IssueKind::BadArguments, at, note.msg);
+            }
+        }
+        self.held.clear();
+        self.st = St::AfterCall;
+        Some(end)
+    }
+
     fn on_args(&mut self, rest: &str, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
+        if std::mem::take(&mut self.try_whole) {
+            if let Some(n) = self.whole_call(rest, out) {
+                return Some(n);
+            }
+        }
         match self.scanner.scan(rest.as_bytes(), eof) {
             Scan::More(n) => {
                 // Bytes after `n` (a quote that may open a triple-quoted string) wait in `buf`.
