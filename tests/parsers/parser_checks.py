@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import json
 import random
+import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from hermes_env.parsers import (
@@ -93,18 +96,130 @@ def _nonws(s: str) -> str:
     return "".join(s.split())
 
 
-def check_nothing_lost(text: str, result: ParseResult) -> None:
-    """The rule every parser keeps on every input:
+@dataclass(frozen=True)
+class Markup:
+    """What a format may consume as its own markup (the only text allowed to vanish).
+
+    - `tokens`: markers and keywords; `(pattern, replacement)` regexes applied, in order, to the
+      output *and* to content (so a marker kept as content cancels out), e.g. the wrapper keys
+      `"name"`/`"arguments"`, or `<function=NAME>` -> `NAME` (the name must still be accounted for);
+    - `per_call`: punctuation each call may use up (the `{`, `:`, `,`, quotes of a JSON wrapper);
+    - `syntax`: characters never checked (Python-literal punctuation, converted away);
+    - `ids`: the call id is the text's call header (kimi_k2's `functions.NAME:IDX`), credited
+      instead of the name.
+    """
+
+    tokens: tuple[tuple[str, str], ...] = ()
+    per_call: str = ""
+    syntax: str = ""
+    ids: bool = False
+
+
+def _literal(*markers: str) -> tuple[tuple[str, str], ...]:
+    return tuple((re.escape(m), "") for m in markers)
+
+
+_JSON_CALL = _literal('"name"', '"arguments"', '"parameters"')
+_JSON_PER_CALL = '{}::,,""[];'
+_XML_PARAMS = _literal("<tool_call>", "</tool_call>", "</function>", "</parameter>") + (
+    (r"<(?:function|parameter)=([^>]*)>", r"\1"),
+)
+_DEEPSEEK = _literal(
+    "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>"
+)
+_PYTHONIC = Markup(
+    tokens=_literal("<|python_start|>", "<|python_end|>")
+    # Keywords become JSON's true/false/null, exponents are written the JSON way (1e-07 -> 1e-7),
+    # and escapes are decoded (\u00e9 -> é): such text is credited to the call, not checked.
+    + (
+        (r"\\(?:u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|x[0-9a-fA-F]{2}|N\{[^}]*\}|[0-7]{1,3})", ""),
+        (r"\b(?:True|False|None)\b", ""),
+        (r"(?<=[eE])\+", ""),
+        (r"(?<=[eE]-)0+(?=\d)", ""),
+        (r"(?<=[eE])0+(?=\d)", ""),
+    ),
+    syntax="[](){},:='\"",
+)
+
+# Keyed by conformance file name (aliases share their target's markup).
+MARKUP: dict[str, Markup] = {
+    "hermes": Markup(_literal("<tool_call>", "</tool_call>") + _JSON_CALL, _JSON_PER_CALL),
+    "longcat": Markup(_literal("<longcat_tool_call>", "</longcat_tool_call>") + _JSON_CALL, _JSON_PER_CALL),
+    "granite": Markup(_literal("<|tool_call|>", "<tool_call>") + _JSON_CALL, _JSON_PER_CALL),
+    "jamba": Markup(_literal("<tool_calls>", "</tool_calls>") + _JSON_CALL, _JSON_PER_CALL),
+    "internlm": Markup(_literal("<|action_start|>", "<|plugin|>", "<|action_end|>") + _JSON_CALL, _JSON_PER_CALL),
+    "xlam": Markup(
+        _literal("```json", "```", "<tool_call>", "</tool_call>", "[TOOL_CALLS]", "</think>") + _JSON_CALL,
+        _JSON_PER_CALL,
+    ),
+    "llama3_json": Markup(_literal("<|python_tag|>") + _JSON_CALL, _JSON_PER_CALL),
+    "mistral": Markup(_literal("[TOOL_CALLS]", "[ARGS]") + _JSON_CALL, _JSON_PER_CALL),
+    "deepseek_v3": Markup(_DEEPSEEK + _literal("```json", "```", "function"), _JSON_PER_CALL),
+    "deepseek_v31": Markup(_DEEPSEEK, _JSON_PER_CALL),
+    "kimi_k2": Markup(
+        _literal(
+            "<|tool_calls_section_begin|>",
+            "<|tool_call_begin|>",
+            "<|tool_call_argument_begin|>",
+            "<|tool_call_end|>",
+            "<|tool_calls_section_end|>",
+        ),
+        _JSON_PER_CALL,
+        ids=True,
+    ),
+    "qwen3_coder": Markup(_XML_PARAMS, _JSON_PER_CALL),
+    "glm45": Markup(
+        _literal("<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>"),
+        _JSON_PER_CALL,
+    ),
+    "pythonic": _PYTHONIC,
+    "llama4_pythonic": _PYTHONIC,
+}
+
+
+def _strip_markup(s: str, markup: Markup) -> str:
+    for pattern, repl in markup.tokens:
+        s = re.sub(pattern, repl, s)
+    return "".join(ch for ch in _nonws(s) if ch not in markup.syntax)
+
+
+def lost_text(parser: str, text: str, result: ParseResult) -> Counter[str]:
+    """The characters of `text` that reached neither content nor a call (empty: nothing lost).
+
+    Every non-whitespace character of the output, once the format's markup is taken out, must
+    be in content or in a call's name/arguments (as a multiset: a character counts once). Calls
+    are credited generously (arguments converted from XML or Python literals hold more
+    characters than the text did), content exactly.
+    """
+    markup = MARKUP[conformance_name(parser)]
+    missing = Counter(_strip_markup(text, markup))
+    missing.subtract(Counter(_strip_markup(result.content or "", markup)))
+    for call in result.tool_calls:
+        header = call.id if markup.ids else call.name  # kimi_k2's id is the header holding the name
+        missing.subtract(Counter(_nonws(header + call.arguments + markup.per_call)))
+    return +missing
+
+
+def check_nothing_lost(parser: str, text: str, result: ParseResult, known_loss: bool = False) -> None:
+    """The rule every parser keeps on every input (what is not in a call is in content):
 
     - content invents nothing: its non-whitespace characters are a subsequence of the text's;
-    - when no call was extracted, every non-whitespace character of the text is in content
-      (what is not returned as a call is returned as content).
+    - every non-whitespace character of the text is in content, in a call, or in the format's
+      own markup (`MARKUP`, see `lost_text`); with no call extracted, content has all of them.
+
+    `known_loss`: the case is a recorded defect; it must still lose text (so that fixing it
+    forces removing the record).
     """
     content = _nonws(result.content or "")
     source = iter(_nonws(text))
     assert all(ch in source for ch in content), "content has text that is not in the output, or reordered"
     if not result.tool_calls:
         assert content == _nonws(text), "no call extracted, but some text is missing from content"
+    lost = lost_text(parser, text, result)
+    if known_loss:
+        assert lost, f"{parser}: no text lost any more: remove the case from KNOWN_TEXT_LOSS"
+    else:
+        assert not lost, f"{parser}: text lost (neither in content nor in a call): {dict(lost)!r}"
 
 
 def _calls_of(result: ParseResult) -> list[tuple[str, Any]]:
