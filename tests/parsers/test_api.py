@@ -51,9 +51,14 @@ def test_unknown_parser_lists_names() -> None:
 
 
 def test_tools_forms_and_errors() -> None:
-    assert get_parser("hermes", tools=TOOLS).name == "hermes"
-    assert get_parser("hermes", tools=json.dumps(TOOLS)).name == "hermes"
-    assert get_parser("hermes", tools=None).parse('<tool_call>{"name": "x", "arguments": {}}</tool_call>').issues == []
+    call_x = '<tool_call>{"name": "x", "arguments": {}}</tool_call>'
+    # Both forms of tools take effect: a call to a name outside them is reported.
+    for tools in (TOOLS, json.dumps(TOOLS)):
+        p = get_parser("hermes", tools=tools)
+        assert p.name == "hermes"
+        assert [i.kind for i in p.parse(call_x).issues] == ["unknown_tool"]
+        assert p.parse(call_x.replace('"x"', '"read_file"')).issues == []
+    assert get_parser("hermes", tools=None).parse(call_x).issues == []
     with pytest.raises(ValueError, match="tools"):
         get_parser("hermes", tools=[{"type": "function", "function": {}}])
     with pytest.raises(ValueError, match="JSON"):
@@ -118,6 +123,8 @@ def test_stream_events_and_openai_deltas() -> None:
     match events[0]:
         case ContentDelta(text):
             assert text == "L"
+        case other:
+            pytest.fail(f"first event {other!r} is not a ContentDelta")
     assert s.finish() == []  # idempotent
     with pytest.raises(ValueError, match="after finish"):
         s.feed("more")
@@ -289,6 +296,8 @@ def test_results_and_events_pickle() -> None:
     assert [type(e) for e in again] == [type(e) for e in events]
     assert [e.to_openai_delta() for e in again] == [e.to_openai_delta() for e in events]
     built = ParseResult("hi", [ToolCall("f", "{}")], [ParseIssue("truncated", 3, 2, "cut")])
-    assert built.tools_called and built.issues[0].kind == "truncated"
+    assert pickle.loads(pickle.dumps(built)) == built
+    assert built.to_message()["tool_calls"][0]["function"] == {"name": "f", "arguments": "{}"}
+    assert built != ParseResult("hi", [ToolCall("f", "{}")], [ParseIssue("truncated", 4, 2, "cut")])
     with pytest.raises(ValueError, match="unknown issue kind"):
         ParseIssue("nope", 0, 0, "")
