@@ -28,6 +28,10 @@
 //! - plain text is held only while it may be the start of `<tool_call>` or `<arg_key>`, plus
 //!   whitespace runs (see [`super::xml_content`]).
 //!
+//! The parser is a description (`formats/xml_params.rs`): the value streaming, end-marker lookahead,
+//! parameter bookkeeping and truncation handling are shared with qwen3_coder; this file holds the
+//! markers, the name/key markup and `render`.
+//!
 //! `render` writes string values as they are and other values as compact JSON text; like the
 //! model's own output, they come back typed only when the parser's tools give the parameter a
 //! non-string type (a parser without tools returns every value as a string).

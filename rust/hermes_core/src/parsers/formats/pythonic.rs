@@ -15,7 +15,9 @@
 //! 256-byte name. Each call is then held until its closing `)`: a Python literal is only known to
 //! be valid at its end, and a call whose later argument is malformed must not have been streamed
 //! as half a call. A complete call is released at once (`ToolCallStart`, its whole arguments,
-//! `ToolCallEnd`). Bracket and string tracking while a call arrives never re-reads a byte.
+//! `ToolCallEnd`). When a call's whole argument list is already there (always so for `parse`) it
+//! is parsed in place in one pass; otherwise bracket and string tracking follows the call as it
+//! arrives, never re-reading a byte, and the call is parsed once at its `)`.
 //!
 //! Bad input: a call that is not a literal call (positional argument, variable, nested call,
 //! operator, f-string placeholder, unbalanced brackets...) ends the list: its text and everything
