@@ -173,7 +173,7 @@ def goals(res: dict[str, Any]) -> list[dict[str, Any]]:
             if not isinstance(sub, dict) or not isinstance(sub.get("target"), int | float):
                 continue
             for key, val in sub.items():
-                if key.startswith("speedup") and isinstance(val, int | float):
+                if "speedup" in key and isinstance(val, int | float):
                     label = f"{section}: {name} {key.replace('_', ' ')} vs atroposlib"
                     out.append(_goal(label, f">= {sub['target']:g}x", float(val), float(sub["target"]), "x"))
     return out
@@ -216,8 +216,8 @@ def markdown(res: dict[str, Any], plots: list[str]) -> str:
         "",
         *(
             [
-                f"Columns {', '.join(res['reused']['columns'])} are reused from the run of {res['reused']['date']} "
-                "on this machine (`--reuse`).",
+                f"Columns {', '.join(res['reused']['columns'])} come from {res['reused']['from']} "
+                f"({res['reused']['date']}, this machine).",
                 "",
             ]
             if res.get("reused")

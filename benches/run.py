@@ -275,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.reuse:
         # Columns not re-run come from an earlier run on this machine (recorded as such).
         earlier = json.loads(Path(args.reuse).read_text(encoding="utf-8"))
-        res["reused"] = {"from": args.reuse, "date": earlier.get("date"), "columns": list(args.skip)}
+        res["reused"] = {"from": f"the run in {args.reuse}", "date": earlier.get("date"), "columns": list(args.skip)}
         for name in args.skip:
             if name in earlier:
                 res[name] = earlier[name]
