@@ -388,7 +388,9 @@ impl Stream {
         self.feed_sink(chunk, chars, events.map(|e| e as &mut dyn EventSink));
     }
 
-    /// [`Stream::feed_into`] with any [`EventSink`].
+    /// [`Stream::feed_into`] with any [`EventSink`]. `#[inline]`: a caller feeding small chunks in
+    /// a loop saves the call's register save/restore (~4% of a 4-byte feed).
+    #[inline]
     pub fn feed_sink(&mut self, chunk: &str, chars: Option<usize>, events: Option<&mut dyn EventSink>) {
         if self.finished {
             self.fed_after_finish(chunk);
