@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from atroposlib.envs.base import ScoredDataGroup
+from atroposlib.envs.server_handling.server_harness import ServerHarness
 
 from hermes_env.env.dataset import DatasetError
 from hermes_env.env.errors import EnvSetupError, RolloutFailed
@@ -120,7 +121,8 @@ class RunModesMixin:
             _ = self.backend
         except Exception as err:  # noqa: BLE001 - unknown name, bwrap missing, bad options: all user-fixable
             raise EnvSetupError(f"terminal backend {self.config.terminal_backend!r} cannot be used: {err}") from err
-        if not getattr(self.server, "servers", None) or type(self.server.servers[0]).__name__ == "ServerHarness":
+        # atroposlib's ServerHarness (its test stand-in for a server) has nothing to probe.
+        if not getattr(self.server, "servers", None) or isinstance(self.server.servers[0], ServerHarness):
             return
         try:
             await check_servers(self.server, wait=None if wait_forever else self.config.server_check_timeout)
