@@ -290,6 +290,18 @@ def markdown(res: dict[str, Any], plots: list[str]) -> str:
     if skipped:
         lines += ["", "vLLM cases not measured:", ""]
         lines += [f"- `{k}`: {v.get('skipped') or v.get('error')}" for k, v in skipped.items()]
+    few = {
+        k: v
+        for k, v in (_get(res, "vllm", "cases") or {}).items()
+        if isinstance(v.get("window_tokens"), int) and v["window_tokens"] < 50
+    }
+    if few:
+        lines += ["", "vLLM streams where the time budget allowed only a few timed tokens:", ""]
+        lines += [
+            f"- `{k}`: {v['window_tokens']} token(s) in {v['window_seconds']:.1f} s"
+            + (f" ({v['note']})" if v.get("note") else "")
+            for k, v in few.items()
+        ]
     for section in ("trajectory", "sandbox"):
         data = res.get(section)
         lines += ["", f"## {section.title()}", ""]
