@@ -183,6 +183,27 @@ def _strip_markup(s: str, markup: Markup) -> str:
     return "".join(ch for ch in _nonws(s) if ch not in markup.syntax)
 
 
+def _json_strings(args: str) -> str:
+    """The decoded strings of JSON arguments: formats that convert raw values (XML parameters,
+    Python literals) write e.g. a control character as `\\u0008`, which the text held raw."""
+    try:
+        value: Any = json.loads(args)
+    except ValueError:
+        return ""
+    out: list[str] = []
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, dict):
+            out.extend(v)
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return "".join(out)
+
+
 def lost_text(parser: str, text: str, result: ParseResult) -> Counter[str]:
     """The characters of `text` that reached neither content nor a call (empty: nothing lost).
 
@@ -196,7 +217,10 @@ def lost_text(parser: str, text: str, result: ParseResult) -> Counter[str]:
     missing.subtract(Counter(_strip_markup(result.content or "", markup)))
     for call in result.tool_calls:
         header = call.id if markup.ids else call.name  # kimi_k2's id is the header holding the name
-        missing.subtract(Counter(_nonws(header + call.arguments + markup.per_call)))
+        credit = Counter(_nonws(header + call.arguments + markup.per_call))
+        # Characters the arguments hold only escaped (`\u0008`) count as there, once.
+        credit |= Counter(_nonws(_json_strings(call.arguments)))
+        missing.subtract(credit)
     return +missing
 
 

@@ -53,19 +53,10 @@ ACCEPTED_FORMS: dict[str, set[str]] = {
 }
 
 
-# Known defects, by conformance file: cases where the parser follows vLLM and drops text that is
-# neither content nor a call (a parameter without a name or value, text between a key and its
-# value, a parameter tag cut short at the end). DESIGN.md §1 says nothing is lost, so these are
-# bugs to fix; the test checks they still lose text, so a fix must also remove the entry.
-KNOWN_TEXT_LOSS: dict[str, set[str]] = {
-    "glm45": {"glm45-public-0115", "glm45-public-0118", "glm45-public-0123", "glm45-public-0126"},
-    "qwen3_coder": {
-        "qwen3_coder-public-0117",
-        "qwen3_coder-public-0126",
-        "qwen3_coder-public-0131",
-        "qwen3_coder-public-0133",
-    },
-}
+# Known defects, by conformance file: case ids where the parser still loses text that is neither
+# content nor a call (DESIGN.md §1: nothing is lost). The test checks they still lose text, so a
+# fix must also remove the entry. (qwen3_coder and glm45 had 4 each; fixed.)
+KNOWN_TEXT_LOSS: dict[str, set[str]] = {}
 
 
 def _targets() -> list[str]:

@@ -44,7 +44,7 @@
 //!   there). `render` refuses `</arg_value>` in a value all the same (no escaping in the format).
 //! - Malformed markup never loses text: a `<tool_call>` whose name is missing, broken or cut off is
 //!   returned as content with an issue. A key without a value, and stray text between pairs, are
-//!   dropped as vLLM drops them, with an issue giving the offset. A truncated call is kept with
+//!   kept as content (vLLM drops them), with an issue giving the offset. A truncated call is kept with
 //!   what arrived and a `truncated` issue. Text after the calls is kept as content.
 
 use std::sync::Arc;
@@ -74,7 +74,7 @@ static SPEC: Spec = Spec {
     framed_newlines: false,
     param_word: "argument",
     call_close: TOOL_CALL_END,
-    junk: |name| format!("text in call {name:?} outside any <arg_key>/<arg_value> pair was ignored"),
+    junk: |name| format!("text in call {name:?} outside any <arg_key>/<arg_value> pair; it is kept as content"),
 };
 
 /// `glm45`: renders GLM-4.5's layout (a newline after the name and after each pair).
@@ -149,6 +149,11 @@ impl Dialect for GlmDialect {
 
     fn finish(&mut self, sub: Sub, x: &mut X, left: &str, end: Pos, out: &mut Emitter<'_>) -> bool {
         if sub != Sub::Name {
+            // A key cut off by the end (`<arg_key>k`, `<arg_key>k</arg_key>`): its markup is
+            // content; the call is truncated.
+            let key = std::mem::take(&mut x.name);
+            let close = if sub == Sub::AfterKey { KEY_END } else { "" };
+            x.content.text(out, &format!("{KEY}{key}{close}{left}"));
             return false;
         }
         let mut raw = std::mem::take(&mut x.raw);
@@ -335,10 +340,13 @@ fn on_after_key(x: &mut X, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_
         IssueKind::MalformedMarkup,
         at,
         format!(
-            "<arg_key>{}</arg_key> is not followed by <arg_value>; the key is ignored",
+            "<arg_key>{}</arg_key> is not followed by <arg_value>; the key is kept as content",
             x.name.trim()
         ),
     );
+    // Not a parameter: the key's markup goes back to content (nothing is lost; vLLM drops it).
+    let key = std::mem::take(&mut x.name);
+    x.content.text(out, &format!("{KEY}{key}{KEY_END}"));
     x.st = St::Args;
     Some(0)
 }

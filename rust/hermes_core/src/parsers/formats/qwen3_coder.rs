@@ -47,9 +47,9 @@
 //! - Calls to tools not in the request are kept, with an `unknown_tool` issue.
 //! - Malformed markup never loses text: a `<tool_call>` that is not followed by `<function=NAME>`,
 //!   an unclosed or empty name, and a truncated name are returned as content with an issue.
-//!   Non-whitespace text between the parameters of a call is dropped, as vLLM drops it, with an
-//!   `unexpected_text` issue giving its offset. A truncated call is kept with what arrived and a
-//!   `truncated` issue.
+//!   Non-whitespace text between the parameters of a call (also a `<parameter>` without a name,
+//!   and its value) is kept as content (vLLM drops it), with an issue giving its offset. A
+//!   truncated call is kept with what arrived and a `truncated` issue.
 //! - Text after the calls is kept as content (vLLM drops it).
 
 use std::sync::Arc;
@@ -77,7 +77,9 @@ static SPEC: Spec = Spec {
     framed_newlines: true,
     param_word: "parameter",
     call_close: FUNCTION_END,
-    junk: |name| format!("text between the parameters of call {name:?} is not part of any parameter and was ignored"),
+    junk: |name| {
+        format!("text between the parameters of call {name:?} is not part of any parameter; it is kept as content")
+    },
 };
 
 /// The `qwen3_coder` format.
@@ -159,7 +161,12 @@ impl Dialect for Qwen3 {
                 );
                 true
             }
-            Sub::ParamName => false,
+            Sub::ParamName => {
+                // A parameter name cut off by the end: its markup is content, the call is truncated.
+                let key = std::mem::take(&mut x.name);
+                x.content.text(out, &format!("{PARAMETER}{key}{left}"));
+                false
+            }
             Sub::AfterFunction => {
                 if self.via_tool_call {
                     out.issue(IssueKind::Truncated, end, "the output ends before </tool_call>");

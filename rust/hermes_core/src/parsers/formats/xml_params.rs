@@ -9,7 +9,7 @@
 //!   the next call or the end of the output, see the formats' docs);
 //! - parameter bookkeeping: duplicate keys, schema types, string values streamed as JSON-string
 //!   fragments ([`ArgsWriter`]), typed values converted when complete, newline framing;
-//! - call start/end, broken call markup returned as content, stray text between parameters,
+//! - call start/end, broken call markup returned as content, stray text between parameters (content),
 //!   truncation at the end of the output;
 //! - the render checks (content that would read as markup, values containing the end marker).
 //!
@@ -143,7 +143,7 @@ pub(crate) struct Core<S> {
     value_started: bool,
     held_newline: bool,
     value: String,
-    /// Dropping stray text between parameters (one issue per run).
+    /// Inside stray text between parameters (content; one issue per run).
     in_junk: bool,
     after_call_reported: bool,
     /// The value's end marker and the whitespace after it, while it is not yet known to end it.
@@ -248,8 +248,8 @@ impl<S: Copy + PartialEq> Core<S> {
         out.end_call();
     }
 
-    /// The shared part of the `Args` step: whitespace is skipped and stray text is dropped (as
-    /// vLLM drops it) with one issue per run. `Ok((marker, end))`: markup `marker` of
+    /// The shared part of the `Args` step: whitespace is skipped and stray text goes to content
+    /// (vLLM drops it) with one issue per run. `Ok((marker, end))`: markup `marker` of
     /// `spec.args_markers` is at the start of `rest`, `end` bytes long; `Err(step)`: done.
     pub fn args_markup(
         &mut self,
@@ -260,6 +260,10 @@ impl<S: Copy + PartialEq> Core<S> {
     ) -> Result<(usize, usize), Option<usize>> {
         let ws = ws_len(rest);
         if ws > 0 {
+            if self.in_junk {
+                // Whitespace inside stray text is content with it, however the text is chunked.
+                self.content.text(out, rest.get(..ws).unwrap_or_default());
+            }
             return Err(Some(ws));
         }
         if rest.is_empty() {
@@ -281,6 +285,8 @@ impl<S: Copy + PartialEq> Core<S> {
                     let at = self.at(out, i);
                     out.issue(IssueKind::UnexpectedText, at, (self.spec.junk)(&self.call_name));
                 }
+                // Not part of any parameter: it is content (vLLM drops it; nothing is lost here).
+                self.content.text(out, rest.get(..stop).unwrap_or_default());
                 Err(Some(stop))
             }
         }
