@@ -274,10 +274,11 @@ impl GlmDialect {
             MarkerHit::None => (rest.len(), None),
         };
         if let Some(cut) = cap(rest, x.name.len(), take) {
+            x.name.push_str(&rest[..cut]);
             x.broken_param(
                 out,
                 i + cut,
-                "<arg_key> is not closed by </arg_key> within 256 bytes; the pair is ignored",
+                "<arg_key> is not closed by </arg_key> within 256 bytes; it is kept as content",
             );
             return Some(cut);
         }

@@ -379,19 +379,23 @@ fn on_param_name(x: &mut X, rest: &str, i: usize, out: &mut Emitter<'_>) -> Opti
         NameStep::More(step) => return step,
         NameStep::Stop(s, true) => {
             let key = x.name.trim().to_owned();
-            x.name.clear();
             if key.is_empty() {
-                x.broken_param(out, i + s, "<parameter=> has an empty name; the parameter is ignored");
+                x.name.push('>');
+                x.broken_param(out, i + s, "<parameter=> has an empty name; it is kept as content");
             } else {
+                x.name.clear();
                 x.open_param(out, key, i + s);
             }
             return Some(s + 1);
         }
-        NameStep::TooLong(cut) => (
-            cut,
-            "a parameter name runs on without a closing '>'; the parameter is ignored",
-        ),
-        NameStep::Stop(s, false) => (s, "a parameter name is not closed by '>'; the parameter is ignored"),
+        NameStep::TooLong(cut) => {
+            x.name.push_str(&rest[..cut]);
+            (
+                cut,
+                "a parameter name runs on without a closing '>'; it is kept as content",
+            )
+        }
+        NameStep::Stop(s, false) => (s, "a parameter name is not closed by '>'; it is kept as content"),
     };
     x.broken_param(out, i + at, why);
     Some(at)

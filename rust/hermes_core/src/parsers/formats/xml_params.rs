@@ -292,9 +292,12 @@ impl<S: Copy + PartialEq> Core<S> {
         }
     }
 
-    /// A parameter whose key is broken is ignored, with its text up to the next markup.
+    /// A parameter whose key is broken is not a parameter: its markup (the key marker and the
+    /// key text read, in `name`) and its text up to the next markup are content.
     pub fn broken_param(&mut self, out: &mut Emitter<'_>, i: usize, why: &str) {
-        self.name.clear();
+        let key = std::mem::take(&mut self.name);
+        let marker = self.spec.args_markers.first().copied().unwrap_or_default();
+        self.content.text(out, &format!("{marker}{key}"));
         self.in_junk = true;
         let at = self.at(out, i);
         out.issue(IssueKind::MalformedMarkup, at, why.to_owned());
