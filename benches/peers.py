@@ -91,9 +91,9 @@ def build_bench_peers() -> tuple[Path | None, str]:
     return exe, ""
 
 
-def write_rust_inputs(tmp: Path, items: list[tuple[str, str, bool, str, str]]) -> Path:
-    """Write ``(id, parser, dense, size label, text)`` items as bench_peers' manifest folder."""
-    folder = tmp / "rust_inputs"
+def write_rust_inputs(tmp: Path, items: list[tuple[str, str, bool, str, str]], sub: str = "rust_inputs") -> Path:
+    """Write ``(id, parser, dense, size label, text)`` items as bench_peers' manifest folder ``tmp/sub``."""
+    folder = tmp / sub if sub else tmp
     folder.mkdir(parents=True, exist_ok=True)
     rows = []
     for wid, parser, dense, size, text in items:

@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
             for d in (True, False)
             for s, n in sizes.items()
         ]
-        folder = peers.write_rust_inputs(Path(args.dump_workloads), items)
+        folder = peers.write_rust_inputs(Path(args.dump_workloads), items, sub="")
         print(folder)
         return 0
 
