@@ -1,6 +1,6 @@
 //! Criterion: hermes_core vs tool-parser, whole text and 4-byte-chunk streaming, per workload.
 //!
-//! Inputs: `BENCH_PEERS_INPUTS=DIR cargo bench` where DIR was written by
+//! Inputs: `BENCH_PEERS_INPUTS=DIR cargo bench --bench peers` where DIR was written by
 //! `python benches/run.py --dump-workloads DIR` (same bytes as every other benchmark).
 
 use std::path::PathBuf;
