@@ -230,17 +230,35 @@ impl Emitter<'_> {
         if text.is_empty() {
             return;
         }
+        let offset = (text.as_ptr() as usize).wrapping_sub(self.chunk.as_ptr() as usize);
+        let in_chunk = offset <= self.chunk.len() && text.len() <= self.chunk.len() - offset;
+        self.push_content(in_chunk.then(|| self.base.byte + offset), text);
+    }
+
+    /// Plain text for `content` that is a verbatim copy of the output's bytes
+    /// `byte..byte + text.len()`, kept in the format's own buffer (text it held back while
+    /// undecided). Recorded as that span of the output, so the content can still be cut from the
+    /// caller's string ([`Stream::content_spans`]) as when the format passes chunk slices.
+    pub fn content_from(&mut self, byte: usize, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        let fed = self.base.byte + self.chunk.len();
+        let verbatim = byte.checked_add(text.len()).is_some_and(|end| end <= fed);
+        self.push_content(verbatim.then_some(byte), text);
+    }
+
+    /// Append content; `start`: where it lies in the output, if it is a slice of it.
+    #[inline]
+    fn push_content(&mut self, start: Option<usize>, text: &str) {
         self.acc.content.push_str(text);
         if self.acc.spans_exact {
-            let offset = (text.as_ptr() as usize).wrapping_sub(self.chunk.as_ptr() as usize);
-            if offset <= self.chunk.len() && text.len() <= self.chunk.len() - offset {
-                let start = self.base.byte + offset;
-                match self.acc.spans.last_mut() {
+            match start {
+                Some(start) => match self.acc.spans.last_mut() {
                     Some(last) if last.1 == start => last.1 += text.len(),
                     _ => self.acc.spans.push((start, start + text.len())),
-                }
-            } else {
-                self.acc.spans_exact = false;
+                },
+                None => self.acc.spans_exact = false,
             }
         }
         if let Some(events) = self.events.as_deref_mut() {

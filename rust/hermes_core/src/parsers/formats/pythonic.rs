@@ -144,8 +144,9 @@ impl PythonicStream {
     }
 
     /// The held text is not (or no longer) a call list: it and everything after are content.
+    /// `held` is a verbatim copy of the output from `held_at`, so it is passed on as that span.
     fn give_up(&mut self, out: &mut Emitter<'_>) {
-        out.content(&self.held);
+        out.content_from(self.held_at.byte, &self.held);
         self.held.clear();
         self.st = St::Passthrough;
     }
@@ -164,7 +165,7 @@ impl PythonicStream {
                 St::AfterCall | St::AfterComma => self.on_between(rest, i, out),
                 St::Done => self.on_done(rest, i, eof, out),
                 St::Passthrough => {
-                    out.content(rest);
+                    out.content_from(self.base + i, rest);
                     Some(rest.len())
                 }
             };
@@ -451,8 +452,9 @@ impl PythonicStream {
             at,
             "text after the list of calls; kept as content",
         );
+        // The whitespace is the text just before `i` (an end marker in between clears it).
         let ws = std::mem::take(&mut self.trailing_ws);
-        out.content(&ws);
+        out.content_from((self.base + i).saturating_sub(ws.len()), &ws);
         self.st = St::Passthrough;
         Some(0)
     }
@@ -468,28 +470,35 @@ impl Machine for PythonicStream {
 
     fn end(&mut self, left: &str, out: &mut Emitter<'_>) {
         let end = out.pos(self.base + left.len());
+        // `held` and `left` are verbatim output (from `held_at` and `base`), passed on as spans.
         match self.st {
-            St::Start | St::BareName | St::Passthrough => {
-                out.content(&self.held);
-                out.content(left);
-            }
+            St::Start | St::BareName | St::Passthrough => {}
             St::Open | St::Name | St::Args => {
-                self.held.push_str(left);
                 out.issue(
                     IssueKind::Truncated,
                     end,
                     "the output ends inside a call of the list; the unfinished call is kept as content",
                 );
-                out.content(&self.held);
             }
             St::AfterCall | St::AfterComma => {
                 out.issue(IssueKind::Truncated, end, "the list of calls is not closed by ']'");
-                out.content(left);
             }
-            St::Done => out.content(left),
+            St::Done => {}
         }
+        out.content_from(self.held_at.byte, &self.held);
+        out.content_from(self.base, left);
         self.held.clear();
         self.st = St::Passthrough;
+    }
+
+    /// Once the output is known not to be (or no longer to be) a call list, the rest is content.
+    fn passthrough(&self) -> bool {
+        self.st == St::Passthrough
+    }
+
+    /// Positions are asked only for text in the input being run; held text keeps its own `Pos`.
+    fn holds_text(&self) -> bool {
+        false
     }
 }
 
@@ -796,6 +805,93 @@ mod tests {
         "<|python_end|>",
     ];
 
+    /// Feed `text` cut at `cuts`; when the stream reports its content as spans of the output
+    /// (what the Python binding cuts from the caller's str), they must spell the content.
+    /// Returns whether it did.
+    fn spans_spell_content(name: &str, text: &str, cuts: &[usize]) -> bool {
+        let mut s = parser(name).stream();
+        let mut last = 0;
+        for &c in cuts.iter().chain(std::iter::once(&text.len())) {
+            if c >= last && text.is_char_boundary(c) {
+                s.feed(&text[last..c]);
+                last = c;
+            }
+        }
+        s.finish();
+        let Some(spans) = s.content_spans().map(<[_]>::to_vec) else {
+            return false;
+        };
+        let spelled: String = spans.iter().map(|&(a, b)| &text[a..b]).collect();
+        assert_eq!(
+            spelled,
+            s.result().content.unwrap_or_default(),
+            "{name} {text:?} {cuts:?}"
+        );
+        true
+    }
+
+    #[test]
+    fn content_is_spans_of_the_output() {
+        let prose = "The quick brown fox. ".repeat(200);
+        for name in ["pythonic", "llama4_pythonic"] {
+            for text in [
+                prose.as_str(),
+                "  hello [read_file(path=\"a\")]",
+                "[Note] see below",
+                "read_file(path='a')",
+                "[{\"name\": \"f\"}]",
+                "[f(a=1)] trailing",
+                "[f(a=1)]  \n trailing",
+                "[f(a=1), g(x)] rest",
+                "[f(a=1), oops",
+                "   [read_fi",
+                "\u{a0}é prose",
+                "<|python_start|>[f(a=1)]<|python_end|> after",
+                "<|python_start|> prose",
+            ] {
+                // Parsed whole (as `parse` does), content is always cut from the input.
+                assert!(spans_spell_content(name, text, &[]), "{name} {text:?}");
+                for cut in (0..=text.len()).filter(|&c| text.is_char_boundary(c)).step_by(7) {
+                    spans_spell_content(name, text, &[cut]);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn prose_passes_through_after_the_decision() {
+        for name in ["pythonic", "llama4_pythonic"] {
+            let p = parser(name);
+            let mut s = p.stream();
+            let mut events = s.feed("The quick");
+            for _ in 0..3 {
+                events.extend(s.feed(" brown fox [f(a=1)]."));
+            }
+            events.extend(s.finish());
+            let text = format!("The quick{}", " brown fox [f(a=1)].".repeat(3));
+            let streamed: Vec<&str> = events
+                .iter()
+                .map(|e| match e {
+                    Event::Content(t) => t.as_str(),
+                    other => panic!("{other:?}"),
+                })
+                .collect();
+            // One content event per feed: each chunk after the decision is passed on whole.
+            assert_eq!(
+                streamed,
+                [
+                    "The quick",
+                    " brown fox [f(a=1)].",
+                    " brown fox [f(a=1)].",
+                    " brown fox [f(a=1)]."
+                ]
+            );
+            let r = s.result();
+            assert_eq!(r.content.as_deref(), Some(text.as_str()));
+            assert!(r.tool_calls.is_empty() && r.issues.is_empty());
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
         #[test]
@@ -804,7 +900,10 @@ mod tests {
             cuts in prop::collection::vec(0usize..200, 0..10),
             llama4 in any::<bool>(),
         ) {
-            let r = soup_holds(if llama4 { "llama4_pythonic" } else { "pythonic" }, &text, cuts)?;
+            let name = if llama4 { "llama4_pythonic" } else { "pythonic" };
+            prop_assert!(spans_spell_content(name, &text, &[]));
+            spans_spell_content(name, &text, &cuts);
+            let r = soup_holds(name, &text, cuts)?;
             if r.tool_calls.is_empty() {
                 let nonws = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
                 prop_assert_eq!(nonws(r.content.as_deref().unwrap_or("")), nonws(&text));

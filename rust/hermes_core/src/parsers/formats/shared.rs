@@ -25,6 +25,19 @@ pub(crate) trait Machine: Send {
     /// End of output, after a last `run(.., eof = true)`: `leftover` is what that run did not
     /// consume. Flush everything (content, arguments) and report what was unfinished.
     fn end(&mut self, leftover: &str, out: &mut Emitter<'_>);
+
+    /// Whether everything from here on is plain content (the machine has decided for good):
+    /// [`Driven`] then passes each chunk straight through as one content slice, without `run`.
+    fn passthrough(&self) -> bool {
+        false
+    }
+
+    /// [`FormatStream::holds_text`] apart from [`Driven`]'s own unconsumed tail: whether the
+    /// machine may still ask for positions of text fed before the current input. The default
+    /// (true) is always correct.
+    fn holds_text(&self) -> bool {
+        true
+    }
 }
 
 /// Adapts a [`Machine`] to [`FormatStream`]; keeps the unconsumed tail between feeds.
@@ -58,6 +71,10 @@ impl<M: Machine> Driven<M> {
 
 impl<M: Machine> FormatStream for Driven<M> {
     fn feed(&mut self, chunk: &str, out: &mut Emitter<'_>) {
+        if self.held.is_empty() && self.machine.passthrough() {
+            out.content(chunk);
+            return;
+        }
         self.feed_input(chunk, false, out);
     }
 
@@ -65,6 +82,10 @@ impl<M: Machine> FormatStream for Driven<M> {
         self.feed_input("", true, out);
         let leftover = std::mem::take(&mut self.held);
         self.machine.end(&leftover, out);
+    }
+
+    fn holds_text(&self) -> bool {
+        !self.held.is_empty() || self.machine.holds_text()
     }
 }
 
