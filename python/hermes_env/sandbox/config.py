@@ -47,6 +47,9 @@ class PoolConfig(BaseModel):
     max_workers: int = Field(4, ge=1)
     scale_down_cooldown_s: float = Field(60.0, ge=0.0, description="idle time before a surplus worker stops")
     health_interval_s: float = Field(2.0, gt=0.0)
+    # A live worker that is merely slow (e.g. 256 rollouts on 2 cores) must not be killed for one late answer:
+    # it is replaced after this many consecutive failed checks; a worker whose process exited goes at once.
+    health_failures_to_replace: int = Field(3, ge=1)
     worker_start_timeout_s: float = Field(60.0, gt=0.0)
     acquire_timeout_s: float = Field(120.0, gt=0.0, description="default wait for a free slot")
     root_dir: str | None = Field(None, description="where slot workspaces live; a temp dir when unset")

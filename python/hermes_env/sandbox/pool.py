@@ -333,6 +333,16 @@ class SlotPool:
 
     async def _check_worker(self, worker: _Worker, reason: str = "it failed a health check") -> None:
         if await self._healthy(worker):
+            worker.failures = 0
+            return
+        worker.failures += 1
+        if worker.handle.process_alive() and worker.failures < self.config.health_failures_to_replace:
+            log.info(
+                "sandbox worker %s is slow to answer (%s; %d in a row)",
+                worker.handle.worker_id,
+                reason,
+                worker.failures,
+            )
             return
         await self._replace(worker, reason)
 
