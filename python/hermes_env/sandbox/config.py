@@ -48,7 +48,8 @@ class PoolConfig(BaseModel):
     scale_down_cooldown_s: float = Field(60.0, ge=0.0, description="idle time before a surplus worker stops")
     health_interval_s: float = Field(2.0, gt=0.0)
     # A live worker that is merely slow (e.g. 256 rollouts on 2 cores) must not be killed for one late answer:
-    # it is replaced after this many consecutive failed checks; a worker whose process exited goes at once.
+    # it is replaced after this many consecutive timed-out checks; one whose process exited or refuses connections
+    # goes at once.
     health_failures_to_replace: int = Field(3, ge=1)
     worker_start_timeout_s: float = Field(60.0, gt=0.0)
     acquire_timeout_s: float = Field(120.0, gt=0.0, description="default wait for a free slot")

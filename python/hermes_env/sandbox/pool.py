@@ -20,7 +20,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import aiohttp
 
@@ -320,23 +320,28 @@ class SlotPool:
         if worker is not None:
             await self._check_worker(worker, reason)
 
-    async def _healthy(self, worker: _Worker) -> bool:
+    async def _probe(self, worker: _Worker) -> Literal["ok", "slow", "dead"]:
+        """``dead`` when the process or its server is gone (refused connection), ``slow`` when it did not answer
+        in time: under heavy load a live worker can miss one check, so only repeated misses replace it."""
         if not worker.handle.process_alive():
-            return False
+            return "dead"
         assert self._session is not None
         try:
             timeout = aiohttp.ClientTimeout(total=max(2.0, self.config.health_interval_s * 2))
             async with self._session.get(worker.handle.url + "/health", timeout=timeout) as resp:
-                return resp.status == 200
-        except (aiohttp.ClientError, TimeoutError):
-            return False
+                return "ok" if resp.status == 200 else "dead"
+        except TimeoutError:
+            return "slow"
+        except aiohttp.ClientError:
+            return "dead"
 
     async def _check_worker(self, worker: _Worker, reason: str = "it failed a health check") -> None:
-        if await self._healthy(worker):
+        state = await self._probe(worker)
+        if state == "ok":
             worker.failures = 0
             return
         worker.failures += 1
-        if worker.handle.process_alive() and worker.failures < self.config.health_failures_to_replace:
+        if state == "slow" and worker.failures < self.config.health_failures_to_replace:
             log.info(
                 "sandbox worker %s is slow to answer (%s; %d in a row)",
                 worker.handle.worker_id,
