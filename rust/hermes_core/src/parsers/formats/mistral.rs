@@ -36,7 +36,8 @@ use crate::parsers::tools::Tools;
 use crate::parsers::types::{IssueKind, Pos, RenderError, ToolCall};
 
 use super::shared::{
-    check_stripped_content, render_args, skip_ws, ArgsValue, ArrStep, CallArray, Driven, Gate, Machine,
+    check_stripped_content, malformed_args_issue, render_args, skip_ws, ArgsValue, ArrStep, CallArray, Driven, Gate,
+    Machine,
 };
 
 const BOT: &str = "[TOOL_CALLS]";
@@ -257,12 +258,7 @@ impl Machine for MistralStream {
                             self.mode = Mode::AfterArgs;
                         }
                         Status::Error(e) => {
-                            let pos = out.pos(base + i);
-                            let msg = format!(
-                                "malformed JSON in tool call arguments: {}; the arguments are kept as written",
-                                e.kind.description()
-                            );
-                            out.issue(IssueKind::MalformedJson, pos, msg);
+                            malformed_args_issue(out, base + i, &e);
                             self.mode = Mode::RawArgs;
                         }
                     }

@@ -31,7 +31,7 @@ use crate::parsers::marker::{MarkerHit, MarkerSet};
 use crate::parsers::stream::Emitter;
 use crate::parsers::types::{IssueKind, Pos};
 
-use super::shared::{skip_ws, ArgsValue, Gate, Machine};
+use super::shared::{malformed_args_issue, skip_ws, ArgsValue, Gate, Machine};
 
 /// How a call's header names the tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -438,12 +438,7 @@ impl Machine for Sectioned {
                         Status::NeedMore => return input.len(),
                         Status::Complete => self.mode = Mode::AfterArgs,
                         Status::Error(e) => {
-                            let pos = out.pos(base + i);
-                            let msg = format!(
-                                "malformed JSON in tool call arguments: {}; the arguments are kept as written",
-                                e.kind.description()
-                            );
-                            out.issue(IssueKind::MalformedJson, pos, msg);
+                            malformed_args_issue(out, base + i, &e);
                             self.mode = Mode::RawArgs;
                         }
                     }

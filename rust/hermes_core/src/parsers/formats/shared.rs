@@ -12,7 +12,7 @@
 //!   formats that carry calls as JSON objects, alone or in a JSON array.
 //! - [`skip_ws`], [`json_string`] and [`render_args`] helpers.
 
-use crate::parsers::json_scan::{validate, JsonScanner, ObjectWalker, Status, Walk};
+use crate::parsers::json_scan::{validate, JsonError, JsonScanner, ObjectWalker, Status, Walk};
 use crate::parsers::stream::{Emitter, FormatStream};
 use crate::parsers::types::{IssueKind, Pos, RenderError, ToolCall};
 
@@ -90,6 +90,17 @@ impl<M: Machine> FormatStream for Driven<M> {
 }
 
 #[inline]
+/// Report arguments whose JSON broke after the call started (at input byte `at`): the call keeps
+/// the raw text it already streamed as its arguments.
+pub(crate) fn malformed_args_issue(out: &mut Emitter<'_>, at: usize, e: &JsonError) {
+    let pos = out.pos(at);
+    let msg = format!(
+        "malformed JSON in tool call arguments: {}; the arguments are kept as written",
+        e.kind.description()
+    );
+    out.issue(IssueKind::MalformedJson, pos, msg);
+}
+
 pub(crate) fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r')
 }
@@ -743,18 +754,7 @@ pub(crate) mod testing {
 
     /// Feed `text` in pieces cut at the char boundaries `cuts`; check the streaming invariants.
     pub(crate) fn run(p: &Parser, text: &str, cuts: &[usize]) -> ParseResult {
-        let mut s = p.stream();
-        let mut events = Vec::new();
-        let mut last = 0;
-        for &c in cuts.iter().chain(std::iter::once(&text.len())) {
-            if c < last || !text.is_char_boundary(c) {
-                continue;
-            }
-            events.extend(s.feed(&text[last..c]));
-            last = c;
-        }
-        events.extend(s.finish());
-        let r = s.result();
+        let (events, r) = super::super::test_support::run(p, text, cuts);
         let mut content = String::new();
         let mut args = vec![String::new(); r.tool_calls.len()];
         let mut open = None;
