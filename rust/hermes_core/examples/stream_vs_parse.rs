@@ -3,7 +3,8 @@
 //!
 //! `cargo run --release -p hermes_core --example stream_vs_parse -- PARSER FILE [FILE...]`
 //! prints, per file: size, whole-text MB/s, streamed MB/s with 4-byte chunks (moved to UTF-8
-//! boundaries) into a forwarding sink and into `Vec<Event>`, and the ratios to whole-text. benches/parse_bench.py writes the files and calls this.
+//! boundaries) into a forwarding sink and into `Vec<Event>`, and the ratios to whole-text.
+//! `ONLY_WHOLE=1` / `ONLY_STREAM=1` time one side only (for a profiler). benches/parse_bench.py writes the files and calls this.
 #![allow(clippy::print_stdout)]
 
 use std::hint::black_box;
@@ -143,11 +144,15 @@ fn main() {
         // over the runs: a run of 10+ ms is rarely free of preemption on a busy machine, a
         // section of ~0.1 ms usually is.
         let mut sections = Vec::new();
-        best_of(budget, || {
-            black_box(stream_chunks(&parser, black_box(&text), &bounds, &mut sections));
-        });
+        if std::env::var_os("ONLY_WHOLE").is_some() {
+            sections.push(Duration::from_nanos(1));
+        } else {
+            best_of(budget, || {
+                black_box(stream_chunks(&parser, black_box(&text), &bounds, &mut sections));
+            });
+        }
         let streamed: Duration = sections.iter().sum();
-        let vec_events = if std::env::var_os("ONLY_STREAM").is_some() {
+        let vec_events = if std::env::var_os("ONLY_STREAM").is_some() || std::env::var_os("ONLY_WHOLE").is_some() {
             Duration::from_nanos(1)
         } else {
             best_of(budget, || {

@@ -41,6 +41,7 @@
 use std::sync::Arc;
 
 use super::formats::shared::{CallObject, ObjEnd};
+use super::lane::Lane;
 use super::marker::{MarkerHit, MarkerSet};
 use super::stream::{Emitter, Format, FormatStream};
 use super::tools::Tools;
@@ -355,8 +356,28 @@ impl JimStream {
     }
 }
 
+impl JimStream {
+    /// Inside the arguments' JSON strings the driver may pass text on by itself.
+    #[inline]
+    fn open_lane(&self, out: &mut Emitter<'_>) {
+        if self.mode == Mode::Object && self.held.is_empty() {
+            out.set_lane(self.obj.args_lane());
+        }
+    }
+
+    /// Take over the state the lane ended in (the driver passed text since the last feed).
+    #[inline]
+    fn resume_lane(&mut self, out: &Emitter<'_>) {
+        let lane = out.resumed_lane();
+        if lane != Lane::Off && self.mode == Mode::Object {
+            self.obj.resume_lane(lane);
+        }
+    }
+}
+
 impl FormatStream for JimStream {
     fn feed(&mut self, chunk: &str, out: &mut Emitter<'_>) {
+        self.resume_lane(out);
         // Fast paths for the two states a long output spends its time in, when nothing is held:
         // prose that cannot start a marker, and the inside of a JSON string.
         if self.held.is_empty() {
@@ -365,11 +386,15 @@ impl FormatStream for JimStream {
                     out.content(chunk);
                     return;
                 }
-                Mode::Object if self.obj.skip_plain_string(chunk, out) => return,
+                Mode::Object if self.obj.skip_plain_string(chunk, out) => {
+                    self.open_lane(out);
+                    return;
+                }
                 _ => {}
             }
         }
         self.feed_input(chunk, false, out);
+        self.open_lane(out);
     }
 
     fn holds_text(&self) -> bool {
@@ -378,6 +403,7 @@ impl FormatStream for JimStream {
     }
 
     fn finish(&mut self, out: &mut Emitter<'_>) {
+        self.resume_lane(out);
         // Text held as a possible marker prefix is decided now: no more text will come.
         self.feed_input("", true, out);
         let leftover = std::mem::take(&mut self.held);

@@ -7,6 +7,8 @@
 //! skipped with `memchr` (validation of control characters is a separate vectorisable pass).
 //! Errors are plain data: a [`JsonErrorKind`] and the byte offset where scanning stopped.
 
+use super::lane::{json_string_pass, Lane};
+
 /// What broke the JSON grammar.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JsonErrorKind {
@@ -129,7 +131,7 @@ fn word_has_string_stop(w: u64) -> bool {
 /// Whether `s` holds a byte that ends, escapes or breaks a JSON string. Word-at-a-time, with
 /// overlapping words for the tail, so a streamed chunk of a few bytes costs a few instructions.
 #[inline]
-fn has_string_stop(s: &[u8]) -> bool {
+pub(crate) fn has_string_stop(s: &[u8]) -> bool {
     let n = s.len();
     if n < 4 {
         return s.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\');
@@ -209,9 +211,23 @@ impl JsonScanner {
         self.st == St::Done
     }
 
-    /// True before the first byte of the value (only whitespace seen).
-    pub fn not_started(&self) -> bool {
-        self.st == St::Value && self.stack.is_empty()
+    /// Inside a string: the [`Lane::JsonString`] that may pass its text on ([`Lane::Off`]
+    /// elsewhere). Text the lane passes leaves the scanner as it is, apart from the escape state
+    /// ([`JsonScanner::resume_lane`]) and [`JsonScanner::position`].
+    pub fn string_lane(&self) -> Lane {
+        match self.st {
+            St::Str { .. } => Lane::JsonString { escaped: false },
+            St::Esc { .. } => Lane::JsonString { escaped: true },
+            _ => Lane::Off,
+        }
+    }
+
+    /// Take over the state a [`Lane::JsonString`] opened from [`JsonScanner::string_lane`]
+    /// ended in (other lanes, or outside a string: nothing to do).
+    pub fn resume_lane(&mut self, lane: Lane) {
+        if let (Lane::JsonString { escaped }, St::Str { key } | St::Esc { key }) = (lane, self.st) {
+            self.st = if escaped { St::Esc { key } } else { St::Str { key } };
+        }
     }
 
     fn fail(&mut self, kind: JsonErrorKind, i: usize) -> (usize, Status) {
@@ -443,28 +459,15 @@ impl JsonScanner {
     /// Returns false, consuming nothing, otherwise; then call [`JsonScanner::feed`].
     #[inline]
     pub fn skip_plain_string(&mut self, input: &[u8]) -> bool {
-        let (key, mut esc) = match self.st {
+        let (key, escaped) = match self.st {
             St::Str { key } => (key, false),
             St::Esc { key } => (key, true),
             _ => return false,
         };
-        if !esc && !has_string_stop(input) {
-            self.pos += input.len();
-            return true;
-        }
-        for &b in input {
-            if esc {
-                if !matches!(b, b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') {
-                    return false;
-                }
-                esc = false;
-            } else if b == b'\\' {
-                esc = true;
-            } else if b == b'"' || b < 0x20 {
-                return false;
-            }
-        }
-        self.st = if esc { St::Esc { key } } else { St::Str { key } };
+        let Some(escaped) = json_string_pass(escaped, input) else {
+            return false;
+        };
+        self.st = if escaped { St::Esc { key } } else { St::Str { key } };
         self.pos += input.len();
         true
     }
@@ -617,6 +620,23 @@ impl ObjectWalker {
         } else {
             inner.to_owned()
         };
+    }
+
+    /// While a member value is inside a string with nothing pending: the lane that may pass its
+    /// text on (see [`JsonScanner::string_lane`]).
+    pub fn string_lane(&self) -> Lane {
+        if self.st == W::InValue && self.pending.is_none() {
+            self.scanner.string_lane()
+        } else {
+            Lane::Off
+        }
+    }
+
+    /// See [`JsonScanner::resume_lane`].
+    pub fn resume_lane(&mut self, lane: Lane) {
+        if self.st == W::InValue && self.pending.is_none() {
+            self.scanner.resume_lane(lane);
+        }
     }
 
     /// Streaming fast path: while a member value is inside a string, consume `input` whole

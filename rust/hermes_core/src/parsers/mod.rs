@@ -65,6 +65,7 @@
 pub mod formats;
 pub mod json_in_markers;
 pub mod json_scan;
+pub mod lane;
 pub mod marker;
 pub mod registry;
 pub mod stream;
@@ -73,6 +74,7 @@ pub mod types;
 
 pub use json_in_markers::JsonInMarkers;
 pub use json_scan::{JsonError, JsonErrorKind, JsonScanner, ObjectWalker, Status, Walk};
+pub use lane::Lane;
 pub use marker::{MarkerHit, MarkerSet};
 pub use registry::{get_parser, list_parsers, Parser, ParserSpec, UnknownParserError, REGISTRY};
 pub use stream::{count_chars, Emitter, EventSink, Format, FormatStream, Stream};

@@ -30,6 +30,7 @@
 //! `malformed_markup` / `unexpected_text`, text kept. Output cut inside a region: started call
 //! keeps what arrived, the unstarted rest is content (`truncated`).
 
+use crate::parsers::lane::Lane;
 use crate::parsers::marker::{MarkerHit, MarkerSet};
 use crate::parsers::stream::Emitter;
 use crate::parsers::types::IssueKind;
@@ -408,6 +409,20 @@ impl Machine for ArrayRegions {
             }
         }
         i
+    }
+
+    fn lane(&self) -> Lane {
+        if self.mode == Mode::Array && self.region_called {
+            self.array.args_lane()
+        } else {
+            Lane::Off
+        }
+    }
+
+    fn resume_lane(&mut self, lane: Lane) {
+        if self.mode == Mode::Array {
+            self.array.resume_lane(lane);
+        }
     }
 
     fn end(&mut self, leftover: &str, out: &mut Emitter<'_>) {

@@ -31,6 +31,7 @@
 
 use std::sync::Arc;
 
+use crate::parsers::lane::Lane;
 use crate::parsers::marker::{MarkerHit, MarkerSet};
 use crate::parsers::stream::{Emitter, Format, FormatStream};
 use crate::parsers::tools::Tools;
@@ -206,6 +207,20 @@ impl Machine for LlamaStream {
             }
         }
         i
+    }
+
+    fn lane(&self) -> Lane {
+        if self.mode == Mode::Object && self.pending.is_empty() {
+            self.obj.args_lane()
+        } else {
+            Lane::Off
+        }
+    }
+
+    fn resume_lane(&mut self, lane: Lane) {
+        if self.mode == Mode::Object {
+            self.obj.resume_lane(lane);
+        }
     }
 
     fn end(&mut self, leftover: &str, out: &mut Emitter<'_>) {

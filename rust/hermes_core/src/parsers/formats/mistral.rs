@@ -30,6 +30,7 @@
 use std::sync::Arc;
 
 use crate::parsers::json_scan::Status;
+use crate::parsers::lane::Lane;
 use crate::parsers::marker::{MarkerHit, MarkerSet};
 use crate::parsers::stream::{Emitter, Format, FormatStream};
 use crate::parsers::tools::Tools;
@@ -347,6 +348,22 @@ impl Machine for MistralStream {
             }
         }
         i
+    }
+
+    fn lane(&self) -> Lane {
+        match self.mode {
+            Mode::Args => self.args.string_lane(),
+            Mode::Array if self.raw.is_empty() => self.array.args_lane(),
+            _ => Lane::Off,
+        }
+    }
+
+    fn resume_lane(&mut self, lane: Lane) {
+        match self.mode {
+            Mode::Args => self.args.resume_lane(lane),
+            Mode::Array => self.array.resume_lane(lane),
+            _ => {}
+        }
     }
 
     fn end(&mut self, leftover: &str, out: &mut Emitter<'_>) {

@@ -303,7 +303,7 @@ pub fn json_string(s: &str) -> String {
 
 /// What each byte needs in a JSON string: 0 nothing, `u` a `\u00XX` escape, else the letter after
 /// the backslash.
-static ESCAPE: [u8; 256] = {
+pub(crate) static ESCAPE: [u8; 256] = {
     let mut t = [0u8; 256];
     let mut i = 0;
     while i < 0x20 {

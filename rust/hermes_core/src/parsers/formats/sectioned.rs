@@ -27,6 +27,7 @@
 //!   (`truncated`); an unstarted one is returned as content (`truncated`).
 
 use crate::parsers::json_scan::Status;
+use crate::parsers::lane::Lane;
 use crate::parsers::marker::{MarkerHit, MarkerSet};
 use crate::parsers::stream::Emitter;
 use crate::parsers::types::{IssueKind, Pos};
@@ -535,6 +536,20 @@ impl Machine for Sectioned {
             }
         }
         i
+    }
+
+    fn lane(&self) -> Lane {
+        if self.mode == Mode::Args {
+            self.args.string_lane()
+        } else {
+            Lane::Off
+        }
+    }
+
+    fn resume_lane(&mut self, lane: Lane) {
+        if self.mode == Mode::Args {
+            self.args.resume_lane(lane);
+        }
     }
 
     fn end(&mut self, leftover: &str, out: &mut Emitter<'_>) {

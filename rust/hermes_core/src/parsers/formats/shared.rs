@@ -13,6 +13,7 @@
 //! - [`skip_ws`], [`json_string`] and [`render_args`] helpers.
 
 use crate::parsers::json_scan::{validate, JsonError, JsonScanner, ObjectWalker, Status, Walk};
+use crate::parsers::lane::Lane;
 use crate::parsers::stream::{Emitter, FormatStream};
 use crate::parsers::types::{IssueKind, Pos, RenderError, ToolCall};
 
@@ -31,6 +32,16 @@ pub(crate) trait Machine: Send {
     fn passthrough(&self) -> bool {
         false
     }
+
+    /// The lane the driver may run after this feed (see [`Lane`]); asked only when [`Driven`]
+    /// holds no unconsumed text. Return a lane only in a state it cannot change, holding nothing.
+    fn lane(&self) -> Lane {
+        Lane::Off
+    }
+
+    /// Take over the state the lane from [`Machine::lane`] ended in (see
+    /// [`Emitter::resumed_lane`]); called before every `run` after a lane was open.
+    fn resume_lane(&mut self, _lane: Lane) {}
 
     /// [`FormatStream::holds_text`] apart from [`Driven`]'s own unconsumed tail: whether the
     /// machine may still ask for positions of text fed before the current input. The default
@@ -71,14 +82,25 @@ impl<M: Machine> Driven<M> {
 
 impl<M: Machine> FormatStream for Driven<M> {
     fn feed(&mut self, chunk: &str, out: &mut Emitter<'_>) {
+        let resumed = out.resumed_lane();
+        if resumed != Lane::Off {
+            self.machine.resume_lane(resumed);
+        }
         if self.held.is_empty() && self.machine.passthrough() {
             out.content(chunk);
             return;
         }
         self.feed_input(chunk, false, out);
+        if self.held.is_empty() {
+            out.set_lane(self.machine.lane());
+        }
     }
 
     fn finish(&mut self, out: &mut Emitter<'_>) {
+        let resumed = out.resumed_lane();
+        if resumed != Lane::Off {
+            self.machine.resume_lane(resumed);
+        }
         self.feed_input("", true, out);
         let leftover = std::mem::take(&mut self.held);
         self.machine.end(&leftover, out);
@@ -239,6 +261,21 @@ impl ArgsValue {
     pub(crate) fn end(&mut self) -> Status {
         self.scanner.end()
     }
+
+    /// Inside a JSON string of the value: the lane that may pass text on ([`Lane::Off`]
+    /// otherwise, and before the value's first byte).
+    pub(crate) fn string_lane(&self) -> Lane {
+        if self.first {
+            Lane::Off
+        } else {
+            self.scanner.string_lane()
+        }
+    }
+
+    /// Take over the state of a lane opened from [`ArgsValue::string_lane`].
+    pub(crate) fn resume_lane(&mut self, lane: Lane) {
+        self.scanner.resume_lane(lane);
+    }
 }
 
 /// For formats whose parser drops whitespace around the call markup (vLLM `strip()`s such
@@ -392,6 +429,23 @@ impl CallObject {
             Member::Other => {}
         }
         true
+    }
+
+    /// While the started call's arguments are inside a JSON string: the lane that may pass text
+    /// on to them ([`Lane::Off`] otherwise).
+    pub(crate) fn args_lane(&self) -> Lane {
+        if self.started && self.member == Member::Args {
+            self.walker.string_lane()
+        } else {
+            Lane::Off
+        }
+    }
+
+    /// Take over the state of a lane opened from [`CallObject::args_lane`].
+    pub(crate) fn resume_lane(&mut self, lane: Lane) {
+        if self.started && self.member == Member::Args {
+            self.walker.resume_lane(lane);
+        }
     }
 
     fn maybe_start(&mut self, out: &mut Emitter<'_>) {
@@ -601,6 +655,22 @@ impl CallArray {
     /// True while a started call's arguments are being read.
     pub(crate) fn in_started_call(&self) -> bool {
         self.mode == ArrMode::Object && self.obj.started()
+    }
+
+    /// Inside a JSON string of a started call's arguments: the lane that may pass text on.
+    pub(crate) fn args_lane(&self) -> Lane {
+        if self.mode == ArrMode::Object {
+            self.obj.args_lane()
+        } else {
+            Lane::Off
+        }
+    }
+
+    /// Take over the state of a lane opened from [`CallArray::args_lane`].
+    pub(crate) fn resume_lane(&mut self, lane: Lane) {
+        if self.mode == ArrMode::Object {
+            self.obj.resume_lane(lane);
+        }
     }
 
     fn broken(&mut self, what: &str, at: Pos) -> ArrStep {

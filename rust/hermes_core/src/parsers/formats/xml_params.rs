@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use super::super::lane::Lane;
 use super::super::marker::{MarkerHit, MarkerSet};
 use super::super::stream::{count_chars, Emitter, FormatStream};
 use super::super::tools::Tools;
@@ -525,6 +526,30 @@ impl<D: Dialect> Machine for XmlStream<D> {
         let used = self.steps(input, eof, out);
         self.x.base = base + used;
         used
+    }
+
+    fn lane(&self) -> Lane {
+        let x = &self.x;
+        // Inside a string value past its leading newline: text up to a `<` (which may start the
+        // value's end marker) is value text, escaped as it arrives.
+        let open = x.st == St::Value && x.streaming && x.replay.is_none();
+        let framed = x.spec.framed_newlines;
+        match x.spec.value_end.as_bytes().first() {
+            Some(&stop) if open && (x.value_started || !framed) => Lane::RawString {
+                stop,
+                framed,
+                newline_held: x.held_newline,
+            },
+            _ => Lane::Off,
+        }
+    }
+
+    fn resume_lane(&mut self, lane: Lane) {
+        if let Lane::RawString { newline_held, .. } = lane {
+            if self.x.st == St::Value && self.x.streaming {
+                self.x.held_newline = newline_held;
+            }
+        }
     }
 
     fn end(&mut self, left: &str, out: &mut Emitter<'_>) {

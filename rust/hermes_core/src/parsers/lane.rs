@@ -1,0 +1,239 @@
+//! Lanes: text the [`Stream`](super::Stream) driver passes on by itself, without calling the
+//! format, while the format sits in a state where that text cannot change anything except the
+//! open call's arguments.
+//!
+//! A long output spends almost all its bytes inside argument strings (code, file contents), and
+//! a streaming client feeds it a few bytes at a time. Calling the format's state machine for each
+//! piece costs a dynamic call, an [`Emitter`](super::Emitter) and the format's own dispatch per
+//! feed, several times the work of scanning the bytes. So a format, at the end of a feed, may
+//! open a lane ([`Emitter::set_lane`](super::Emitter::set_lane)); each following chunk that
+//! [`Lane::pass`] is appended to the open call's arguments by the driver (the same events a
+//! format call would give), and the first chunk it refuses goes to the format as usual, in a
+//! state the lane did not change. The driver closes the lane before every format call, so a
+//! format only has to say, after each feed, whether its current state allows one.
+//!
+//! A format may open a lane only when it holds no text (its next feed would not look back) and
+//! when every chunk the lane accepts would leave its state exactly as it is: that is what each
+//! variant's acceptance rule guarantees for the state it names.
+
+use super::formats::schema_values::{escape_json_into, ESCAPE};
+use super::json_scan::has_string_stop;
+
+/// The kind of text that passes, with the little state it carries across chunks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Lane {
+    /// The format sees every chunk.
+    #[default]
+    Off,
+    /// Inside a JSON string in the open call's raw JSON arguments (`escaped`: right after a
+    /// backslash): text passes verbatim while the string neither ends nor breaks in it: no
+    /// unescaped quote, no control byte, only simple escapes (`\"`, `\\`, `\/`, `\b`, `\f`,
+    /// `\n`, `\r`, `\t`; a `\u` escape goes to the format). A chunk may end after a backslash;
+    /// the format takes that state over from [`Emitter::resumed_lane`](super::Emitter::resumed_lane).
+    JsonString { escaped: bool },
+    /// Inside a raw-text value streamed as a JSON-string fragment (the XML-parameter formats'
+    /// string parameters): text passes, JSON-escaped, while it holds no `stop` byte (the first
+    /// byte of the value's end marker). With `framed`, a value's last newline is framing: a
+    /// chunk's final `\n` is held (`newline_held`) and written before the next text; the format
+    /// takes that state over from [`Emitter::resumed_lane`](super::Emitter::resumed_lane).
+    RawString { stop: u8, framed: bool, newline_held: bool },
+}
+
+impl Lane {
+    /// The lane after `chunk` when `chunk` passes (it then goes to the open call's arguments
+    /// through [`Lane::write`]); `None` when the format must take it.
+    #[inline]
+    pub fn pass(self, chunk: &[u8]) -> Option<Lane> {
+        match self {
+            Lane::Off => None,
+            Lane::JsonString { escaped } => {
+                json_string_pass(escaped, chunk).map(|escaped| Lane::JsonString { escaped })
+            }
+            Lane::RawString {
+                stop,
+                framed,
+                newline_held,
+            } => {
+                if contains_byte(chunk, stop) {
+                    return None;
+                }
+                let newline_held = match chunk.last() {
+                    Some(&last) => framed && last == b'\n',
+                    None => newline_held,
+                };
+                Some(Lane::RawString {
+                    stop,
+                    framed,
+                    newline_held,
+                })
+            }
+        }
+    }
+
+    /// Append a `chunk` that passed this lane to `args` as the format would have; returns the
+    /// text appended.
+    #[inline]
+    pub fn write<'a>(self, chunk: &'a str, args: &'a mut String) -> &'a str {
+        match self {
+            Lane::Off | Lane::JsonString { .. } => {
+                push_short(args, chunk);
+                chunk
+            }
+            Lane::RawString {
+                framed, newline_held, ..
+            } => {
+                let start = args.len();
+                let mut body = chunk;
+                if framed {
+                    if newline_held && !chunk.is_empty() {
+                        args.push_str("\\n");
+                    }
+                    body = chunk.strip_suffix('\n').unwrap_or(chunk);
+                }
+                if args.len() == start && !has_string_stop(body.as_bytes()) {
+                    // Nothing to escape: the text as is, without the escaping loop.
+                    push_short(args, body);
+                    return body;
+                }
+                escape_short(args, body);
+                args.get(start..).unwrap_or_default()
+            }
+        }
+    }
+}
+
+/// [`escape_json_into`] for a streamed chunk's few bytes: the plain runs between escapes are
+/// copied with [`push_short`].
+#[inline]
+fn escape_short(out: &mut String, s: &str) {
+    if s.len() > 16 {
+        escape_json_into(out, s);
+        return;
+    }
+    let mut start = 0;
+    for (i, &b) in s.as_bytes().iter().enumerate() {
+        let e = ESCAPE[usize::from(b)];
+        if e == 0 {
+            continue;
+        }
+        // Bytes that need escaping are ASCII, so `start` and `i` are char boundaries.
+        push_short(out, s.get(start..i).unwrap_or_default());
+        if e == b'u' {
+            escape_json_into(out, s.get(i..=i).unwrap_or_default());
+        } else {
+            out.push('\\');
+            out.push(char::from(e));
+        }
+        start = i + 1;
+    }
+    push_short(out, s.get(start..).unwrap_or_default());
+}
+
+/// Whether `s` holds `b` (a plain loop for a streamed chunk's few bytes, `memchr` beyond).
+#[inline]
+fn contains_byte(s: &[u8], b: u8) -> bool {
+    if s.len() <= 16 {
+        s.contains(&b)
+    } else {
+        memchr::memchr(b, s).is_some()
+    }
+}
+
+/// `dst.push_str(s)` with the copy inlined for the few bytes of a streamed chunk: in each arm
+/// the length is a constant, so the copy is one or two moves instead of a call to `memcpy`
+/// (which cost as much as the rest of a lane's pass).
+#[inline(always)]
+fn push_short(dst: &mut String, s: &str) {
+    match s.len() {
+        1 => dst.push_str(s),
+        2 => dst.push_str(s),
+        3 => dst.push_str(s),
+        4 => dst.push_str(s),
+        5 => dst.push_str(s),
+        6 => dst.push_str(s),
+        7 => dst.push_str(s),
+        8 => dst.push_str(s),
+        _ => dst.push_str(s),
+    }
+}
+
+/// [`Lane::JsonString`]'s rule: from `escaped`, whether the string goes on through `chunk`
+/// without ending or breaking, and if so whether it ends right after a backslash.
+#[inline]
+pub(crate) fn json_string_pass(mut escaped: bool, chunk: &[u8]) -> Option<bool> {
+    if !escaped && !has_string_stop(chunk) {
+        return Some(false);
+    }
+    for &b in chunk {
+        if escaped {
+            if !matches!(b, b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') {
+                return None;
+            }
+            escaped = false;
+        } else if b == b'\\' {
+            escaped = true;
+        } else if b == b'"' || b < 0x20 {
+            return None;
+        }
+    }
+    Some(escaped)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_string_lane_takes_plain_text_and_simple_escapes() {
+        let plain = Lane::JsonString { escaped: false };
+        let after_backslash = Lane::JsonString { escaped: true };
+        for ok in ["abcd", "", "ab\\n", "\\\"x\\\\", "é中\\t", "\\/\\b\\f\\r"] {
+            assert_eq!(plain.pass(ok.as_bytes()), Some(plain), "{ok:?}");
+        }
+        assert_eq!(plain.pass(b"ab\\"), Some(after_backslash));
+        assert_eq!(after_backslash.pass(b"nab"), Some(plain));
+        assert_eq!(after_backslash.pass(b"\\"), Some(plain));
+        for no in ["ab\"", "\\u0041", "a\nb", "\\x", "\u{1}"] {
+            assert_eq!(plain.pass(no.as_bytes()), None, "{no:?}");
+        }
+        assert_eq!(after_backslash.pass(b""), Some(after_backslash));
+        assert_eq!(after_backslash.pass(b"\"a"), Some(plain));
+        for no in ["u0041", "x"] {
+            assert_eq!(after_backslash.pass(no.as_bytes()), None, "{no:?}");
+        }
+    }
+
+    #[test]
+    fn raw_string_lane_stops_at_its_byte_and_holds_a_final_newline() {
+        let lane = |newline_held| Lane::RawString {
+            stop: b'<',
+            framed: true,
+            newline_held,
+        };
+        assert_eq!(lane(false).pass(b"a\nb\"c"), Some(lane(false)));
+        assert_eq!(lane(false).pass(b"a<b"), None);
+        assert_eq!(lane(false).pass(b"ab\n"), Some(lane(true)));
+        assert_eq!(lane(true).pass(b""), Some(lane(true)));
+        assert_eq!(lane(true).pass(b"x"), Some(lane(false)));
+        let mut args = String::from("{");
+        assert_eq!(lane(false).write("a\n\"\\", &mut args), "a\\n\\\"\\\\");
+        assert_eq!(lane(false).write("ab\n", &mut args), "ab");
+        assert_eq!(lane(true).write("\n", &mut args), "\\n");
+        assert_eq!(lane(true).write("c", &mut args), "\\nc");
+        assert_eq!(args, "{a\\n\\\"\\\\ab\\n\\nc");
+        let unframed = Lane::RawString {
+            stop: b'<',
+            framed: false,
+            newline_held: false,
+        };
+        assert_eq!(unframed.pass(b"ab\n"), Some(unframed));
+        let mut args = String::new();
+        assert_eq!(unframed.write("ab\n", &mut args), "ab\\n");
+        assert_eq!(unframed.write("\u{1}é\t\"", &mut args), "\\u0001é\\t\\\"");
+    }
+
+    #[test]
+    fn off_takes_nothing() {
+        assert_eq!(Lane::Off.pass(b"abc"), None);
+    }
+}

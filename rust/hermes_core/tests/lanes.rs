@@ -1,0 +1,149 @@
+//! Lanes (see `parsers::lane`): the driver passes text inside argument strings on without calling
+//! the format. These tests check that every format with string arguments opens one on a long
+//! argument, that streaming through lanes gives exactly the events and result of `parse` at every
+//! chunk size, and that a lane hands its state (after a backslash, a held newline) back to the
+//! format when a chunk is refused.
+#![allow(clippy::unwrap_used)]
+
+use hermes_core::parsers::{get_parser, list_parsers, Event, IssueKind, Lane, ParseResult, Parser, ToolCall, Tools};
+
+fn tools() -> Tools {
+    let tool = serde_json::json!([{"type": "function", "function": {"name": "write_file", "parameters": {
+        "type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}}}}]);
+    Tools::from_value(&tool).unwrap()
+}
+
+/// A code-like argument: escapes of every simple kind, a control byte, non-ASCII, `<`, newlines
+/// (one at the end, which XML formats treat as framing only when it is the value's last).
+const CODE: &str =
+    "def f(x):\n\treturn {\"k\": 'it\\'s', \"p\": r'C:\\\\tmp'}  # é😀 中 a < b\n\u{1}\u{8}\u{c}\rend/\n";
+
+fn calls() -> Vec<ToolCall> {
+    let args = serde_json::json!({"path": "src/a.py", "content": CODE.repeat(4)});
+    let call = ToolCall {
+        id: String::new(),
+        name: "write_file".into(),
+        arguments: args.to_string(),
+    };
+    vec![call.clone(), call]
+}
+
+/// Feed `text` in pieces of `size` bytes (moved to char boundaries); events, result and whether
+/// a lane was open after some feed.
+fn stream(p: &Parser, text: &str, size: usize) -> (Vec<Event>, ParseResult, bool) {
+    let mut s = p.stream();
+    let mut events = Vec::new();
+    let mut laned = false;
+    let mut at = 0;
+    while at < text.len() {
+        let mut end = (at + size).min(text.len());
+        while !text.is_char_boundary(end) {
+            end += 1;
+        }
+        events.extend(s.feed(&text[at..end]));
+        laned |= s.lane() != Lane::Off;
+        at = end;
+    }
+    events.extend(s.finish());
+    (events, s.result(), laned)
+}
+
+/// Concatenated content and per-call argument text of `events`.
+fn spelled(events: &[Event]) -> (String, Vec<String>) {
+    let mut content = String::new();
+    let mut args: Vec<String> = Vec::new();
+    for e in events {
+        match e {
+            Event::Content(t) => content.push_str(t),
+            Event::ToolCallStart { .. } => args.push(String::new()),
+            Event::ToolCallArgsDelta { index, text } => args[*index].push_str(text),
+            Event::ToolCallEnd { .. } => {}
+        }
+    }
+    (content, args)
+}
+
+/// Formats that hold a call until it is complete (nothing to pass on while it arrives).
+const WHOLE_CALLS: &[&str] = &["pythonic", "llama4_pythonic"];
+
+#[test]
+fn every_format_with_string_arguments_opens_a_lane_and_streams_as_parse() {
+    for name in list_parsers() {
+        let p = get_parser(name, tools()).unwrap();
+        // Two calls where the format can write them (internlm writes one per turn).
+        let calls = calls();
+        let text = p.render(&calls, None).or_else(|_| p.render(&calls[..1], None)).unwrap();
+        let whole = p.parse(&text);
+        assert!(
+            !whole.tool_calls.is_empty() && whole.issues.is_empty(),
+            "{name}: {whole:?}"
+        );
+        for size in 1..=9 {
+            let (events, r, laned) = stream(&p, &text, size);
+            assert!(r.same_as(&whole), "{name} in {size}-byte chunks: {r:?}\nvs {whole:?}");
+            let (content, args) = spelled(&events);
+            assert_eq!(content, whole.content.clone().unwrap_or_default(), "{name} {size}");
+            let expected: Vec<&str> = whole.tool_calls.iter().map(|c| c.arguments.as_str()).collect();
+            assert_eq!(args, expected, "{name} {size}");
+            assert_eq!(laned, !WHOLE_CALLS.contains(&name), "{name} {size}: lane opened");
+        }
+    }
+}
+
+/// Feed `pieces` one by one; the result must equal `parse` of their concatenation, issues (kind
+/// and offsets) included.
+fn same_as_parse(name: &str, pieces: &[&str]) -> ParseResult {
+    let p = get_parser(name, tools()).unwrap();
+    let text = pieces.concat();
+    let whole = p.parse(&text);
+    let mut s = p.stream();
+    for piece in pieces {
+        s.feed(piece);
+    }
+    s.finish();
+    let r = s.result();
+    assert!(r.same_as(&whole), "{name} {pieces:?}: {r:?}\nvs {whole:?}");
+    r
+}
+
+#[test]
+fn a_json_string_lane_hands_an_open_escape_back_to_the_format() {
+    let open = "<tool_call>\n{\"name\": \"write_file\", \"arguments\": {\"content\": \"abcd";
+    // The lane takes `ef\`, then refuses `u00e9` (a \u escape is the format's) and `x` (not an
+    // escape): the format must know it is right after a backslash.
+    let r = same_as_parse("hermes", &[open, "ef\\", "u00e9\"}}\n</tool_call>"]);
+    assert!(r.issues.is_empty(), "{r:?}");
+    assert_eq!(r.tool_calls[0].arguments, "{\"content\": \"abcdef\\u00e9\"}");
+    let r = same_as_parse("hermes", &[open, "ef\\", "x\"}}\n</tool_call>"]);
+    assert_eq!(r.issues[0].kind, IssueKind::MalformedJson);
+    // The same in an array format and a section format.
+    let r = same_as_parse(
+        "mistral",
+        &[
+            "[TOOL_CALLS][{\"name\": \"write_file\", \"arguments\": {\"content\": \"ab",
+            "cd\\",
+            "\"\"}}]",
+        ],
+    );
+    assert_eq!(r.tool_calls[0].arguments, "{\"content\": \"abcd\\\"\"}");
+    // Output cut right after the backslash the lane took: truncated, as in `parse`.
+    let r = same_as_parse("hermes", &[open, "ef\\"]);
+    assert_eq!(r.issues[0].kind, IssueKind::Truncated);
+}
+
+#[test]
+fn a_raw_string_lane_hands_a_held_newline_back_to_the_format() {
+    let open = "<tool_call>\n<function=write_file>\n<parameter=content>\nline one";
+    // `two\n` ends in the value's possible framing newline; the end marker follows in a refused
+    // chunk, so the newline is framing; then one where it is not.
+    let r = same_as_parse(
+        "qwen3_coder",
+        &[open, " two\n", "</parameter>\n</function>\n</tool_call>"],
+    );
+    assert_eq!(r.tool_calls[0].arguments, "{\"content\": \"line one two\"}");
+    let r = same_as_parse(
+        "qwen3_coder",
+        &[open, " two\n", "\n", "x<y\n</parameter>\n</function>\n</tool_call>"],
+    );
+    assert_eq!(r.tool_calls[0].arguments, "{\"content\": \"line one two\\n\\nx<y\"}");
+}
