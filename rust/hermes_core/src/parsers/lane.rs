@@ -37,6 +37,14 @@ pub enum Lane {
     /// chunk's final `\n` is held (`newline_held`) and written before the next text; the format
     /// takes that state over from [`Emitter::resumed_lane`](super::Emitter::resumed_lane).
     RawString { stop: u8, framed: bool, newline_held: bool },
+    /// The format emits nothing before one of the bytes `until` (pythonic inside a string of a
+    /// call it releases whole: its quote, a line end): the driver collects the text and hands it
+    /// to the format together with the first chunk that holds such a byte (or at the end) as one
+    /// piece. Split invariance makes that the same as feeding it piece by piece, and no event is
+    /// delayed. The format may hold text when it opens this lane, and scans the collected text
+    /// itself. (An escaped quote stops the lane too: tracking escapes here cost more per chunk
+    /// than the format's run it would save.)
+    Defer { until: [u8; 3] },
 }
 
 impl Lane {
@@ -48,6 +56,10 @@ impl Lane {
             Lane::Off => None,
             Lane::JsonString { escaped } => {
                 json_string_pass(escaped, chunk).map(|escaped| Lane::JsonString { escaped })
+            }
+            Lane::Defer { until: [a, b, c] } => {
+                let stop = chunk.iter().any(|&x| x == a || x == b || x == c);
+                (!stop).then_some(self)
             }
             Lane::RawString {
                 stop,
@@ -75,7 +87,7 @@ impl Lane {
     #[inline]
     pub fn write<'a>(self, chunk: &'a str, args: &'a mut String) -> &'a str {
         match self {
-            Lane::Off | Lane::JsonString { .. } => {
+            Lane::Off | Lane::JsonString { .. } | Lane::Defer { .. } => {
                 push_short(args, chunk);
                 chunk
             }
@@ -143,7 +155,7 @@ fn contains_byte(s: &[u8], b: u8) -> bool {
 /// the length is a constant, so the copy is one or two moves instead of a call to `memcpy`
 /// (which cost as much as the rest of a lane's pass).
 #[inline(always)]
-fn push_short(dst: &mut String, s: &str) {
+pub(crate) fn push_short(dst: &mut String, s: &str) {
     match s.len() {
         1 => dst.push_str(s),
         2 => dst.push_str(s),
@@ -230,6 +242,16 @@ mod tests {
         let mut args = String::new();
         assert_eq!(unframed.write("ab\n", &mut args), "ab\\n");
         assert_eq!(unframed.write("\u{1}é\t\"", &mut args), "\\u0001é\\t\\\"");
+    }
+
+    #[test]
+    fn defer_stops_at_any_of_its_bytes() {
+        let lane = Lane::Defer { until: *b"'\n\r" };
+        assert_eq!(lane.pass(b"ab\"c"), Some(lane));
+        assert_eq!(lane.pass(b"it\\"), Some(lane));
+        assert_eq!(lane.pass(b"a'b"), None);
+        assert_eq!(lane.pass(b"a\nb"), None);
+        assert_eq!(lane.pass(b"\r"), None);
     }
 
     #[test]

@@ -327,7 +327,12 @@ impl Emitter<'_> {
     /// when a format may). Lasts until the format's next call, which closes it.
     #[inline]
     pub fn set_lane(&mut self, lane: Lane) {
-        self.acc.lane = if self.acc.open.is_some() { lane } else { Lane::Off };
+        let needs_call = !matches!(lane, Lane::Defer { .. });
+        self.acc.lane = if needs_call && self.acc.open.is_none() {
+            Lane::Off
+        } else {
+            lane
+        };
     }
 
     /// The state the lane the format opened ended in, when the driver passed text in it since
@@ -384,6 +389,11 @@ pub struct Stream {
     window: [u8; 2 * WINDOW_KEEP],
     window_len: usize,
     finished: bool,
+    /// Text a [`Lane::Defer`] collected (the last bytes fed), not yet seen by the format, and
+    /// its code points when every piece came with its count (then included in `end_char`;
+    /// `None`: not counted yet, nor in `end_char`, to be counted once with the format's run).
+    deferred: String,
+    deferred_chars: Option<usize>,
 }
 
 impl Stream {
@@ -414,6 +424,8 @@ impl Stream {
             window: [0; 2 * WINDOW_KEEP],
             window_len: 0,
             finished: false,
+            deferred: String::new(),
+            deferred_chars: Some(0),
         }
     }
 
@@ -448,6 +460,31 @@ impl Stream {
             self.fed_after_finish(chunk);
             return;
         }
+        if self.deferred.is_empty() {
+            self.run_format(chunk, chars, events);
+            return;
+        }
+        // The collected text and this chunk go to the format as one piece.
+        let (mut text, deferred_chars) = self.take_deferred();
+        text.push_str(chunk);
+        let chars = chars.zip(deferred_chars).map(|(a, b)| a + b);
+        self.run_format(&text, chars, events);
+        text.clear();
+        self.deferred = text;
+    }
+
+    /// The deferred text, with the counters moved back to where it starts (the format has not
+    /// seen it yet).
+    fn take_deferred(&mut self) -> (String, Option<usize>) {
+        let text = std::mem::take(&mut self.deferred);
+        self.end_byte -= text.len();
+        let chars = self.deferred_chars.replace(0);
+        self.end_char -= chars.unwrap_or(0);
+        (text, chars)
+    }
+
+    /// Feed `chunk` (which starts at the end of what the format has seen) to the format.
+    fn run_format<'e>(&mut self, chunk: &str, chars: Option<usize>, events: Option<&mut (dyn EventSink + 'e)>) {
         self.acc.resumed = std::mem::take(&mut self.acc.lane);
         let mut out = Emitter {
             acc: &mut self.acc,
@@ -487,6 +524,10 @@ impl Stream {
         let Some(next) = lane.pass(chunk.as_bytes()) else {
             return false;
         };
+        if let Lane::Defer { .. } = lane {
+            self.defer(chunk, chars);
+            return true;
+        }
         let Some(index) = self.acc.open else {
             return false;
         };
@@ -508,6 +549,25 @@ impl Stream {
         // its next chunk.
         self.window_len = 0;
         true
+    }
+
+    /// Collect `chunk` for a [`Lane::Defer`]: counted as fed, seen by the format later.
+    #[inline]
+    fn defer(&mut self, chunk: &str, chars: Option<usize>) {
+        super::lane::push_short(&mut self.deferred, chunk);
+        self.end_byte += chunk.len();
+        match (chars, self.deferred_chars) {
+            (Some(n), Some(d)) => {
+                self.deferred_chars = Some(d + n);
+                self.end_char += n;
+            }
+            // Counted once, over the whole deferred text, when the format runs.
+            (None, Some(d)) => {
+                self.deferred_chars = None;
+                self.end_char -= d;
+            }
+            (_, None) => {}
+        }
     }
 
     /// Kept out of line: a feed's hot path then needs fewer registers saved and restored.
@@ -556,9 +616,13 @@ impl Stream {
         self.finish_sink(events.map(|e| e as &mut dyn EventSink));
     }
 
-    pub fn finish_sink(&mut self, events: Option<&mut dyn EventSink>) {
+    pub fn finish_sink(&mut self, mut events: Option<&mut dyn EventSink>) {
         if self.finished {
             return;
+        }
+        if !self.deferred.is_empty() {
+            let (text, chars) = self.take_deferred();
+            self.run_format(&text, chars, events.as_deref_mut());
         }
         self.finished = true;
         self.acc.resumed = std::mem::take(&mut self.acc.lane);
@@ -584,10 +648,14 @@ impl Stream {
     /// Report a problem found outside the format (e.g. the binding replaced invalid Unicode in the
     /// chunk about to be fed); `rel_byte` is relative to the next chunk, `rel_char` likewise.
     pub fn report_ahead(&mut self, kind: IssueKind, rel_byte: usize, rel_char: usize, message: impl Into<String>) {
+        let uncounted = match self.deferred_chars {
+            Some(_) => 0,
+            None => count_chars(self.deferred.as_bytes()),
+        };
         self.acc.issues.push(ParseIssue {
             kind,
             offset: self.end_byte + rel_byte,
-            char_offset: self.end_char + rel_char,
+            char_offset: self.end_char + uncounted + rel_char,
             message: message.into(),
         });
     }

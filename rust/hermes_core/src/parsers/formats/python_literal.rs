@@ -937,6 +937,11 @@ pub enum Scan {
 }
 
 impl CallScanner {
+    /// Inside a string: its quote byte and whether it is triple-quoted.
+    pub fn in_string(&self) -> Option<(u8, bool)> {
+        self.quote
+    }
+
     /// Scan `text` (the bytes after those already scanned; the first byte ever is the `(`).
     /// With `eof`, an undecided quote is taken as a single quote.
     pub fn scan(&mut self, text: &[u8], eof: bool) -> Scan {

@@ -28,6 +28,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::super::lane::Lane;
 use super::super::stream::{count_chars, Emitter, Format, FormatStream};
 use super::super::tools::Tools;
 use super::super::types::{IssueKind, Pos, RenderError, ToolCall};
@@ -489,6 +490,17 @@ impl Machine for PythonicStream {
         out.content_from(self.base, left);
         self.held.clear();
         self.st = St::Passthrough;
+    }
+
+    /// Inside a string of a call being held, nothing can be released before the string ends (or
+    /// breaks at a line end): the driver may collect the text for the next run.
+    fn lane(&self) -> Lane {
+        match self.scanner.in_string() {
+            Some((q, triple)) if self.st == St::Args && !self.try_whole => Lane::Defer {
+                until: if triple { [q; 3] } else { [q, b'\n', b'\r'] },
+            },
+            _ => Lane::Off,
+        }
     }
 
     /// Once the output is known not to be (or no longer to be) a call list, the rest is content.
