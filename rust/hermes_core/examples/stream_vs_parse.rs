@@ -4,7 +4,7 @@
 //! `cargo run --release -p hermes_core --example stream_vs_parse -- PARSER FILE [FILE...]`
 //! prints, per file: size, whole-text MB/s, streamed MB/s with 4-byte chunks (moved to UTF-8
 //! boundaries) into a forwarding sink and into `Vec<Event>`, and the ratios to whole-text.
-//! `ONLY_WHOLE=1` / `ONLY_STREAM=1` time one side only (for a profiler). benches/parse_bench.py writes the files and calls this.
+//! `ONLY_WHOLE=1` / `ONLY_STREAM=1` time one side only, `RUNS=n` makes n runs (for a profiler). benches/parse_bench.py writes the files and calls this.
 #![allow(clippy::print_stdout)]
 
 use std::hint::black_box;
@@ -14,10 +14,12 @@ use hermes_core::parsers::{get_parser, EventSink, Parser, Tools};
 
 /// Best time of repeated runs, repeating until at least `budget` has been spent (min 3 runs).
 fn best_of(budget: Duration, mut f: impl FnMut()) -> Duration {
+    // `RUNS=n`: exactly n runs (for instruction counts under callgrind).
+    let fixed: Option<u32> = std::env::var("RUNS").ok().and_then(|r| r.parse().ok());
     let start = Instant::now();
     let mut best = Duration::MAX;
     let mut runs = 0;
-    while runs < 3 || start.elapsed() < budget {
+    while fixed.map_or(runs < 3 || start.elapsed() < budget, |n| runs < n) {
         let t = Instant::now();
         f();
         best = best.min(t.elapsed());

@@ -178,3 +178,22 @@ fn positions_stay_exact_while_text_is_deferred() {
     assert_eq!(issue.offset, fed.len() + 1);
     assert_eq!(issue.char_offset, fed.chars().count() + 1);
 }
+
+#[test]
+fn positions_stay_exact_after_text_a_lane_left_uncounted() {
+    // Non-ASCII argument text passes in a JSON-string lane (its code points are counted later,
+    // in bulk); an issue after it and a report ahead of the next chunk must still be exact.
+    let open = "<tool_call>\n{\"name\": \"write_file\", \"arguments\": {\"content\": \"";
+    let r = same_as_parse("hermes", &[open, "é😀中", "x", "é", "\\x\"}}\n</tool_call>"]);
+    assert_eq!(r.issues[0].kind, IssueKind::MalformedJson);
+    let p = get_parser("hermes", tools()).unwrap();
+    let mut s = p.stream();
+    for piece in [open, "é😀中", "xé"] {
+        s.feed(piece);
+    }
+    assert!(matches!(s.lane(), Lane::JsonString { .. }));
+    s.report_ahead(IssueKind::InvalidUnicode, 0, 0, "ahead");
+    let fed = [open, "é😀中", "xé"].concat();
+    let issue = s.result().issues.pop().unwrap();
+    assert_eq!((issue.offset, issue.char_offset), (fed.len(), fed.chars().count()));
+}

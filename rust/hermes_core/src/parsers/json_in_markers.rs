@@ -360,8 +360,21 @@ impl JimStream {
     /// Inside the arguments' JSON strings the driver may pass text on by itself.
     #[inline]
     fn open_lane(&self, out: &mut Emitter<'_>) {
-        if self.mode == Mode::Object && self.held.is_empty() {
-            out.set_lane(self.obj.args_lane());
+        if !self.held.is_empty() {
+            return;
+        }
+        match self.mode {
+            Mode::Object => out.set_lane(self.obj.args_lane()),
+            // Prose that is not after a call (whitespace there is framing until text shows).
+            Mode::Text if !self.after_call => {
+                if let Some(stop) = self.text_markers.first_byte() {
+                    out.set_lane(Lane::Content {
+                        stop,
+                        hold_trailing_ws: false,
+                    });
+                }
+            }
+            _ => {}
         }
     }
 
@@ -384,6 +397,7 @@ impl FormatStream for JimStream {
             match self.mode {
                 Mode::Text if !self.after_call && self.text_markers.find(chunk, false) == MarkerHit::None => {
                     out.content(chunk);
+                    self.open_lane(out);
                     return;
                 }
                 Mode::Object if self.obj.skip_plain_string(chunk, out) => {

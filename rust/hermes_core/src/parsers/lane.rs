@@ -45,6 +45,14 @@ pub enum Lane {
     /// itself. (An escaped quote stops the lane too: tracking escapes here cost more per chunk
     /// than the format's run it would save.)
     Defer { until: [u8; 3] },
+    /// Plain text outside calls: a chunk passes to content while it holds no `stop` byte (the
+    /// first byte of every marker the format looks for there). With `hold_trailing_ws` the
+    /// format holds whitespace back until it knows whether markup follows: the driver then
+    /// keeps a chunk's trailing ASCII whitespace the same way (collected as for
+    /// [`Lane::Defer`]: released before the next text, or handed to the format with the chunk
+    /// it refuses), and refuses chunks where that whitespace may continue a run the format
+    /// counts differently (after a non-ASCII character, `\x0b` or `\x0c`).
+    Content { stop: u8, hold_trailing_ws: bool },
 }
 
 impl Lane {
@@ -57,28 +65,17 @@ impl Lane {
             Lane::JsonString { escaped } => {
                 json_string_pass(escaped, chunk).map(|escaped| Lane::JsonString { escaped })
             }
-            Lane::Defer { until: [a, b, c] } => {
-                let stop = chunk.iter().any(|&x| x == a || x == b || x == c);
-                (!stop).then_some(self)
-            }
             Lane::RawString {
                 stop,
                 framed,
                 newline_held,
-            } => {
-                if contains_byte(chunk, stop) {
-                    return None;
-                }
-                let newline_held = match chunk.last() {
-                    Some(&last) => framed && last == b'\n',
-                    None => newline_held,
-                };
-                Some(Lane::RawString {
-                    stop,
-                    framed,
-                    newline_held,
-                })
-            }
+            } => raw_string_pass(stop, framed, newline_held, chunk).map(|newline_held| Lane::RawString {
+                stop,
+                framed,
+                newline_held,
+            }),
+            Lane::Defer { until } => defer_pass(until, chunk).then_some(self),
+            Lane::Content { stop, hold_trailing_ws } => content_pass(stop, hold_trailing_ws, chunk).then_some(self),
         }
     }
 
@@ -87,31 +84,60 @@ impl Lane {
     #[inline]
     pub fn write<'a>(self, chunk: &'a str, args: &'a mut String) -> &'a str {
         match self {
-            Lane::Off | Lane::JsonString { .. } | Lane::Defer { .. } => {
+            Lane::Off | Lane::JsonString { .. } | Lane::Defer { .. } | Lane::Content { .. } => {
                 push_short(args, chunk);
                 chunk
             }
             Lane::RawString {
                 framed, newline_held, ..
-            } => {
-                let start = args.len();
-                let mut body = chunk;
-                if framed {
-                    if newline_held && !chunk.is_empty() {
-                        args.push_str("\\n");
-                    }
-                    body = chunk.strip_suffix('\n').unwrap_or(chunk);
-                }
-                if args.len() == start && !has_string_stop(body.as_bytes()) {
-                    // Nothing to escape: the text as is, without the escaping loop.
-                    push_short(args, body);
-                    return body;
-                }
-                escape_short(args, body);
-                args.get(start..).unwrap_or_default()
-            }
+            } => write_raw_string(framed, newline_held, chunk, args),
         }
     }
+}
+
+/// [`Lane::RawString`]'s rule: whether `chunk` passes, and if so whether a newline is held after it.
+#[inline]
+pub(crate) fn raw_string_pass(stop: u8, framed: bool, newline_held: bool, chunk: &[u8]) -> Option<bool> {
+    if contains_byte(chunk, stop) {
+        return None;
+    }
+    Some(match chunk.last() {
+        Some(&last) => framed && last == b'\n',
+        None => newline_held,
+    })
+}
+
+/// [`Lane::Defer`]'s rule.
+#[inline]
+pub(crate) fn defer_pass([a, b, c]: [u8; 3], chunk: &[u8]) -> bool {
+    !chunk.iter().any(|&x| x == a || x == b || x == c)
+}
+
+/// [`Lane::Content`]'s rule.
+#[inline]
+pub(crate) fn content_pass(stop: u8, hold_trailing_ws: bool, chunk: &[u8]) -> bool {
+    let unclear = hold_trailing_ws && trailing_ws_start(chunk).is_none();
+    !unclear && !contains_byte(chunk, stop)
+}
+
+/// [`Lane::write`] for [`Lane::RawString`]: the held newline first, then the chunk escaped.
+#[inline]
+pub(crate) fn write_raw_string<'a>(framed: bool, newline_held: bool, chunk: &'a str, args: &'a mut String) -> &'a str {
+    let start = args.len();
+    let mut body = chunk;
+    if framed {
+        if newline_held && !chunk.is_empty() {
+            args.push_str("\\n");
+        }
+        body = chunk.strip_suffix('\n').unwrap_or(chunk);
+    }
+    if args.len() == start && !has_string_stop(body.as_bytes()) {
+        // Nothing to escape: the text as is, without the escaping loop.
+        push_short(args, body);
+        return body;
+    }
+    escape_short(args, body);
+    args.get(start..).unwrap_or_default()
 }
 
 /// [`escape_json_into`] for a streamed chunk's few bytes: the plain runs between escapes are
@@ -139,6 +165,21 @@ fn escape_short(out: &mut String, s: &str) {
         start = i + 1;
     }
     push_short(out, s.get(start..).unwrap_or_default());
+}
+
+/// Where the run of trailing whitespace (` `, `\t`, `\n`, `\r`) of `chunk` starts, when the
+/// byte before it is plainly not whitespace in any sense (ASCII other than `\x0b`, `\x0c`)
+/// or the whole chunk is such whitespace; `None` otherwise.
+#[inline]
+pub(crate) fn trailing_ws_start(chunk: &[u8]) -> Option<usize> {
+    let is_ws = |b: u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
+    match chunk.iter().rposition(|&b| !is_ws(b)) {
+        None => Some(0),
+        Some(i) => chunk
+            .get(i)
+            .filter(|&&b| b < 0x80 && b != 0x0b && b != 0x0c)
+            .map(|_| i + 1),
+    }
 }
 
 /// Whether `s` holds `b` (a plain loop for a streamed chunk's few bytes, `memchr` beyond).
@@ -252,6 +293,25 @@ mod tests {
         assert_eq!(lane.pass(b"a'b"), None);
         assert_eq!(lane.pass(b"a\nb"), None);
         assert_eq!(lane.pass(b"\r"), None);
+    }
+
+    #[test]
+    fn content_lane_stops_at_its_byte_and_held_whitespace() {
+        let lane = |hold_trailing_ws| Lane::Content {
+            stop: b'<',
+            hold_trailing_ws,
+        };
+        assert_eq!(lane(true).pass(b"a b."), Some(lane(true)));
+        assert_eq!(lane(true).pass(b"a <"), None);
+        assert_eq!(lane(true).pass(b"ab\n "), Some(lane(true)));
+        assert_eq!(lane(true).pass(b" \n"), Some(lane(true)));
+        assert_eq!(lane(true).pass("a\u{3000}".as_bytes()), None);
+        assert_eq!(lane(true).pass("\u{3000} ".as_bytes()), None);
+        assert_eq!(lane(true).pass(b"a\x0b "), None);
+        assert_eq!(lane(false).pass(b"ab\n"), Some(lane(false)));
+        assert_eq!(trailing_ws_start(b"ab \n"), Some(2));
+        assert_eq!(trailing_ws_start(b"ab"), Some(2));
+        assert_eq!(trailing_ws_start(b""), Some(0));
     }
 
     #[test]

@@ -28,6 +28,17 @@ pub struct MarkerSet {
 }
 
 impl MarkerSet {
+    /// The first byte of every marker, when they all share one (what a [`Lane::Content`] stops
+    /// at).
+    ///
+    /// [`Lane::Content`]: super::lane::Lane::Content
+    pub fn first_byte(&self) -> Option<u8> {
+        match self.firsts.as_slice() {
+            [b] => Some(*b),
+            _ => None,
+        }
+    }
+
     /// Empty markers are ignored.
     pub fn new(markers: &[&str]) -> MarkerSet {
         let markers: Vec<Box<[u8]>> = markers

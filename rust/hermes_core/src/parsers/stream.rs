@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::lane::Lane;
+use super::lane::{content_pass, defer_pass, json_string_pass, push_short, raw_string_pass, write_raw_string, Lane};
 use super::tools::Tools;
 use super::types::{Event, IssueKind, ParseIssue, ParseResult, Pos, RenderError, ToolCall};
 
@@ -78,7 +78,12 @@ fn count_chars_short(s: &[u8]) -> usize {
         };
         let lo = u64::from(u32::from_le_bytes(*a));
         let hi = u64::from(u32::from_le_bytes(*b)) >> (8 * (8 - n));
-        return n - continuation_bytes(lo | (hi << 32));
+        let w = lo | (hi << 32);
+        // ASCII (most code and prose): every byte is a character.
+        if w & 0x8080_8080_8080_8080 == 0 {
+            return n;
+        }
+        return n - continuation_bytes(w);
     }
     let mut cont = 0;
     let words = s.chunks_exact(8);
@@ -327,7 +332,7 @@ impl Emitter<'_> {
     /// when a format may). Lasts until the format's next call, which closes it.
     #[inline]
     pub fn set_lane(&mut self, lane: Lane) {
-        let needs_call = !matches!(lane, Lane::Defer { .. });
+        let needs_call = matches!(lane, Lane::JsonString { .. } | Lane::RawString { .. });
         self.acc.lane = if needs_call && self.acc.open.is_none() {
             Lane::Off
         } else {
@@ -394,6 +399,10 @@ pub struct Stream {
     /// `None`: not counted yet, nor in `end_char`, to be counted once with the format's run).
     deferred: String,
     deferred_chars: Option<usize>,
+    /// Text a [`Lane::JsonString`] appended verbatim to call `.0`'s arguments from byte `.1`
+    /// whose code points are not in `end_char` yet: counted in one pass when a position is
+    /// needed ([`Stream::settle_chars`]), not a few bytes at a time.
+    uncounted: Option<(usize, usize)>,
 }
 
 impl Stream {
@@ -426,6 +435,7 @@ impl Stream {
             finished: false,
             deferred: String::new(),
             deferred_chars: Some(0),
+            uncounted: None,
         }
     }
 
@@ -483,8 +493,24 @@ impl Stream {
         (text, chars)
     }
 
+    /// Add the code points of text a lane left uncounted to `end_char`.
+    #[cold]
+    fn settle_chars(&mut self) {
+        if let Some((index, start)) = self.uncounted.take() {
+            let text = self
+                .acc
+                .calls
+                .get(index)
+                .and_then(|c| c.arguments.as_bytes().get(start..));
+            self.end_char += count_chars(text.unwrap_or_default());
+        }
+    }
+
     /// Feed `chunk` (which starts at the end of what the format has seen) to the format.
     fn run_format<'e>(&mut self, chunk: &str, chars: Option<usize>, events: Option<&mut (dyn EventSink + 'e)>) {
+        if self.uncounted.is_some() {
+            self.settle_chars();
+        }
         self.acc.resumed = std::mem::take(&mut self.acc.lane);
         let mut out = Emitter {
             acc: &mut self.acc,
@@ -509,7 +535,12 @@ impl Stream {
         };
         self.end_byte += chunk.len();
         self.end_char += counted;
-        if self.format.holds_text() {
+        // A format that opened a lane passing text on holds none (see `Lane`): no need to ask.
+        let holds = match self.acc.lane {
+            Lane::JsonString { .. } | Lane::RawString { .. } | Lane::Content { .. } => false,
+            Lane::Off | Lane::Defer { .. } => self.format.holds_text(),
+        };
+        if holds {
             self.remember(chunk.as_bytes());
         } else {
             self.window_len = 0;
@@ -518,43 +549,153 @@ impl Stream {
 
     /// The open lane's fast path: when the lane accepts `chunk`, append it to the open call's
     /// arguments (as the format would have) and return true without calling the format.
-    #[inline]
+    #[inline(always)]
     fn pass_lane<'e>(&mut self, chunk: &str, chars: Option<usize>, events: Option<&mut (dyn EventSink + 'e)>) -> bool {
-        let lane = self.acc.lane;
-        let Some(next) = lane.pass(chunk.as_bytes()) else {
-            return false;
-        };
-        if let Lane::Defer { .. } = lane {
-            self.defer(chunk, chars);
-            return true;
+        // Each lane's fields are read and written one by one: copying and comparing the whole
+        // `Lane` cost a dozen instructions a feed.
+        match self.acc.lane {
+            Lane::JsonString { escaped } => {
+                let Some(after) = json_string_pass(escaped, chunk.as_bytes()) else {
+                    return false;
+                };
+                if after != escaped {
+                    self.acc.lane = Lane::JsonString { escaped: after };
+                }
+                self.pass_args(chunk, None, chars, events);
+            }
+            Lane::RawString {
+                stop,
+                framed,
+                newline_held,
+            } => {
+                let Some(after) = raw_string_pass(stop, framed, newline_held, chunk.as_bytes()) else {
+                    return false;
+                };
+                if after != newline_held {
+                    self.acc.lane = Lane::RawString {
+                        stop,
+                        framed,
+                        newline_held: after,
+                    };
+                }
+                self.pass_args(chunk, Some((framed, newline_held)), chars, events);
+            }
+            Lane::Defer { until } => {
+                if !defer_pass(until, chunk.as_bytes()) {
+                    return false;
+                }
+                self.defer(chunk, chars);
+            }
+            Lane::Content { stop, hold_trailing_ws } => {
+                if !content_pass(stop, hold_trailing_ws, chunk.as_bytes()) {
+                    return false;
+                }
+                self.pass_content(chunk, hold_trailing_ws, chars, events);
+            }
+            Lane::Off => return false,
         }
-        let Some(index) = self.acc.open else {
-            return false;
-        };
-        let Some(call) = self.acc.calls.get_mut(index) else {
-            return false;
-        };
-        let written = lane.write(chunk, &mut call.arguments);
-        if let Some(events) = events {
-            events.args(index, written);
-        }
-        if next != lane {
-            // Stored only on a change: a store of the lane's fields followed by the next feed's
-            // wider load of the whole lane cannot be forwarded (a stall of ~15 cycles a feed).
-            self.acc.lane = next;
+        true
+    }
+
+    /// `chunk` passed an arguments lane: append it to the open call's arguments, verbatim or
+    /// (`raw`: a raw-string lane's `framed` and `newline_held`) JSON-escaped.
+    #[inline]
+    fn pass_args<'e>(
+        &mut self,
+        chunk: &str,
+        raw: Option<(bool, bool)>,
+        chars: Option<usize>,
+        events: Option<&mut (dyn EventSink + 'e)>,
+    ) {
+        // A format opens these lanes only with a call open (see `Emitter::set_lane`).
+        let mut counted = chars;
+        if let Some(index) = self.acc.open {
+            if let Some(call) = self.acc.calls.get_mut(index) {
+                let written = match raw {
+                    None => {
+                        if counted.is_none() {
+                            // The text stays in the arguments as it is: count it later, in bulk.
+                            self.uncounted.get_or_insert((index, call.arguments.len()));
+                            counted = Some(0);
+                        }
+                        push_short(&mut call.arguments, chunk);
+                        chunk
+                    }
+                    Some((framed, newline_held)) => write_raw_string(framed, newline_held, chunk, &mut call.arguments),
+                };
+                if let Some(events) = events {
+                    events.args(index, written);
+                }
+            }
         }
         self.end_byte += chunk.len();
-        self.end_char += chars.unwrap_or_else(|| count_chars(chunk.as_bytes()));
+        self.end_char += counted.unwrap_or_else(|| count_chars(chunk.as_bytes()));
         // A format opens a lane only while it holds no text, so it asks no positions before
         // its next chunk.
         self.window_len = 0;
-        true
+    }
+
+    /// `chunk` is content as it is ([`Lane::Content`]): what [`Emitter::content`] does for a
+    /// slice of the chunk. Out of line: prose is a small part of a long output, and inlined it
+    /// slowed the argument lanes' loop.
+    #[inline(never)]
+    fn pass_content<'e>(
+        &mut self,
+        chunk: &str,
+        hold_trailing_ws: bool,
+        chars: Option<usize>,
+        mut events: Option<&mut (dyn EventSink + 'e)>,
+    ) {
+        // With `hold_trailing_ws`, the chunk's trailing whitespace waits in `deferred` (the lane
+        // accepted the chunk, so the split is clear); whitespace waiting there goes out first
+        // when text follows.
+        let body_end = if hold_trailing_ws {
+            super::lane::trailing_ws_start(chunk.as_bytes()).unwrap_or(chunk.len())
+        } else {
+            chunk.len()
+        };
+        let (body, ws) = chunk.split_at(body_end);
+        if !body.is_empty() {
+            if !self.deferred.is_empty() {
+                let ws = std::mem::take(&mut self.deferred);
+                let start = self.end_byte - ws.len();
+                if self.deferred_chars.replace(0).is_none() {
+                    self.end_char += ws.len();
+                }
+                self.push_lane_content(start, &ws, events.as_deref_mut());
+                self.deferred = ws;
+                self.deferred.clear();
+            }
+            self.push_lane_content(self.end_byte, body, events);
+        }
+        self.end_byte += body.len();
+        // The whitespace is ASCII: the body's characters are the chunk's less its bytes.
+        self.end_char += chars.map_or_else(|| count_chars(body.as_bytes()), |n| n - ws.len());
+        if !ws.is_empty() {
+            // ASCII: its characters are its bytes.
+            self.defer(ws, Some(ws.len()));
+        }
+        self.window_len = 0;
+    }
+
+    /// Content `text` that is the output's bytes from `start`, passed by a lane.
+    fn push_lane_content<'e>(&mut self, start: usize, text: &str, events: Option<&mut (dyn EventSink + 'e)>) {
+        self.acc.content.push_str(text);
+        if self.acc.spans_exact {
+            match self.acc.spans.last_mut() {
+                Some(last) if last.1 == start => last.1 += text.len(),
+                _ => self.acc.spans.push((start, start + text.len())),
+            }
+        }
+        if let Some(events) = events {
+            events.content(text);
+        }
     }
 
     /// Collect `chunk` for a [`Lane::Defer`]: counted as fed, seen by the format later.
     #[inline]
     fn defer(&mut self, chunk: &str, chars: Option<usize>) {
-        super::lane::push_short(&mut self.deferred, chunk);
+        push_short(&mut self.deferred, chunk);
         self.end_byte += chunk.len();
         match (chars, self.deferred_chars) {
             (Some(n), Some(d)) => {
@@ -620,6 +761,7 @@ impl Stream {
         if self.finished {
             return;
         }
+        self.settle_chars();
         if !self.deferred.is_empty() {
             let (text, chars) = self.take_deferred();
             self.run_format(&text, chars, events.as_deref_mut());
@@ -648,6 +790,7 @@ impl Stream {
     /// Report a problem found outside the format (e.g. the binding replaced invalid Unicode in the
     /// chunk about to be fed); `rel_byte` is relative to the next chunk, `rel_char` likewise.
     pub fn report_ahead(&mut self, kind: IssueKind, rel_byte: usize, rel_char: usize, message: impl Into<String>) {
+        self.settle_chars();
         let uncounted = match self.deferred_chars {
             Some(_) => 0,
             None => count_chars(self.deferred.as_bytes()),

@@ -147,6 +147,10 @@ impl Dialect for GlmDialect {
         }
     }
 
+    fn content_stop(&self) -> Option<u8> {
+        self.content_markers.first_byte()
+    }
+
     fn finish(&mut self, sub: Sub, x: &mut X, left: &str, end: Pos, out: &mut Emitter<'_>) -> bool {
         if sub != Sub::Name {
             // A key cut off by the end (`<arg_key>k`, `<arg_key>k</arg_key>`): its markup is

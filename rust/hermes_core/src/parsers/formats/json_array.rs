@@ -412,10 +412,13 @@ impl Machine for ArrayRegions {
     }
 
     fn lane(&self) -> Lane {
-        if self.mode == Mode::Array && self.region_called {
-            self.array.args_lane()
-        } else {
-            Lane::Off
+        match self.mode {
+            Mode::Array if self.region_called => self.array.args_lane(),
+            // Text after a finished block is checked once for `unexpected_text` first.
+            Mode::Text if !(self.spec.one_region && self.done_region) || self.after_reported => {
+                self.gate.content_lane(self.text_markers.first_byte())
+            }
+            _ => Lane::Off,
         }
     }
 

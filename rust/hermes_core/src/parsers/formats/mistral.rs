@@ -354,6 +354,7 @@ impl Machine for MistralStream {
         match self.mode {
             Mode::Args => self.args.string_lane(),
             Mode::Array if self.raw.is_empty() => self.array.args_lane(),
+            Mode::Text => self.gate.content_lane(self.bot.first_byte()),
             _ => Lane::Off,
         }
     }

@@ -147,6 +147,10 @@ impl Dialect for Qwen3 {
         }
     }
 
+    fn content_stop(&self) -> Option<u8> {
+        self.content_markers.first_byte()
+    }
+
     fn finish(&mut self, sub: Sub, x: &mut X, left: &str, end: Pos, out: &mut Emitter<'_>) -> bool {
         match sub {
             Sub::Preamble | Sub::Name => {

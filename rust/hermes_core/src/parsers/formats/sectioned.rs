@@ -539,10 +539,10 @@ impl Machine for Sectioned {
     }
 
     fn lane(&self) -> Lane {
-        if self.mode == Mode::Args {
-            self.args.string_lane()
-        } else {
-            Lane::Off
+        match self.mode {
+            Mode::Args => self.args.string_lane(),
+            Mode::Text => self.gate.content_lane(self.text_markers.first_byte()),
+            _ => Lane::Off,
         }
     }
 

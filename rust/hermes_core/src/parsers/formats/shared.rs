@@ -200,6 +200,19 @@ impl Gate {
         self.emitted = true;
     }
 
+    /// The lane for text that would come out as it is (see [`Lane::Content`]; `stop`: the first
+    /// byte of the markers looked for), while nothing is held and no framing decision is open.
+    pub(crate) fn content_lane(&self, stop: Option<u8>) -> Lane {
+        let framing_open = self.strip_edges && !self.emitted;
+        match stop {
+            Some(stop) if self.ws.is_empty() && !framing_open => Lane::Content {
+                stop,
+                hold_trailing_ws: self.strip_edges || self.saw_markup,
+            },
+            _ => Lane::Off,
+        }
+    }
+
     /// Markup (a marker, a call) follows the text so far.
     pub(crate) fn markup(&mut self, out: &mut Emitter<'_>) {
         if !self.strip_edges {

@@ -35,6 +35,16 @@ impl FramedContent {
         self.pending_ws.push_str(&s[kept.len()..]);
     }
 
+    /// Text passes as it is (no whitespace held; a chunk must not end in whitespace).
+    pub fn holds_nothing(&self) -> bool {
+        self.pending_ws.is_empty()
+    }
+
+    /// Whether a call has started.
+    pub fn called(&self) -> bool {
+        self.called
+    }
+
     /// A call starts here: the whitespace before it is framing.
     pub fn call_starts(&mut self) {
         self.pending_ws.clear();

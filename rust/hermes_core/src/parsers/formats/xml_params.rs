@@ -108,6 +108,9 @@ pub(crate) trait Dialect: Send + 'static {
     /// The output ended in dialect state `sub` with `left` unconsumed. Returns false when that
     /// state is inside a call (the shared truncation handling then closes the call).
     fn finish(&mut self, sub: Self::Sub, x: &mut Core<Self::Sub>, left: &str, end: Pos, out: &mut Emitter<'_>) -> bool;
+    /// The first byte of every marker looked for in content, if they share one (prose without
+    /// it then passes as a [`Lane::Content`]).
+    fn content_stop(&self) -> Option<u8>;
 }
 
 /// A stream of the format that `spec` and `dialect` describe.
@@ -530,6 +533,25 @@ impl<D: Dialect> Machine for XmlStream<D> {
 
     fn lane(&self) -> Lane {
         let x = &self.x;
+        if x.st == St::Tentative && x.replay.is_none() {
+            // After a value end marker that may end the call: everything is held until the next
+            // markup decides, so the driver may collect the text up to a possible marker.
+            return match x.tentative_markers.first_byte() {
+                Some(stop) => Lane::Defer { until: [stop; 3] },
+                None => Lane::Off,
+            };
+        }
+        if x.st == St::Content && x.replay.is_none() {
+            // Prose: once any text after a call was reported, it passes as it is.
+            let settled = x.content.holds_nothing() && (!x.content.called() || x.after_call_reported);
+            return match self.d.content_stop() {
+                Some(stop) if settled => Lane::Content {
+                    stop,
+                    hold_trailing_ws: true,
+                },
+                _ => Lane::Off,
+            };
+        }
         // Inside a string value past its leading newline: text up to a `<` (which may start the
         // value's end marker) is value text, escaped as it arrives.
         let open = x.st == St::Value && x.streaming && x.replay.is_none();
