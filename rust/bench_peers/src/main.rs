@@ -46,10 +46,12 @@ fn main() {
         let pieces = chunks(&w.text, CHUNK);
         let (hw, calls) = best_time(min_time, || pair.hermes_whole(&w.text));
         let (hs, _) = best_time(min_time, || pair.hermes_stream(&pieces));
+        let (hf, _) = best_time(min_time, || pair.hermes_stream_forward(&pieces));
         let mut row = json!({
             "parser": w.parser, "dense": w.dense, "size": w.size, "bytes": w.text.len(), "chunk_bytes": CHUNK,
             "chunks": pieces.len(), "hermes_calls": calls,
             "hermes_whole_s": hw.as_secs_f64(), "hermes_stream_s": hs.as_secs_f64(),
+            "hermes_stream_forward_s": hf.as_secs_f64(),
             "hermes_whole_mb_s": bytes / hw.as_secs_f64() / 1e6,
         });
         let group = format!("{}:{}", w.parser, w.dense);

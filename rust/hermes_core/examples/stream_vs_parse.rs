@@ -133,7 +133,12 @@ fn main() {
             }
         };
         let budget = Duration::from_millis(400);
-        let calls = parser.parse(&text).tool_calls.len();
+        let only_stream = std::env::var_os("ONLY_STREAM").is_some();
+        let calls = if only_stream {
+            0
+        } else {
+            parser.parse(&text).tool_calls.len()
+        };
         let whole = if std::env::var_os("ONLY_STREAM").is_some() {
             Duration::from_nanos(1)
         } else {

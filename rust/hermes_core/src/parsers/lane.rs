@@ -182,11 +182,20 @@ pub(crate) fn trailing_ws_start(chunk: &[u8]) -> Option<usize> {
     }
 }
 
-/// Whether `s` holds `b` (a plain loop for a streamed chunk's few bytes, `memchr` beyond).
+/// Whether `s` holds `b`: for a streamed chunk of 4..=8 bytes one word test (two overlapping
+/// 4-byte loads; `<[u8]>::contains` calls core's generic memchr, several times the cost), a
+/// short loop below, `memchr` beyond.
 #[inline]
 fn contains_byte(s: &[u8], b: u8) -> bool {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    if let (4..=8, Some(x), Some(y)) = (s.len(), s.first_chunk::<4>(), s.last_chunk::<4>()) {
+        let w = u64::from(u32::from_le_bytes(*x)) | (u64::from(u32::from_le_bytes(*y)) << 32);
+        let v = w ^ (LO * u64::from(b));
+        return v.wrapping_sub(LO) & !v & HI != 0;
+    }
     if s.len() <= 16 {
-        s.contains(&b)
+        s.iter().fold(false, |found, &x| found | (x == b))
     } else {
         memchr::memchr(b, s).is_some()
     }
@@ -312,6 +321,19 @@ mod tests {
         assert_eq!(trailing_ws_start(b"ab \n"), Some(2));
         assert_eq!(trailing_ws_start(b"ab"), Some(2));
         assert_eq!(trailing_ws_start(b""), Some(0));
+    }
+
+    #[test]
+    fn contains_byte_matches_a_scan_at_every_length() {
+        let text = b"ab<cd\xe9<<x\x00yz<0123456789<";
+        for start in 0..text.len() {
+            for end in start..=text.len() {
+                let s = &text[start..end];
+                for b in [b'<', b'x', 0, 0xe9, b'q'] {
+                    assert_eq!(contains_byte(s, b), s.contains(&b), "{s:?} {b}");
+                }
+            }
+        }
     }
 
     #[test]
