@@ -29,7 +29,9 @@ fn peers(c: &mut Criterion) {
         g.sample_size(10).throughput(Throughput::Bytes(w.text.len() as u64));
         g.bench_function("hermes_core/whole", |b| b.iter(|| pair.hermes_whole(&w.text)));
         g.bench_function("hermes_core/stream", |b| b.iter(|| pair.hermes_stream(&pieces)));
-        g.bench_function("hermes_core/stream-forward", |b| b.iter(|| pair.hermes_stream_forward(&pieces)));
+        g.bench_function("hermes_core/stream-forward", |b| {
+            b.iter(|| pair.hermes_stream_forward(&pieces))
+        });
         if pair.has_peer() {
             g.bench_function("tool-parser/whole", |b| b.iter(|| pair.peer_whole(&w.text)));
             g.bench_function("tool-parser/stream", |b| b.iter(|| pair.peer_stream(&pieces)));
