@@ -243,9 +243,10 @@ def markdown(res: dict[str, Any], plots: list[str]) -> str:
         "text to a sink as it comes (as a server writing SSE chunks would), `Vec<Event>` builds an owned `Event` per "
         "delta (an allocation each), which is also how the tool-parser comparison runs (it allocates its deltas too).",
         "",
-        "| format | calls | size (bytes) | hermes_env MB/s | vLLM MB/s | vs vLLM | hermes_core MB/s | tool-parser MB/s "
-        "| vs tool-parser | Rust stream/whole | Rust stream (Vec<Event>)/whole | tool-parser stream / hermes_core stream "
-        "| hermes_env µs/tok | hermes_env window µs/tok | vLLM window µs/tok | vs vLLM (stream) |",
+        "| format | calls | size (bytes) | hermes_env MB/s | vLLM MB/s | vs vLLM | hermes_core MB/s "
+        "| tool-parser MB/s | vs tool-parser | Rust stream/whole | Rust stream (Vec<Event>)/whole "
+        "| tool-parser stream / hermes_core stream | hermes_env µs/tok | hermes_env window µs/tok "
+        "| vLLM window µs/tok | vs vLLM (stream) |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for fmt in res["formats"]:
