@@ -118,7 +118,7 @@ fn is_ws(b: u8) -> bool {
 /// classic has-zero-byte / has-byte-less-than word tricks, which can err only in which byte, not
 /// whether).
 #[inline]
-fn word_has_string_stop(w: u64) -> bool {
+pub(crate) fn word_has_string_stop(w: u64) -> bool {
     const LO: u64 = 0x0101_0101_0101_0101;
     const HI: u64 = 0x8080_8080_8080_8080;
     let has_zero = |x: u64| x.wrapping_sub(LO) & !x & HI;

@@ -1,23 +1,32 @@
 //! Lanes: text the [`Stream`](super::Stream) driver passes on by itself, without calling the
-//! format, while the format sits in a state where that text cannot change anything except the
-//! open call's arguments.
+//! format, while the format sits in a state where that text can only do one simple thing.
 //!
 //! A long output spends almost all its bytes inside argument strings (code, file contents), and
 //! a streaming client feeds it a few bytes at a time. Calling the format's state machine for each
 //! piece costs a dynamic call, an [`Emitter`](super::Emitter) and the format's own dispatch per
 //! feed, several times the work of scanning the bytes. So a format, at the end of a feed, may
 //! open a lane ([`Emitter::set_lane`](super::Emitter::set_lane)); each following chunk that
-//! [`Lane::pass`] is appended to the open call's arguments by the driver (the same events a
-//! format call would give), and the first chunk it refuses goes to the format as usual, in a
-//! state the lane did not change. The driver closes the lane before every format call, so a
-//! format only has to say, after each feed, whether its current state allows one.
+//! [`Lane::pass`] accepts is handled by the driver, and the first chunk it refuses goes to the
+//! format as usual. The driver closes the lane before every format call, so a format only says,
+//! after each feed, whether its current state allows one.
 //!
-//! A format may open a lane only when it holds no text (its next feed would not look back) and
-//! when every chunk the lane accepts would leave its state exactly as it is: that is what each
-//! variant's acceptance rule guarantees for the state it names.
+//! Two kinds of lane, with different contracts:
+//! - Passing lanes ([`Lane::JsonString`], [`Lane::RawString`], [`Lane::Content`]): the driver
+//!   emits the chunk (to the open call's arguments, or to content) exactly as the format would
+//!   have. The format opens one only when it holds no text, and an accepted chunk leaves the
+//!   format's state as it was, except for the little state the lane carries (after a backslash,
+//!   a held newline), which the format takes over from
+//!   [`Emitter::resumed_lane`](super::Emitter::resumed_lane) at its next feed.
+//! - Collecting: [`Lane::Defer`] (and the whitespace a [`Lane::Content`] holds back) is for
+//!   states where the format would emit nothing: the driver keeps the text and hands it to the
+//!   format in one piece with the chunk it refuses (or at the end). Split invariance makes that
+//!   the same as feeding the pieces one by one, and no event comes later than it would have.
+//!
+//! `tests/lanes.rs` checks that every format opens a lane on a long argument and that streaming
+//! through lanes gives the events and result of `parse` at every chunk size.
 
 use super::formats::schema_values::{escape_json_into, ESCAPE};
-use super::json_scan::has_string_stop;
+use super::json_scan::{has_string_stop, word_has_string_stop};
 
 /// The kind of text that passes, with the little state it carries across chunks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -32,11 +41,16 @@ pub enum Lane {
     /// the format takes that state over from [`Emitter::resumed_lane`](super::Emitter::resumed_lane).
     JsonString { escaped: bool },
     /// Inside a raw-text value streamed as a JSON-string fragment (the XML-parameter formats'
-    /// string parameters): text passes, JSON-escaped, while it holds no `stop` byte (the first
-    /// byte of the value's end marker). With `framed`, a value's last newline is framing: a
+    /// string parameters): text passes, JSON-escaped, while it cannot hold the start of the
+    /// value's end marker: `stop` is the marker's first two bytes (`</`); a chunk holding them
+    /// together, or ending in the first, goes to the format. With `framed`, a value's last newline is framing: a
     /// chunk's final `\n` is held (`newline_held`) and written before the next text; the format
     /// takes that state over from [`Emitter::resumed_lane`](super::Emitter::resumed_lane).
-    RawString { stop: u8, framed: bool, newline_held: bool },
+    RawString {
+        stop: [u8; 2],
+        framed: bool,
+        newline_held: bool,
+    },
     /// The format emits nothing before one of the bytes `until` (pythonic inside a string of a
     /// call it releases whole: its quote, a line end): the driver collects the text and hands it
     /// to the format together with the first chunk that holds such a byte (or at the end) as one
@@ -90,21 +104,40 @@ impl Lane {
             }
             Lane::RawString {
                 framed, newline_held, ..
-            } => write_raw_string(framed, newline_held, chunk, args),
+            } => write_raw_string(framed, newline_held, has_string_stop(chunk.as_bytes()), chunk, args),
         }
     }
 }
 
 /// [`Lane::RawString`]'s rule: whether `chunk` passes, and if so whether a newline is held after it.
 #[inline]
-pub(crate) fn raw_string_pass(stop: u8, framed: bool, newline_held: bool, chunk: &[u8]) -> Option<bool> {
-    if contains_byte(chunk, stop) {
+pub(crate) fn raw_string_pass(stop: [u8; 2], framed: bool, newline_held: bool, chunk: &[u8]) -> Option<bool> {
+    if raw_string_scan(stop, chunk).0 {
         return None;
     }
     Some(match chunk.last() {
         Some(&last) => framed && last == b'\n',
         None => newline_held,
     })
+}
+
+/// What `chunk` holds, for a [`Lane::RawString`]: a possible start of the end marker (see
+/// `stop`), and a byte a JSON string must escape. A chunk of 4..=8 bytes is read once, as one
+/// word, for both; only a chunk holding `stop[0]` is looked at byte by byte.
+#[inline]
+pub(crate) fn raw_string_scan(stop: [u8; 2], chunk: &[u8]) -> (bool, bool) {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let (first, escapes) = match (chunk.len(), chunk.first_chunk::<4>(), chunk.last_chunk::<4>()) {
+        (4..=8, Some(x), Some(y)) => {
+            let w = u64::from(u32::from_le_bytes(*x)) | (u64::from(u32::from_le_bytes(*y)) << 32);
+            let v = w ^ (LO * u64::from(stop[0]));
+            (v.wrapping_sub(LO) & !v & HI != 0, word_has_string_stop(w))
+        }
+        _ => (contains_byte(chunk, stop[0]), has_string_stop(chunk)),
+    };
+    let marker = first && (chunk.last() == Some(&stop[0]) || chunk.windows(2).any(|pair| pair == stop));
+    (marker, escapes)
 }
 
 /// [`Lane::Defer`]'s rule.
@@ -120,18 +153,28 @@ pub(crate) fn content_pass(stop: u8, hold_trailing_ws: bool, chunk: &[u8]) -> bo
     !unclear && !contains_byte(chunk, stop)
 }
 
-/// [`Lane::write`] for [`Lane::RawString`]: the held newline first, then the chunk escaped.
+/// [`Lane::write`] for [`Lane::RawString`]: the held newline first, then the chunk escaped
+/// (`escapes`: whether the chunk holds a byte to escape; false lets it be copied as it is).
 #[inline]
-pub(crate) fn write_raw_string<'a>(framed: bool, newline_held: bool, chunk: &'a str, args: &'a mut String) -> &'a str {
+pub(crate) fn write_raw_string<'a>(
+    framed: bool,
+    newline_held: bool,
+    escapes: bool,
+    chunk: &'a str,
+    args: &'a mut String,
+) -> &'a str {
     let start = args.len();
     let mut body = chunk;
     if framed {
         if newline_held && !chunk.is_empty() {
             args.push_str("\\n");
         }
-        body = chunk.strip_suffix('\n').unwrap_or(chunk);
+        // A final newline is a control byte, so only a chunk with `escapes` can end in one.
+        if escapes {
+            body = chunk.strip_suffix('\n').unwrap_or(chunk);
+        }
     }
-    if args.len() == start && !has_string_stop(body.as_bytes()) {
+    if args.len() == start && !escapes {
         // Nothing to escape: the text as is, without the escaping loop.
         push_short(args, body);
         return body;
@@ -268,12 +311,15 @@ mod tests {
     #[test]
     fn raw_string_lane_stops_at_its_byte_and_holds_a_final_newline() {
         let lane = |newline_held| Lane::RawString {
-            stop: b'<',
+            stop: *b"</",
             framed: true,
             newline_held,
         };
         assert_eq!(lane(false).pass(b"a\nb\"c"), Some(lane(false)));
-        assert_eq!(lane(false).pass(b"a<b"), None);
+        assert_eq!(lane(false).pass(b"a</b"), None);
+        assert_eq!(lane(false).pass(b"ab<"), None);
+        assert_eq!(lane(false).pass(b"a<b"), Some(lane(false)));
+        assert_eq!(lane(false).pass(b"x<y/z"), Some(lane(false)));
         assert_eq!(lane(false).pass(b"ab\n"), Some(lane(true)));
         assert_eq!(lane(true).pass(b""), Some(lane(true)));
         assert_eq!(lane(true).pass(b"x"), Some(lane(false)));
@@ -284,7 +330,7 @@ mod tests {
         assert_eq!(lane(true).write("c", &mut args), "\\nc");
         assert_eq!(args, "{a\\n\\\"\\\\ab\\n\\nc");
         let unframed = Lane::RawString {
-            stop: b'<',
+            stop: *b"</",
             framed: false,
             newline_held: false,
         };

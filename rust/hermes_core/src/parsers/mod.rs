@@ -10,6 +10,8 @@
 //! - [`stream`]: the [`FormatStream`] / [`Format`] traits every format implements, the
 //!   [`Emitter`] formats write to, the [`Stream`] driver, and [`EventSink`] (where events go:
 //!   `Vec<Event>`, or a consumer that forwards text without building event strings).
+//! - [`lane`]: [`Lane`], text the driver passes on without calling the format while the format
+//!   says its state allows (inside argument strings, plain prose, text a format holds whole).
 //! - [`marker`]: [`MarkerSet`], marker search with bounded hold-back (memchr-fast).
 //! - [`json_scan`]: [`JsonScanner`] (one JSON value, incrementally, grammar-checked, no
 //!   recursion) and [`ObjectWalker`] (an object's members, raw value text as it arrives).
@@ -43,10 +45,13 @@
 //!      offset of your input's first byte = `out.chunk_offset() - held_len_before_this_chunk`.
 //!      `pos` is exact for the current chunk and the text you hold; for older text keep the
 //!      `Pos` from when you saw it. Override `FormatStream::holds_text` (optional, a speed-up);
-//!    - stay O(chunk) per feed: for long outputs fed a token at a time, add fast paths for the
-//!      states a long output spends its time in (see `JimStream::feed`: plain prose, inside a
-//!      JSON string) — `cargo run --release -p hermes_core --example stream_vs_parse -- NAME FILE`
-//!      measures it.
+//!    - stay O(chunk) per feed, and cheap per feed: at the end of a feed, open a [`Lane`] with
+//!      [`Emitter::set_lane`] for the states a long output spends its time in (inside a JSON string
+//!      of the arguments, a raw string value, plain prose, text you hold until a byte arrives), so
+//!      the driver passes the next chunks on without calling you; take over a lane's state with
+//!      [`Emitter::resumed_lane`] at the start of the next feed (see `JimStream` or
+//!      `shared::Driven`'s `Machine::lane`). `tests/lanes.rs` checks every format opens one;
+//!      `cargo run --release -p hermes_core --example stream_vs_parse -- NAME FILE` measures it.
 //!    - never lose text: whatever is not returned as a call (name/arguments) or consumed as the
 //!      format's own markup must reach `content`, also on malformed and truncated input
 //!      (`finish` flushes). Never panic (no indexing that can fail; use `get`).

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::lane::{content_pass, defer_pass, json_string_pass, push_short, raw_string_pass, write_raw_string, Lane};
+use super::lane::{content_pass, defer_pass, json_string_pass, push_short, raw_string_scan, write_raw_string, Lane};
 use super::tools::Tools;
 use super::types::{Event, IssueKind, ParseIssue, ParseResult, Pos, RenderError, ToolCall};
 
@@ -568,8 +568,14 @@ impl Stream {
                 framed,
                 newline_held,
             } => {
-                let Some(after) = raw_string_pass(stop, framed, newline_held, chunk.as_bytes()) else {
+                let bytes = chunk.as_bytes();
+                let (has_stop, escapes) = raw_string_scan(stop, bytes);
+                if has_stop {
                     return false;
+                }
+                let after = match bytes.last() {
+                    Some(&last) => framed && last == b'\n',
+                    None => newline_held,
                 };
                 if after != newline_held {
                     self.acc.lane = Lane::RawString {
@@ -578,7 +584,7 @@ impl Stream {
                         newline_held: after,
                     };
                 }
-                self.pass_args(chunk, Some((framed, newline_held)), chars, events);
+                self.pass_args(chunk, Some((framed, newline_held, escapes)), chars, events);
             }
             Lane::Defer { until } => {
                 if !defer_pass(until, chunk.as_bytes()) {
@@ -603,7 +609,7 @@ impl Stream {
     fn pass_args<'e>(
         &mut self,
         chunk: &str,
-        raw: Option<(bool, bool)>,
+        raw: Option<(bool, bool, bool)>,
         chars: Option<usize>,
         events: Option<&mut (dyn EventSink + 'e)>,
     ) {
@@ -621,7 +627,9 @@ impl Stream {
                         push_short(&mut call.arguments, chunk);
                         chunk
                     }
-                    Some((framed, newline_held)) => write_raw_string(framed, newline_held, chunk, &mut call.arguments),
+                    Some((framed, newline_held, escapes)) => {
+                        write_raw_string(framed, newline_held, escapes, chunk, &mut call.arguments)
+                    }
                 };
                 if let Some(events) = events {
                     events.args(index, written);

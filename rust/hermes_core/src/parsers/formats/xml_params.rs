@@ -552,11 +552,11 @@ impl<D: Dialect> Machine for XmlStream<D> {
                 _ => Lane::Off,
             };
         }
-        // Inside a string value past its leading newline: text up to a `<` (which may start the
-        // value's end marker) is value text, escaped as it arrives.
+        // Inside a string value past its leading newline: text that cannot start the value's end
+        // marker is value text, escaped as it arrives.
         let open = x.st == St::Value && x.streaming && x.replay.is_none();
         let framed = x.spec.framed_newlines;
-        match x.spec.value_end.as_bytes().first() {
+        match x.spec.value_end.as_bytes().first_chunk::<2>() {
             Some(&stop) if open && (x.value_started || !framed) => Lane::RawString {
                 stop,
                 framed,
