@@ -750,22 +750,29 @@ fn has_byte(w: u64, b: u8) -> u64 {
 }
 
 /// Bytes at the start of string text that need no attention from [`CallScanner`]: not the quote
-/// `q`, a backslash, or a newline / CR. Eight bytes per step while they are clean.
+/// `q`, a newline / CR, nor a backslash that ends the text; an escape pair (a backslash and the
+/// byte after it) is taken whole, as the scanner would (escapes are frequent in code, and
+/// stopping at each cost more than the plain bytes). Eight bytes per step while they are clean.
 fn scan_plain_len(text: &[u8], q: u8) -> usize {
     let mut i = 0;
-    while let Some(w) = word_at(text, i) {
-        if has_byte(w, q) | has_byte(w, b'\\') | has_byte(w, b'\n') | has_byte(w, b'\r') != 0 {
-            break;
+    loop {
+        while let Some(w) = word_at(text, i) {
+            if has_byte(w, q) | has_byte(w, b'\\') | has_byte(w, b'\n') | has_byte(w, b'\r') != 0 {
+                break;
+            }
+            i += 8;
         }
-        i += 8;
-    }
-    while let Some(&b) = text.get(i) {
-        if b == q || b == b'\\' || b == b'\n' || b == b'\r' {
-            break;
+        while let Some(&b) = text.get(i) {
+            if b == q || b == b'\\' || b == b'\n' || b == b'\r' {
+                break;
+            }
+            i += 1;
         }
-        i += 1;
+        match text.get(i..i + 2) {
+            Some([b'\\', _]) => i += 2,
+            _ => return i,
+        }
     }
-    i
 }
 
 /// Bytes at the start of string text that mean themselves both in a Python literal and in a JSON
