@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use hermes_core::parsers::{get_parser, EventSink, Tools};
+use hermes_core::parsers::{get_parser, ForwardSink, Tools};
 use openai_protocol::common::Tool;
 use tool_parser::parsers::QwenXmlParser;
 use tool_parser::{
@@ -152,7 +152,7 @@ impl Pair {
     /// most 3x whole-text" target is measured this way.
     pub fn hermes_stream_forward(&self, pieces: &[&str]) -> usize {
         let mut s = self.hermes.stream();
-        let mut sink = Forward::default();
+        let mut sink = ForwardSink::default();
         for p in pieces {
             s.feed_sink(p, None, Some(&mut sink));
             sink.buf.clear();
@@ -190,32 +190,6 @@ impl Pair {
             }
             Ok(n)
         })
-    }
-}
-
-/// An [`EventSink`] that forwards: each event's text is copied into a reused buffer.
-#[derive(Default)]
-pub struct Forward {
-    pub buf: String,
-    pub events: usize,
-}
-
-impl EventSink for Forward {
-    fn content(&mut self, text: &str) {
-        self.buf.push_str(text);
-        self.events += 1;
-    }
-    fn start(&mut self, _index: usize, id: &str, name: &str) {
-        self.buf.push_str(id);
-        self.buf.push_str(name);
-        self.events += 1;
-    }
-    fn args(&mut self, _index: usize, text: &str) {
-        self.buf.push_str(text);
-        self.events += 1;
-    }
-    fn end(&mut self, _index: usize) {
-        self.events += 1;
     }
 }
 

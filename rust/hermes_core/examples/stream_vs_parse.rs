@@ -10,7 +10,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use hermes_core::parsers::{get_parser, EventSink, Parser, Tools};
+use hermes_core::parsers::{get_parser, ForwardSink, Parser, Tools};
 
 /// Best time of repeated runs, repeating until at least `budget` has been spent (min 3 runs).
 fn best_of(budget: Duration, mut f: impl FnMut()) -> Duration {
@@ -42,33 +42,6 @@ fn chunk_bounds(text: &str, size: usize) -> Vec<usize> {
     bounds
 }
 
-/// A consumer that forwards every event as it comes (as a server writing SSE chunks would):
-/// it copies the text into a reused buffer and counts events, allocating nothing per event.
-#[derive(Default)]
-struct Forward {
-    buf: String,
-    events: usize,
-}
-
-impl EventSink for Forward {
-    fn content(&mut self, text: &str) {
-        self.buf.push_str(text);
-        self.events += 1;
-    }
-    fn start(&mut self, _index: usize, id: &str, name: &str) {
-        self.buf.push_str(id);
-        self.buf.push_str(name);
-        self.events += 1;
-    }
-    fn args(&mut self, _index: usize, text: &str) {
-        self.buf.push_str(text);
-        self.events += 1;
-    }
-    fn end(&mut self, _index: usize) {
-        self.events += 1;
-    }
-}
-
 /// Chunks per timed section of a streamed run.
 const SECTION: usize = 2048;
 
@@ -76,7 +49,7 @@ const SECTION: usize = 2048;
 /// The pieces are cut before timing (as a server receives them, already `&str`s).
 fn stream_chunks(parser: &Parser, pieces: &[&str], sections: &mut Vec<Duration>) -> usize {
     let mut s = parser.stream();
-    let mut sink = Forward::default();
+    let mut sink = ForwardSink::default();
     for (k, section) in pieces.chunks(SECTION).enumerate() {
         let t = Instant::now();
         for piece in section {

@@ -8,8 +8,9 @@
 //! - [`types`]: [`ToolCall`], [`ParseIssue`]/[`IssueKind`], [`Event`], [`ParseResult`], [`Pos`].
 //! - [`tools`]: [`Tools`], the request's tool schemas (names, per-parameter JSON-schema types).
 //! - [`stream`]: the [`FormatStream`] / [`Format`] traits every format implements, the
-//!   [`Emitter`] formats write to, the [`Stream`] driver, and [`EventSink`] (where events go:
-//!   `Vec<Event>`, or a consumer that forwards text without building event strings).
+//!   [`Emitter`] formats write to, and the [`Stream`] driver.
+//! - [`event_sink`]: [`EventSink`], where events go: `Vec<Event>`, [`ForwardSink`], or a consumer
+//!   that forwards text without building event strings.
 //! - [`lane`]: [`Lane`], text the driver passes on without calling the format while the format
 //!   says its state allows (inside argument strings, plain prose, text a format holds whole).
 //! - [`marker`]: [`MarkerSet`], marker search with bounded hold-back (memchr-fast).
@@ -67,6 +68,7 @@
 //!    invariance for every name in `list_parsers()`. The Rust proptests in
 //!    `rust/hermes_core/tests/parsers.rs` iterate over `list_parsers()` too.
 
+pub mod event_sink;
 pub mod formats;
 pub mod json_in_markers;
 pub mod json_scan;
@@ -77,11 +79,12 @@ pub mod stream;
 pub mod tools;
 pub mod types;
 
+pub use event_sink::{EventSink, ForwardSink};
 pub use json_in_markers::JsonInMarkers;
 pub use json_scan::{JsonError, JsonErrorKind, JsonScanner, ObjectWalker, Status, Walk};
 pub use lane::Lane;
 pub use marker::{MarkerHit, MarkerSet};
 pub use registry::{get_parser, list_parsers, Parser, ParserSpec, UnknownParserError, REGISTRY};
-pub use stream::{count_chars, Emitter, EventSink, Format, FormatStream, Stream};
+pub use stream::{count_chars, Emitter, Format, FormatStream, Stream};
 pub use tools::{ParamSpec, ParamType, ToolSpec, Tools, ToolsError};
 pub use types::{Event, IssueKind, ParseIssue, ParseResult, Pos, RenderError, ToolCall};

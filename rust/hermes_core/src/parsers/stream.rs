@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+pub use super::event_sink::EventSink;
 use super::lane::{content_pass, defer_pass, json_string_pass, push_short, raw_string_scan, write_raw_string, Lane};
 use super::tools::Tools;
 use super::types::{Event, IssueKind, ParseIssue, ParseResult, Pos, RenderError, ToolCall};
@@ -146,48 +147,6 @@ fn random_seed() -> u64 {
     let mut h = RandomState::new().build_hasher();
     h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
     h.finish() | 1
-}
-
-/// Where a stream's events go. `Vec<Event>` is the usual sink (adjacent content or argument
-/// pieces are merged into one event); a consumer that forwards text as it comes (a server
-/// writing SSE chunks) can implement this to avoid building `Event` strings at all.
-pub trait EventSink {
-    fn content(&mut self, text: &str);
-    fn start(&mut self, index: usize, id: &str, name: &str);
-    fn args(&mut self, index: usize, text: &str);
-    fn end(&mut self, index: usize);
-}
-
-impl EventSink for Vec<Event> {
-    fn content(&mut self, text: &str) {
-        if let Some(Event::Content(last)) = self.last_mut() {
-            last.push_str(text);
-        } else {
-            self.push(Event::Content(text.to_owned()));
-        }
-    }
-
-    fn start(&mut self, index: usize, id: &str, name: &str) {
-        self.push(Event::ToolCallStart {
-            index,
-            id: id.to_owned(),
-            name: name.to_owned(),
-        });
-    }
-
-    fn args(&mut self, index: usize, text: &str) {
-        match self.last_mut() {
-            Some(Event::ToolCallArgsDelta { index: i, text: last }) if *i == index => last.push_str(text),
-            _ => self.push(Event::ToolCallArgsDelta {
-                index,
-                text: text.to_owned(),
-            }),
-        }
-    }
-
-    fn end(&mut self, index: usize) {
-        self.push(Event::ToolCallEnd { index });
-    }
 }
 
 /// What a format writes to while it processes one chunk. Adjacent content (or argument) pieces
