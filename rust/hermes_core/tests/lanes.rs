@@ -197,3 +197,79 @@ fn positions_stay_exact_after_text_a_lane_left_uncounted() {
     let issue = s.result().issues.pop().unwrap();
     assert_eq!((issue.offset, issue.char_offset), (fed.len(), fed.chars().count()));
 }
+
+mod random {
+    //! Random outputs with the bytes lanes decide on (quotes, backslashes, newlines, `<`, `</`,
+    //! whitespace, non-ASCII) inside and around calls of every format, fed in small chunks.
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Argument text: runs of the bytes a lane must stop at, escape, or hold.
+    fn arg_text() -> impl Strategy<Value = String> {
+        let piece = prop::sample::select(vec![
+            "a", "bc ", " ", "\n", "\n\n", "\t", "\"", "'", "\\", "\\n", "\\\\", "<", "</", "</p", "<x", ">", "é",
+            "😀", "中", "\u{1}", "\r\n", "{", "}", "(", ")", "[", "]", ",", "=", "#", "\"\"\"", "'''", "\u{3000}",
+        ]);
+        prop::collection::vec(piece, 0..40).prop_map(|v| v.concat())
+    }
+
+    /// Prose around the calls (may end in whitespace the formats hold).
+    fn prose() -> impl Strategy<Value = String> {
+        prop::collection::vec(
+            prop::sample::select(vec!["Hi", " ", "\n", "ok.", "é", "\u{3000}", "\t"]),
+            0..8,
+        )
+        .prop_map(|v| v.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+        #[test]
+        fn rendered_outputs_stream_as_parse_in_small_chunks(
+            content in prose(),
+            args in prop::collection::vec((arg_text(), arg_text()), 1..3),
+            size in 1usize..10,
+            cuts in prop::collection::vec(0usize..2000, 0..6),
+        ) {
+            let calls: Vec<ToolCall> = args
+                .iter()
+                .map(|(path, body)| ToolCall {
+                    id: String::new(),
+                    name: "write_file".into(),
+                    arguments: serde_json::json!({"path": path, "content": body}).to_string(),
+                })
+                .collect();
+            for name in list_parsers() {
+                let p = get_parser(name, tools()).unwrap();
+                let content = (!content.is_empty()).then_some(content.as_str());
+                let text = match p.render(&calls, content) {
+                    Ok(t) => t,
+                    // Formats refuse what they cannot express; the prose alone then.
+                    Err(_) => content.unwrap_or("").to_owned(),
+                };
+                // The output itself, and the output with raw tail text after it.
+                for text in [text.clone(), format!("{text}{}", args[0].1)] {
+                    let whole = p.parse(&text);
+                    let (events, r, _) = stream(&p, &text, size);
+                    prop_assert!(r.same_as(&whole), "{} in {}-byte chunks of {:?}:\n{:?}\nvs {:?}", name, size, text, r, whole);
+                    let (content, args) = spelled(&events);
+                    prop_assert_eq!(content, whole.content.clone().unwrap_or_default());
+                    let expected: Vec<String> = whole.tool_calls.iter().map(|c| c.arguments.clone()).collect();
+                    prop_assert_eq!(args, expected);
+                    // Irregular cuts too.
+                    let mut s = p.stream();
+                    let mut points: Vec<usize> = cuts.iter().map(|&c| c.min(text.len())).filter(|&c| text.is_char_boundary(c)).collect();
+                    points.extend([0, text.len()]);
+                    points.sort_unstable();
+                    points.dedup();
+                    for w in points.windows(2) {
+                        s.feed(&text[w[0]..w[1]]);
+                    }
+                    s.finish();
+                    prop_assert!(s.result().same_as(&whole), "{} cut at {:?}", name, points);
+                }
+            }
+        }
+    }
+}
