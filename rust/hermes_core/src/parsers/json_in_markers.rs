@@ -392,7 +392,8 @@ impl FormatStream for JimStream {
     fn feed(&mut self, chunk: &str, out: &mut Emitter<'_>) {
         self.resume_lane(out);
         // Fast paths for the two states a long output spends its time in, when nothing is held:
-        // prose that cannot start a marker, and the inside of a JSON string.
+        // prose that cannot start a marker, and the inside of a JSON string (unless the driver's
+        // string lane just refused this chunk: the same rule would refuse it again).
         if self.held.is_empty() {
             match self.mode {
                 Mode::Text if !self.after_call && self.text_markers.find(chunk, false) == MarkerHit::None => {
@@ -400,7 +401,7 @@ impl FormatStream for JimStream {
                     self.open_lane(out);
                     return;
                 }
-                Mode::Object if self.obj.skip_plain_string(chunk, out) => {
+                Mode::Object if out.resumed_lane() == Lane::Off && self.obj.skip_plain_string(chunk, out) => {
                     self.open_lane(out);
                     return;
                 }

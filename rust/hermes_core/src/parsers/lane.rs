@@ -83,7 +83,7 @@ impl Lane {
                 stop,
                 framed,
                 newline_held,
-            } => raw_string_pass(stop, framed, newline_held, chunk).map(|newline_held| Lane::RawString {
+            } => raw_string_pass(stop, framed, newline_held, chunk).map(|(newline_held, _)| Lane::RawString {
                 stop,
                 framed,
                 newline_held,
@@ -109,23 +109,26 @@ impl Lane {
     }
 }
 
-/// [`Lane::RawString`]'s rule: whether `chunk` passes, and if so whether a newline is held after it.
+/// [`Lane::RawString`]'s rule: whether `chunk` passes, and if so whether a newline is held after
+/// it and whether the chunk holds a byte JSON must escape (for [`write_raw_string`]).
 #[inline]
-pub(crate) fn raw_string_pass(stop: [u8; 2], framed: bool, newline_held: bool, chunk: &[u8]) -> Option<bool> {
-    if raw_string_scan(stop, chunk).0 {
+pub(crate) fn raw_string_pass(stop: [u8; 2], framed: bool, newline_held: bool, chunk: &[u8]) -> Option<(bool, bool)> {
+    let (marker, escapes) = raw_string_scan(stop, chunk);
+    if marker {
         return None;
     }
-    Some(match chunk.last() {
+    let held = match chunk.last() {
         Some(&last) => framed && last == b'\n',
         None => newline_held,
-    })
+    };
+    Some((held, escapes))
 }
 
 /// What `chunk` holds, for a [`Lane::RawString`]: a possible start of the end marker (see
 /// `stop`), and a byte a JSON string must escape. A chunk of 4..=8 bytes is read once, as one
 /// word, for both; only a chunk holding `stop[0]` is looked at byte by byte.
 #[inline]
-pub(crate) fn raw_string_scan(stop: [u8; 2], chunk: &[u8]) -> (bool, bool) {
+fn raw_string_scan(stop: [u8; 2], chunk: &[u8]) -> (bool, bool) {
     const LO: u64 = 0x0101_0101_0101_0101;
     const HI: u64 = 0x8080_8080_8080_8080;
     let (first, escapes) = match (chunk.len(), chunk.first_chunk::<4>(), chunk.last_chunk::<4>()) {

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 pub use super::event_sink::EventSink;
-use super::lane::{content_pass, defer_pass, json_string_pass, push_short, raw_string_scan, write_raw_string, Lane};
+use super::lane::{content_pass, defer_pass, json_string_pass, push_short, raw_string_pass, write_raw_string, Lane};
 use super::tools::Tools;
 use super::types::{Event, IssueKind, ParseIssue, ParseResult, Pos, RenderError, ToolCall};
 
@@ -527,14 +527,8 @@ impl Stream {
                 framed,
                 newline_held,
             } => {
-                let bytes = chunk.as_bytes();
-                let (has_stop, escapes) = raw_string_scan(stop, bytes);
-                if has_stop {
+                let Some((after, escapes)) = raw_string_pass(stop, framed, newline_held, chunk.as_bytes()) else {
                     return false;
-                }
-                let after = match bytes.last() {
-                    Some(&last) => framed && last == b'\n',
-                    None => newline_held,
                 };
                 if after != newline_held {
                     self.acc.lane = Lane::RawString {

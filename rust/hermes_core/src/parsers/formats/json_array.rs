@@ -35,7 +35,7 @@ use crate::parsers::marker::{MarkerHit, MarkerSet};
 use crate::parsers::stream::Emitter;
 use crate::parsers::types::IssueKind;
 
-use super::shared::{skip_ws, ArrStep, CallArray, Gate, Machine};
+use super::shared::{skip_ws, truncated_args, ArrStep, CallArray, Gate, Machine};
 
 /// One way a call array is introduced.
 #[derive(Debug, Clone, Copy)]
@@ -447,13 +447,7 @@ impl Machine for ArrayRegions {
             }
             Mode::Array => {
                 if self.array.in_started_call() {
-                    out.args(leftover);
-                    out.issue(
-                        IssueKind::Truncated,
-                        end,
-                        "output ended inside a tool call's arguments; they are incomplete",
-                    );
-                    out.end_call();
+                    truncated_args(out, leftover, end);
                 } else {
                     let mut raw = self.array.take_raw();
                     raw.push_str(leftover);

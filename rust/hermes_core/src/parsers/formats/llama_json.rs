@@ -37,7 +37,7 @@ use crate::parsers::stream::{Emitter, Format, FormatStream};
 use crate::parsers::tools::Tools;
 use crate::parsers::types::{IssueKind, RenderError, ToolCall};
 
-use super::shared::{json_string, render_args, skip_ws, CallObject, Driven, Machine, ObjEnd};
+use super::shared::{json_string, render_args, skip_ws, truncated_args, CallObject, Driven, Machine, ObjEnd};
 
 const PYTHON_TAG: &str = "<|python_tag|>";
 const ARGS_KEYS: &[&str] = &["parameters", "arguments"];
@@ -226,15 +226,7 @@ impl Machine for LlamaStream {
     fn end(&mut self, leftover: &str, out: &mut Emitter<'_>) {
         let end = out.pos(out.chunk_offset());
         match self.mode {
-            Mode::Object if self.obj.started() => {
-                out.args(leftover);
-                out.issue(
-                    IssueKind::Truncated,
-                    end,
-                    "output ended inside a tool call's arguments; they are incomplete",
-                );
-                out.end_call();
-            }
+            Mode::Object if self.obj.started() => truncated_args(out, leftover, end),
             Mode::Object => {
                 out.issue(
                     IssueKind::Truncated,

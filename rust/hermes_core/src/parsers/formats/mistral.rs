@@ -37,8 +37,8 @@ use crate::parsers::tools::Tools;
 use crate::parsers::types::{IssueKind, Pos, RenderError, ToolCall};
 
 use super::shared::{
-    check_stripped_content, malformed_args_issue, render_args, skip_ws, ArgsValue, ArrStep, CallArray, Driven, Gate,
-    Machine,
+    check_stripped_content, malformed_args_issue, render_args, skip_ws, truncated_args, ArgsValue, ArrStep, CallArray,
+    Driven, Gate, Machine,
 };
 
 const BOT: &str = "[TOOL_CALLS]";
@@ -381,15 +381,9 @@ impl Machine for MistralStream {
                     out,
                 );
             }
+            Mode::Args if self.args.end() != Status::Complete => truncated_args(out, leftover, end),
             Mode::Args => {
                 out.args(leftover);
-                if self.args.end() != Status::Complete {
-                    out.issue(
-                        IssueKind::Truncated,
-                        end,
-                        "output ended inside a tool call's arguments; they are incomplete",
-                    );
-                }
                 out.end_call();
             }
             Mode::RawArgs => {
@@ -399,13 +393,7 @@ impl Machine for MistralStream {
             Mode::RawContent => self.gate.text(leftover, out),
             Mode::Array => {
                 if self.array.in_started_call() {
-                    out.args(leftover);
-                    out.issue(
-                        IssueKind::Truncated,
-                        end,
-                        "output ended inside a tool call's arguments; they are incomplete",
-                    );
-                    out.end_call();
+                    truncated_args(out, leftover, end);
                 } else {
                     let mut raw = std::mem::take(&mut self.raw);
                     raw.push_str(&self.array.take_raw());

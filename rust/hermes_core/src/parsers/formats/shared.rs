@@ -111,6 +111,18 @@ impl<M: Machine> FormatStream for Driven<M> {
     }
 }
 
+/// The output ended inside a started call's arguments: `leftover` goes to them, the call is
+/// reported `truncated` at `at` and ended (it keeps what arrived).
+pub(crate) fn truncated_args(out: &mut Emitter<'_>, leftover: &str, at: Pos) {
+    out.args(leftover);
+    out.issue(
+        IssueKind::Truncated,
+        at,
+        "output ended inside a tool call's arguments; they are incomplete",
+    );
+    out.end_call();
+}
+
 #[inline]
 /// Report arguments whose JSON broke after the call started (at input byte `at`): the call keeps
 /// the raw text it already streamed as its arguments.
