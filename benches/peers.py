@@ -1,7 +1,7 @@
 """Run the peer columns in their own processes, over inputs written to a temporary folder.
 
 - vLLM: ``benches/vllm_side.py`` under ``--vllm-python`` (an interpreter where ``import
-  vllm.tool_parsers`` works; see ../shared/vllm-oracle/README.md for one without PyTorch).
+  vllm.tool_parsers`` works; see tools/vllm-oracle/README.md for one without PyTorch).
 - tool-parser (and the pure-Rust hermes_core numbers): the ``bench_peers`` binary of the
   standalone crate ``rust/bench_peers``, built with cargo on demand.
 

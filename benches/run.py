@@ -229,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         if "vllm" in args.skip:
             res["vllm"] = {"status": "skipped (--skip vllm)"}
         elif not args.vllm_python:
-            reason = "skipped: no --vllm-python given (see ../shared/vllm-oracle/README.md to make one)"
+            reason = "skipped: no --vllm-python given (see tools/vllm-oracle/README.md to make one)"
             log(f"vLLM column {reason}")
             res["vllm"] = {"status": reason}
         else:

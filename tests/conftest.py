@@ -1,4 +1,9 @@
-"""Shared fixtures: the vLLM conformance corpus beside the clone, hypothesis profiles."""
+"""Shared fixtures: the vLLM conformance corpus kept in ``tests/data/conformance``, hypothesis profiles.
+
+The default hypothesis profile (``ci``) is derandomized, so ``bash scripts/test.sh`` passes or fails the same
+way on every run and machine; random exploration is a separate command (README, "Tests"):
+``HYPOTHESIS_PROFILE=explore .venv/bin/python -m pytest tests/parsers``.
+"""
 
 from __future__ import annotations
 
@@ -16,21 +21,22 @@ from hermes_env.backends.bwrap import bwrap_problem
 from hypothesis import HealthCheck, settings
 
 REPO = Path(__file__).resolve().parents[1]
-CONFORMANCE_DIR = Path(os.environ.get("HERMES_CONFORMANCE_DIR", REPO.parent / "shared" / "conformance"))
+CONFORMANCE_DIR = Path(os.environ.get("HERMES_CONFORMANCE_DIR", REPO / "tests" / "data" / "conformance"))
 
-settings.register_profile("dev", max_examples=200, deadline=None)
 settings.register_profile(
     "ci", max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
 )
-settings.register_profile("slow", max_examples=5000, deadline=None)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+# Random seeds, more examples: finds new cases; a failure it finds becomes an @example regression case.
+settings.register_profile("explore", max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("slow", max_examples=5000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 def load_conformance(parser: str) -> list[dict[str, Any]]:
     """Every recorded case for ``parser``; skips (saying why) when the corpus is absent."""
     path = CONFORMANCE_DIR / f"{parser}.jsonl"
     if not CONFORMANCE_DIR.is_dir():
-        pytest.skip(f"conformance corpus not found at {CONFORMANCE_DIR} (CI keeps ../shared beside the clone)")
+        pytest.fail(f"conformance corpus not found at {CONFORMANCE_DIR} (it ships in tests/data/conformance)")
     if not path.is_file():
         pytest.skip(f"no conformance file {path.name} in {CONFORMANCE_DIR}")
     with path.open(encoding="utf-8") as f:

@@ -1,7 +1,7 @@
 """Every registered parser x every case of its conformance file x whole-text and streaming modes.
 
 Table-driven: a parser is tested here as soon as it is registered and
-`../shared/conformance/<name>.jsonl` exists (names sharing a file: `CONFORMANCE_FILE` in
+`tests/data/conformance/<name>.jsonl` exists (names sharing a file: `CONFORMANCE_FILE` in
 parser_checks.py). A conformance file with no registered parser yet is skipped with a reason.
 
 Checks (see parser_checks.py for the exact rules):
