@@ -12,11 +12,14 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 from hermes_env.env.cli import run_cli
 from hermes_env.envs import configure_logging
 from hermes_env.envs.terminal_tasks.env import CONFIG_PATH, TASKS_PATH, TerminalTasksEnv
+from hermes_env.envs.terminal_tasks.gguf_policy import GGUF_CHAT_TEMPLATE, GGUF_PROCESS_ARGS
 
 
 def demo(argv: Sequence[str]) -> None:
@@ -25,19 +28,20 @@ def demo(argv: Sequence[str]) -> None:
         description=__doc__,
         epilog="Any other --env.* / --openai.* flag is passed on to `process`.",
     )
-    parser.add_argument("--groups", type=int, default=8, help="groups to write (default 8)")
+    parser.add_argument(
+        "--policy",
+        choices=("scripted", "gguf"),
+        default="scripted",
+        help="scripted (default): reference solutions, no model; gguf: SmolLM2-135M sampled on this CPU by llama.cpp",
+    )
+    parser.add_argument("--groups", type=int, default=None, help="groups to write (default 8; 4 with --policy gguf)")
     parser.add_argument("--group-size", type=int, default=4, help="rollouts per group (default 4)")
     parser.add_argument("--backend", default="bwrap", help="terminal backend: bwrap (default), local or sandbox")
     parser.add_argument("--out", default="data/terminal_tasks_demo.jsonl", help="jsonl of scored groups")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the scripted policy's choices")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the policy's choices / sampling")
     args, passthrough = parser.parse_known_args(argv)
-
-    from transformers import AutoTokenizer
-
-    from hermes_env.env.dataset import load_rows
-    from hermes_env.envs import default_tokenizer_name
-    from hermes_env.testing.policies import SolutionPolicy
-    from hermes_env.testing.scripted_vllm import ScriptedVLLMServer
+    if args.groups is None:
+        args.groups = 4 if args.policy == "gguf" else 8
 
     backend = args.backend
     if backend == "bwrap":
@@ -47,40 +51,87 @@ def demo(argv: Sequence[str]) -> None:
         if problem is not None:
             print(f"demo: bubblewrap is unusable here ({problem}); running tools with --backend local", file=sys.stderr)
             backend = "local"
-    tokenizer_name = default_tokenizer_name()
-    tokenizer = AutoTokenizer.from_pretrained(tokenizer_name)
-    policy = SolutionPolicy(load_rows(str(TASKS_PATH)), seed=args.seed)
     # The demo prints a short header instead of atroposlib's full config dump and its warning
-    # about a local base URL (the scripted server is local on purpose).
+    # about a local base URL (the demo's policy server is local on purpose).
     import atroposlib.envs.base as atropos_base
 
     atropos_base.rprint = lambda *a, **k: None
     warnings.filterwarnings("ignore", message="You are using a local Base URL")
-    with ScriptedVLLMServer(tokenizer, policy.vllm_responder, model_name="scripted-policy") as server:
+    policy_server = _gguf_policy if args.policy == "gguf" else _scripted_policy
+    with policy_server(args.seed) as policy:
         print(
-            f"demo: terminal_tasks `process`, Phase 2 against a SCRIPTED vLLM /generate policy (no model) at "
-            f"{server.url}\ndemo: {args.groups} groups x {args.group_size} rollouts, tools in {backend}, "
-            f"tokenizer {tokenizer_name}",
+            f"demo: terminal_tasks `process`, Phase 2 against {policy.description} at {policy.base_url}\n"
+            f"demo: {args.groups} groups x {args.group_size} rollouts, tools in {backend}, "
+            f"tokenizer {policy.tokenizer_name}",
             file=sys.stderr,
         )
         sys.argv = [
             f"{sys.argv[0]}",
             "process",
             "--config", str(CONFIG_PATH),
-            "--openai.base_url", server.base_url,
+            "--openai.base_url", policy.base_url,
             "--openai.server_type", "vllm",
-            "--openai.model_name", "scripted-policy",
-            "--openai.tokenizer_name", tokenizer_name,
-            "--env.tokenizer_name", tokenizer_name,
+            "--openai.model_name", policy.model_name,
+            "--openai.tokenizer_name", policy.tokenizer_name,
+            "--env.tokenizer_name", policy.tokenizer_name,
             "--env.terminal_backend", backend,
             "--env.total_steps", str(args.groups),
             "--env.group_size", str(args.group_size),
             "--env.data_path_to_save_groups", args.out,
             "--env.seed", str(args.seed),
             "--env.use_wandb", "false",
+            *policy.process_args,
             *passthrough,
         ]  # fmt: skip
         run_cli(TerminalTasksEnv)
+
+
+@dataclass(frozen=True)
+class _DemoPolicy:
+    description: str
+    base_url: str
+    model_name: str
+    tokenizer_name: str
+    process_args: tuple[str, ...] = ()
+
+
+@contextmanager
+def _scripted_policy(seed: int) -> Iterator[_DemoPolicy]:
+    """The SCRIPTED /generate server answering from the tasks' reference solutions (no model)."""
+    from transformers import AutoTokenizer
+
+    from hermes_env.env.dataset import load_rows
+    from hermes_env.envs import default_tokenizer_name
+    from hermes_env.testing.policies import SolutionPolicy
+    from hermes_env.testing.scripted_vllm import ScriptedVLLMServer
+
+    tokenizer_name = default_tokenizer_name()
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_name)
+    policy = SolutionPolicy(load_rows(str(TASKS_PATH)), seed=seed)
+    with ScriptedVLLMServer(tokenizer, policy.vllm_responder, model_name="scripted-policy") as server:
+        description = "a SCRIPTED vLLM /generate policy (no model)"
+        yield _DemoPolicy(description, server.base_url, "scripted-policy", tokenizer_name)
+
+
+@contextmanager
+def _gguf_policy(seed: int) -> Iterator[_DemoPolicy]:
+    """SmolLM2-135M-Instruct served by hermes_env.models.serve_gguf (llama.cpp on this CPU), temperature 1."""
+    from hermes_env.models import smollm2_gguf
+    from hermes_env.models.process import GGUFServerProcess
+
+    try:
+        model = smollm2_gguf()
+        import llama_cpp  # noqa: F401 - checked here so a missing extra is one clear line, not a server traceback
+    except ModuleNotFoundError as err:
+        raise SystemExit(f"error: --policy gguf needs hermes_env's gguf extra ({err})") from None
+    with GGUFServerProcess(model, chat_template=GGUF_CHAT_TEMPLATE, args=["--seed", str(seed)]) as server:
+        yield _DemoPolicy(
+            f"SmolLM2-135M-Instruct (GGUF, llama.cpp on CPU, temperature 1; {GGUF_CHAT_TEMPLATE} template)",
+            server.base_url,
+            server.model_name,
+            str(server.tokenizer_dir),
+            GGUF_PROCESS_ARGS,
+        )
 
 
 def main() -> None:

@@ -9,13 +9,15 @@ else 0.0.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from hermes_env.agent.loop import AgentResult
 from hermes_env.env.config import HermesAgentEnvConfig
+from hermes_env.env.errors import EnvSetupError
 from hermes_env.envs._common import TaskFileEnv
 
 HERE = Path(__file__).resolve().parent
@@ -35,6 +37,26 @@ class TerminalTasksConfig(HermesAgentEnvConfig):
     system_prompt: str | None = Field(default=SYSTEM_PROMPT, description="System message.")
     max_agent_turns: int = Field(default=8, ge=1, description="Model turns per rollout.")
     check_timeout: float = Field(default=30.0, gt=0, description="Time limit of a task's check, in seconds.")
+    # `| str`: atroposlib's command line passes it as one JSON string, parsed below.
+    example_turns: list[dict[str, Any]] | str | None = Field(
+        default=None,
+        description="Messages put between the system prompt and every task (JSON list on the command line): a "
+        "worked tool-call exchange shows a small model the format. They are prompt, never trained (Phase 2 only).",
+    )
+
+    @field_validator("example_turns", mode="before")
+    @classmethod
+    def _parse_example_turns(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"example_turns must be a JSON list of chat messages ({err})") from None
+        if value is not None and (
+            not isinstance(value, list) or not all(isinstance(m, dict) and "role" in m for m in value)
+        ):
+            raise ValueError("example_turns must be a list of chat messages, each a dict with a 'role'")
+        return value
 
 
 class TerminalTasksEnv(TaskFileEnv):
@@ -44,6 +66,20 @@ class TerminalTasksEnv(TaskFileEnv):
     default_tasks_path = TASKS_PATH
     required_fields = ("id", "check")
     config_defaults = {"group_size": 4, "total_steps": 8, "max_token_length": 8192}
+
+    async def setup(self) -> None:
+        await super().setup()
+        if self.config.example_turns and self.phase == "openai":
+            raise EnvSetupError(
+                "example_turns work in Phase 2 only: Phase 1 masks train every assistant turn, the examples' too; "
+                "drop --env.example_turns or use --openai.server_type vllm"
+            )
+
+    def format_prompt(self, item: dict[str, Any]) -> str | list[dict[str, Any]]:
+        task = super().format_prompt(item)
+        if not self.config.example_turns:
+            return task
+        return [*(dict(m) for m in self.config.example_turns), {"role": "user", "content": task}]
 
     async def setup_trajectory_workspace(self, item: dict[str, Any], trajectory_id: str, exec_tool: Any) -> None:
         await self.run_setup_command(item, exec_tool, timeout=self.config.check_timeout)

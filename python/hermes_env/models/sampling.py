@@ -1,0 +1,100 @@
+"""Sampling a token from raw logits, and the logprob reported for it.
+
+What a trainer needs next to each sampled token is its logprob under the model's own
+distribution — ``log_softmax(logits)`` at temperature 1, before temperature, top-k, top-p or
+min-p reshape it. That is what vLLM reports by default (``logprobs_mode="raw_logprobs"``),
+and the only number a teacher-forced recompute of the sequence can reproduce. llama.cpp's
+sampler chain, in contrast, reports probabilities of the *processed* distribution (after
+temperature and truncation), which differ from the model's whenever the temperature is not 1
+or top-p removes mass. So the server draws from the processed distribution here and reports
+``log_softmax`` of the raw logits for the token drawn.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["SamplingParams", "log_softmax", "sample_token"]
+
+_GREEDY_BELOW = 1e-5  # vLLM's _SAMPLING_EPS
+_PARTIAL = 256
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """The distribution to sample from; vLLM's names and meanings (``top_k <= 0``: off)."""
+
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
+    min_p: float = 0.0
+
+
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    """``log(softmax(logits))`` in float64, stable for large logits."""
+    x = np.asarray(logits, dtype=np.float64)
+    shifted = x - np.max(x)
+    return shifted - np.log(np.sum(np.exp(shifted)))
+
+
+def _descending(scaled: np.ndarray, limit: int) -> np.ndarray:
+    """Ids of the ``limit`` largest entries, by descending value and then ascending id (ties never depend on numpy)."""
+    if limit < scaled.shape[0]:
+        candidates = np.argpartition(-scaled, limit - 1)[:limit]
+    else:
+        candidates = np.arange(scaled.shape[0])
+    return candidates[np.lexsort((candidates, -scaled[candidates]))]
+
+
+def _truncated(scaled: np.ndarray, params: SamplingParams) -> tuple[np.ndarray, np.ndarray]:
+    """The tokens min-p, top-k and top-p keep (vLLM's order), most likely first, and their renormalised odds."""
+    n = scaled.shape[0]
+    top = float(np.max(scaled))
+    total = float(np.sum(np.exp(scaled - top)))
+    limit = n if params.top_k <= 0 else min(params.top_k, n)
+    if params.min_p > 0.0:
+        # p >= min_p * p_max  <=>  scaled >= top + log(min_p)
+        limit = min(limit, max(1, int(np.count_nonzero(scaled >= top + np.log(params.min_p)))))
+    # Most of the mass sits in a few hundred tokens: sort those first, the whole vocabulary only if needed.
+    order = _descending(scaled, min(limit, _PARTIAL))
+    while True:
+        weights = np.exp(scaled[order] - top)
+        if params.top_p >= 1.0:
+            keep = order.shape[0]
+            if keep == limit:
+                break
+        else:
+            mass = total if limit == n else float(np.sum(np.exp(np.partition(scaled, n - limit)[n - limit :] - top)))
+            keep = int(np.searchsorted(np.cumsum(weights) / mass, params.top_p, side="left")) + 1
+            complete = order.shape[0] == limit
+            # Done when the nucleus ends inside this prefix and no tie straddles the prefix's end.
+            if complete or (keep <= order.shape[0] and scaled[order[keep - 1]] > scaled[order[-1]]):
+                keep = min(keep, order.shape[0])
+                break
+        order = _descending(scaled, limit)
+    probs = weights[:keep] / weights[:keep].sum()
+    return order[:keep], probs
+
+
+def sample_token(logits: np.ndarray, params: SamplingParams, rng: np.random.Generator) -> tuple[int, float]:
+    """``(token, logprob)``: a token drawn as ``params`` say, and its logprob at temperature 1 (the model's).
+
+    One uniform draw per token (inverse CDF), so a seeded generator gives the same tokens for the
+    same logits. ``temperature`` below 1e-5 is greedy, as in vLLM.
+    """
+    raw = log_softmax(logits)
+    if params.temperature < _GREEDY_BELOW:
+        token = int(np.argmax(raw))
+        return token, float(raw[token])
+    scaled = raw / params.temperature
+    u = rng.random()
+    if params.top_p >= 1.0 and params.top_k <= 0 and params.min_p <= 0.0:
+        cum = np.cumsum(np.exp(scaled - np.max(scaled)))
+        token = min(int(np.searchsorted(cum, u * cum[-1], side="right")), scaled.shape[0] - 1)
+        return token, float(raw[token])
+    ids, probs = _truncated(scaled, params)
+    pick = min(int(np.searchsorted(np.cumsum(probs), u, side="right")), ids.shape[0] - 1)
+    token = int(ids[pick])
+    return token, float(raw[token])
