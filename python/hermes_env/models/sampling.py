@@ -42,10 +42,11 @@ def log_softmax(logits: np.ndarray) -> np.ndarray:
 def _descending(scaled: np.ndarray, limit: int) -> np.ndarray:
     """Ids of the ``limit`` largest entries, by descending value and then ascending id (ties never depend on numpy)."""
     if limit < scaled.shape[0]:
-        candidates = np.argpartition(-scaled, limit - 1)[:limit]
+        edge = scaled[np.argpartition(-scaled, limit - 1)[limit - 1]]
+        candidates = np.flatnonzero(scaled >= edge)  # the top ``limit`` and every entry tied with the last of them
     else:
         candidates = np.arange(scaled.shape[0])
-    return candidates[np.lexsort((candidates, -scaled[candidates]))]
+    return candidates[np.lexsort((candidates, -scaled[candidates]))][:limit]
 
 
 def _truncated(scaled: np.ndarray, params: SamplingParams) -> tuple[np.ndarray, np.ndarray]:
@@ -68,9 +69,8 @@ def _truncated(scaled: np.ndarray, params: SamplingParams) -> tuple[np.ndarray, 
         else:
             mass = total if limit == n else float(np.sum(np.exp(np.partition(scaled, n - limit)[n - limit :] - top)))
             keep = int(np.searchsorted(np.cumsum(weights) / mass, params.top_p, side="left")) + 1
-            complete = order.shape[0] == limit
-            # Done when the nucleus ends inside this prefix and no tie straddles the prefix's end.
-            if complete or (keep <= order.shape[0] and scaled[order[keep - 1]] > scaled[order[-1]]):
+            # Done when the nucleus ends inside this prefix (the exact first entries of the full order).
+            if order.shape[0] == limit or keep <= order.shape[0]:
                 keep = min(keep, order.shape[0])
                 break
         order = _descending(scaled, limit)
@@ -84,17 +84,19 @@ def sample_token(logits: np.ndarray, params: SamplingParams, rng: np.random.Gene
     One uniform draw per token (inverse CDF), so a seeded generator gives the same tokens for the
     same logits. ``temperature`` below 1e-5 is greedy, as in vLLM.
     """
-    raw = log_softmax(logits)
+    shifted = np.asarray(logits, dtype=np.float64)
+    shifted = shifted - np.max(shifted)
+    weights = np.exp(shifted)
+    log_z = np.log(np.sum(weights))  # the same operations as log_softmax, so the numbers are identical
     if params.temperature < _GREEDY_BELOW:
-        token = int(np.argmax(raw))
-        return token, float(raw[token])
-    scaled = raw / params.temperature
+        token = int(np.argmax(shifted))
+        return token, float(shifted[token] - log_z)
     u = rng.random()
+    scaled = shifted if params.temperature == 1.0 else shifted / params.temperature
     if params.top_p >= 1.0 and params.top_k <= 0 and params.min_p <= 0.0:
-        cum = np.cumsum(np.exp(scaled - np.max(scaled)))
+        cum = np.cumsum(weights if params.temperature == 1.0 else np.exp(scaled))
         token = min(int(np.searchsorted(cum, u * cum[-1], side="right")), scaled.shape[0] - 1)
-        return token, float(raw[token])
-    ids, probs = _truncated(scaled, params)
-    pick = min(int(np.searchsorted(np.cumsum(probs), u, side="right")), ids.shape[0] - 1)
-    token = int(ids[pick])
-    return token, float(raw[token])
+    else:
+        ids, probs = _truncated(scaled, params)
+        token = int(ids[min(int(np.searchsorted(np.cumsum(probs), u, side="right")), ids.shape[0] - 1)])
+    return token, float(shifted[token] - log_z)
