@@ -259,7 +259,8 @@ class Engine:
         if len(r.prompt) >= self.max_model_len:
             raise EngineError(
                 f"this model's maximum context length is {self.max_model_len} tokens, but the prompt has "
-                f"{len(r.prompt)}; shorten the conversation or start the server with a larger --max-model-len / --ctx-size"
+                f"{len(r.prompt)}; shorten the conversation or start the server with larger --max-model-len "
+                "and --ctx-size"
             )
         if not 1 <= r.n <= len(self._slots):
             raise EngineError(f"n must be between 1 and {len(self._slots)} (the server's --parallel), got {r.n}")
