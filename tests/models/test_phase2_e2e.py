@@ -10,30 +10,20 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from gguf_helpers import run_module
 from hermes_env.checks.recompute import check_groups
 from hermes_env.envs.terminal_tasks.gguf_policy import GGUF_EXAMPLE_TURNS, GGUF_SYSTEM_PROMPT
 from hermes_env.trajectory import MASK, PROMPT_LOGPROB, TrajectoryDivergence, TrajectoryDivergenceWarning
 
 pytestmark = [pytest.mark.gguf, pytest.mark.e2e]
 
-REPO = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).resolve().parent / "data"
-
-
-def run_module(module: str, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONUNBUFFERED": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", module, *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO
-    )
 
 
 def terminal_schema() -> dict[str, Any]:

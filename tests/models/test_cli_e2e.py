@@ -1,0 +1,80 @@
+"""The commands a user runs, with the real model: `demo --policy gguf`, the recompute check, Phase 1 `process`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from gguf_helpers import run_module
+from hermes_env.envs.terminal_tasks.gguf_policy import GGUF_EXAMPLE_TURNS
+
+pytestmark = [pytest.mark.gguf, pytest.mark.e2e]
+
+TASKS = [
+    {
+        "id": "hello",
+        "prompt": "Create a file hello.txt that contains exactly the line: hi",
+        "setup": "",
+        "check": "grep -qx hi hello.txt",
+        "solution": "echo hi > hello.txt",
+    }
+]
+
+
+def read_groups(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_demo_with_the_gguf_policy_passes_the_recompute_check(smollm2: Path, tmp_path: Path) -> None:
+    out = tmp_path / "demo.jsonl"
+    proc = run_module(
+        "hermes_env.envs.terminal_tasks", "demo", "--policy", "gguf", "--groups", "1", "--group-size", "2",
+        "--backend", "local", "--out", str(out), "--env.max_agent_turns", "2", "--env.max_tokens_per_turn", "40",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert "SmolLM2-135M-Instruct" in proc.stderr and "groups written" in proc.stdout
+    (group,) = read_groups(out)
+    assert len(group["tokens"]) == len(group["inference_logprobs"]) == 2
+    for messages in group["messages"]:
+        # The worked exchanges sit before the task, as prompt.
+        assert messages[1 : 1 + len(GGUF_EXAMPLE_TURNS)] == GGUF_EXAMPLE_TURNS
+    check = run_module("hermes_env.checks.recompute", str(out))
+    assert check.returncode == 0 and "PASS" in check.stdout, check.stdout + check.stderr
+
+
+def test_phase1_process_against_the_openai_endpoint(gguf_server: Any, tools_tokenizer: Any, tmp_path: Path) -> None:
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps(t) + "\n" for t in TASKS))
+    out = tmp_path / "phase1.jsonl"
+    common = [
+        "--openai.base_url", gguf_server.base_url,
+        "--openai.server_type", "openai",
+        "--openai.model_name", gguf_server.model_name,
+        "--env.tokenizer_name", str(gguf_server.tokenizer_dir),
+        "--env.dataset_name", str(tasks),
+        "--env.terminal_backend", "local",
+        "--env.enabled_toolsets", "terminal",
+        "--env.total_steps", "1",
+        "--env.group_size", "2",
+        "--env.max_agent_turns", "2",
+        "--env.max_tokens_per_turn", "40",
+        "--env.data_path_to_save_groups", str(out),
+    ]  # fmt: skip
+    proc = run_module("hermes_env.envs.terminal_tasks", "process", *common)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    (group,) = read_groups(out)
+    assert group.get("inference_logprobs") is None  # Phase 1: no token logprobs from an OpenAI endpoint
+    for tokens, masks, messages in zip(group["tokens"], group["masks"], group["messages"], strict=True):
+        trained = tools_tokenizer.decode([t for t, m in zip(tokens, masks, strict=True) if m != -100])
+        replies = [m for m in messages if m["role"] == "assistant"]
+        assert replies and trained.count("<|im_end|>") == len(replies)  # every assistant turn, nothing else
+        assert TASKS[0]["prompt"] not in trained
+        for reply in replies:
+            assert (reply.get("content") or "").strip()[:20] in trained
+    # Worked example turns would be trained as if the model wrote them in Phase 1: refused, saying why.
+    refused = run_module(
+        "hermes_env.envs.terminal_tasks", "process", *common, "--env.example_turns", json.dumps(GGUF_EXAMPLE_TURNS)
+    )
+    assert refused.returncode != 0 and "example_turns work in Phase 2 only" in refused.stderr + refused.stdout
