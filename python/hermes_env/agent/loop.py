@@ -254,15 +254,20 @@ class HermesAgentLoop:
             if remaining <= 0:
                 end = "rollout_budget"
                 break
+            budget = asyncio.timeout(remaining)
             try:
-                async with asyncio.timeout(remaining):
+                async with budget:
                     if self.schemas:
                         completion = await self.server.chat_completion(
                             messages=messages, tools=self.schemas, n=1, **sampling
                         )
                     else:  # no `tools` key at all: some servers reject tools=null
                         completion = await self.server.chat_completion(messages=messages, n=1, **sampling)
-            except TimeoutError:
+            except TimeoutError as err:
+                if not budget.expired():  # the server's own request timeout, not the rollout budget
+                    _fail(result, "policy_timeout", turn, f"the model call on turn {turn + 1} failed: {_describe(err)}")
+                    end = "failed"
+                    break
                 result.budget_exhausted = True
                 _fail(
                     result,
