@@ -40,7 +40,7 @@ from typing import Any, Literal, Protocol
 from hermes_env.agent.reasoning import extract_reasoning, separated_reasoning
 from hermes_env.agent.tool_pool import ToolWorkerPool
 from hermes_env.backends.base import BackendFailure
-from hermes_env.env.errors import RolloutFailureKind, classify_policy_error
+from hermes_env.env.errors import RolloutFailureKind, classify_policy_error, describe_error
 from hermes_env.tools.registry import ToolArgumentError
 
 logger = logging.getLogger(__name__)
@@ -161,16 +161,6 @@ def _call_signature(call: dict[str, Any]) -> tuple[str, str]:
     return function["name"], args
 
 
-def _describe(err: BaseException) -> str:
-    """``Type: message`` of a failed call, looking through atroposlib's tenacity retries."""
-    attempt = getattr(err, "last_attempt", None)
-    inner = attempt.exception() if attempt is not None and hasattr(attempt, "exception") else None
-    if isinstance(inner, BaseException):
-        return f"{_describe(inner)} (after {attempt.attempt_number} attempts)"
-    text = str(err).strip()
-    return f"{type(err).__name__}: {text}" if text else type(err).__name__
-
-
 def _tool_call_dicts(message: Any) -> list[dict[str, Any]]:
     """The message's tool calls as OpenAI dicts, arguments kept as the exact text the model produced."""
     calls = []
@@ -265,7 +255,8 @@ class HermesAgentLoop:
                         completion = await self.server.chat_completion(messages=messages, n=1, **sampling)
             except TimeoutError as err:
                 if not budget.expired():  # the server's own request timeout, not the rollout budget
-                    _fail(result, "policy_timeout", turn, f"the model call on turn {turn + 1} failed: {_describe(err)}")
+                    reason = f"the model call on turn {turn + 1} failed: {describe_error(err)}"
+                    _fail(result, "policy_timeout", turn, reason)
                     end = "failed"
                     break
                 result.budget_exhausted = True
@@ -283,7 +274,7 @@ class HermesAgentLoop:
                     result,
                     classify_policy_error(err),
                     turn,
-                    f"the model call on turn {turn + 1} failed: {_describe(err)}",
+                    f"the model call on turn {turn + 1} failed: {describe_error(err)}",
                 )
                 end = "failed"
                 break

@@ -60,6 +60,19 @@ def unwrap_retries(err: BaseException) -> BaseException:
     return err
 
 
+def describe_error(err: BaseException) -> str:
+    """``Type: message`` of a failed call, looking through atroposlib's tenacity retries."""
+    inner = unwrap_retries(err)
+    text = str(inner).strip()
+    if isinstance(inner, PolicyCallError):  # already says what failed
+        return text
+    described = f"{type(inner).__name__}: {text}" if text else type(inner).__name__
+    attempt = getattr(err, "last_attempt", None)
+    if inner is not err and attempt is not None:
+        described += f" (after {getattr(attempt, 'attempt_number', '?')} attempts)"
+    return described
+
+
 def classify_policy_error(err: BaseException) -> RolloutFailureKind:
     """Which ``policy_*`` kind a failed model call is (or ``trajectory_divergence``)."""
     import aiohttp

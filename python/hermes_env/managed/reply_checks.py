@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hermes_env.env.errors import PolicyCallError, classify_policy_error, unwrap_retries
+from hermes_env.env.errors import PolicyCallError, classify_policy_error, describe_error, unwrap_retries
 from hermes_env.trajectory import FINISH_REASONS
 
 # What atroposlib's parsing of a malformed reply raises (results["logprobs"], item[0], ...).
@@ -45,10 +45,7 @@ async def generate(server: Any, sent: list[int], n: int, params: Mapping[str, An
         kind = classify_policy_error(inner)
         if kind == "policy_error" and isinstance(inner, _REPLY_SHAPE_ERRORS):
             kind = "policy_bad_response"
-        detail = str(inner).strip()
-        raise PolicyCallError(
-            kind, f"/generate failed: {type(inner).__name__}{': ' + detail if detail else ''}"
-        ) from err
+        raise PolicyCallError(kind, f"/generate failed: {describe_error(err)}") from err
     return check_reply(sent, reply, vocab_size)
 
 
