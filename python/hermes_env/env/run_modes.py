@@ -241,14 +241,7 @@ class RunModesMixin:
                             )
                         continue
                     failures_in_a_row = 0
-                    # One complete group, one whole jsonl line.
-                    await self.handle_send_to_api(
-                        group, item, do_send_to_api=False, abort_on_any_max_length_exceeded=False
-                    )
-                    if self.config.use_wandb:
-                        await self.wandb_log()
-                    self.curr_step += 1
-                    progress.advance(self.rollout_stats.summary()["mean_reward"], self.rollout_stats.groups_dropped)
+                    await self._write_group(item, group, progress)
         except asyncio.CancelledError:
             if main is None or not main.cancelling():
                 raise  # not a stop request for this run
@@ -259,10 +252,22 @@ class RunModesMixin:
                 loop.remove_signal_handler(signal.SIGTERM)
             for task in pending:
                 task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
+            finished = await asyncio.gather(*pending, return_exceptions=True)
+            if interrupted:  # groups that completed as the stop came are whole: keep them
+                for outcome in finished:
+                    if isinstance(outcome, tuple) and outcome[1]:
+                        await self._write_group(outcome[0], outcome[1], progress)
             progress.close()
             await self.close()
         self._report(started, stop_reason, interrupted=interrupted)
+
+    async def _write_group(self, item: Any, group: ScoredDataGroup, progress: GroupProgress) -> None:
+        """One complete group, one whole jsonl line."""
+        await self.handle_send_to_api(group, item, do_send_to_api=False, abort_on_any_max_length_exceeded=False)
+        if self.config.use_wandb:
+            await self.wandb_log()
+        self.curr_step += 1
+        progress.advance(self.rollout_stats.summary()["mean_reward"], self.rollout_stats.groups_dropped)
 
     def _report(self, started: float, stop_reason: str | None, *, interrupted: bool = False) -> None:
         path = self.config.data_path_to_save_groups
@@ -278,7 +283,7 @@ class RunModesMixin:
         out.flush()
         if interrupted:
             held = f"{path} holds {written} whole groups" if path and written else "nothing was written"
-            print(f"interrupted after {summary['groups']} groups; {held}", file=sys.stderr, flush=True)
+            print(f"interrupted after {written} groups; {held}", file=sys.stderr, flush=True)
             raise SystemExit(130)
         if stop_reason and summary["groups"] == 0:
             raise SystemExit(f"error: no groups were produced: {stop_reason}")
