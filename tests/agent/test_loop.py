@@ -11,6 +11,8 @@ import pytest
 from hermes_env.agent import AgentResult, HermesAgentLoop, ToolError, ToolWorkerPool, extract_reasoning
 from hermes_env.testing.completions import scripted_completion as completion
 from hermes_env.tools.registry import ToolArgumentError
+from hypothesis import given
+from hypothesis import strategies as st
 from openai.types.chat import ChatCompletion
 from openai.types.completion_usage import CompletionUsage
 
@@ -425,3 +427,34 @@ async def test_end_reasons_of_finished_rollouts() -> None:
     loop = make_loop(server, [HangTool()], rollout_timeout=0.3, tool_grace=0.0)
     result = await loop.run([{"role": "user", "content": "go"}])
     assert result.end_reason == "rollout_budget" and result.budget_exhausted and result.failure is None
+
+
+CALLS = [("echo", '{"text": "a"}'), ("echo", '{"text":"a"}'), ("echo", '{"text": "b"}'), ("echo", "[1]")]
+
+
+@given(
+    st.lists(st.lists(st.sampled_from(range(len(CALLS))), min_size=1, max_size=3), min_size=1, max_size=6),
+    st.one_of(st.none(), st.integers(2, 4)),
+)
+def test_repeat_counting_matches_a_reference(turns: list[list[int]], limit: int | None) -> None:
+    """Calls are identical when name and parsed arguments are (spacing aside); counted over turns, in order."""
+    script = [lambda m, t=t: completion(None, [CALLS[i] for i in t]) for t in turns] + [lambda m: completion("Done.")]
+    loop = make_loop(ScriptedChat(script), [EchoTool()], max_turns=len(turns) + 1, max_repeated_tool_calls=limit)
+    result = asyncio.run(loop.run([{"role": "user", "content": "go"}]))
+    signature = [0, 0, 2, 3]  # CALLS[0] and CALLS[1] are the same call
+    repeated = longest = streak = 0
+    previous = None
+    for turn_number, turn in enumerate(turns, start=1):
+        hit = False
+        for i in turn:
+            streak = streak + 1 if signature[i] == previous else 1
+            previous = signature[i]
+            repeated += streak > 1
+            longest = max(longest, streak)
+            hit = hit or (limit is not None and streak >= limit)
+        if hit:
+            assert result.end_reason == "repeated_tool_calls" and result.turns_used == turn_number
+            break
+    else:
+        assert result.end_reason == "stop" and result.turns_used == len(turns) + 1
+    assert (result.repeated_tool_calls, result.longest_repeat) == (repeated, longest)

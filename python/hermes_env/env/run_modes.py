@@ -68,7 +68,7 @@ class RunModesMixin:
                 try:
                     scored, record = await self.rollout(item, self.resolve_group_tools(), 0, split="eval")
                 except RolloutFailed as err:
-                    return item, None, None, str(err)
+                    return item, None, None, f"{err.kind}: {err}"
                 return item, scored, record, None
 
         return list(await asyncio.gather(*(one(item) for item in items)))
@@ -106,6 +106,8 @@ class RunModesMixin:
                 "turns": record.turns if record else 0,
                 "tool_calls": record.tool_calls if record else 0,
                 "tool_errors": list(record.tool_error_kinds) if record else [],
+                "parse_issues": list(record.parse_issue_kinds) if record else [],
+                "end_reason": record.end_reason if record else "failed",
                 "error": err,
                 "messages": scored["messages"] if scored else None,
             }
