@@ -406,9 +406,11 @@ impl PyTrajectory {
         images: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         if !score.is_finite() {
-            return Err(PyValueError::new_err(format!(
-                "score must be a finite number, got {score}"
-            )));
+            return Err(trajectory_error(
+                py,
+                format!("score must be a finite number, got {score}"),
+                None,
+            ));
         }
         let out = PyDict::new(py);
         out.set_item("tokens", PyList::new(py, self.inner.tokens())?)?;
