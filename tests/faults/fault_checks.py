@@ -4,29 +4,57 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from pathlib import Path
 from typing import Any
+
+from hermes_env.env.dataset import load_rows
+from hermes_env.envs.terminal_tasks.env import TASKS_PATH
 
 # Why a written rollout may have ended; "failed" never reaches the file.
 FINISHED_END_REASONS = {"stop", "length", "turn_limit", "context_limit", "rollout_budget", "repeated_tool_calls"}
 
-# Two-turn tasks (a tool call, then an answer); checks fail in an empty workspace.
-TASKS = [
-    {
-        "id": "hello",
-        "prompt": "Create a file hello.txt that contains exactly the line: hi",
-        "setup": "",
-        "check": "grep -qx hi hello.txt",
-        "solution": "echo hi > hello.txt",
-    },
-    {
-        "id": "count",
-        "prompt": "Count the lines of data.txt and write the number to count.txt.",
-        "setup": "seq 1 17 > data.txt",
-        "check": 'test "$(tr -d " \\n" < count.txt)" = 17',
-        "solution": "wc -l < data.txt > count.txt",
-    },
-]
+# Two of the shipped terminal tasks (the scripted policy solves each in two turns: a terminal call, then an answer).
+TASKS = [row for row in load_rows(str(TASKS_PATH)) if row["id"] in ("hello_file", "make_project_tree")]
+
+# The failure kind each scripted /generate fault is reported as ("slow" is no fault: nothing fails).
+FAULT_CAUSE = {
+    "http_500": "policy_http_error",
+    "non_json": "policy_bad_response",
+    "missing_logprobs": "policy_bad_response",
+    "empty_logprob_entry": "policy_bad_response",
+    "negative_token_id": "policy_bad_response",
+    "out_of_vocab_token_id": "policy_bad_response",
+    "nan_logprob": "policy_bad_response",
+    "positive_logprob": "policy_bad_response",
+    "bad_finish_reason": "policy_bad_response",
+    "empty_completion": "policy_bad_response",
+    "abort": "policy_bad_response",
+    "drop_connection": "policy_connection_error",
+    "hang": "policy_timeout",  # past the request timeout or the rollout budget
+}
+
+
+class FirstTaskFaulty:
+    """Selects the conversations of whichever task the run hands out first.
+
+    With one group in flight at a time and the two tasks alternating, groups 1, 3, ... fail and
+    2, 4, ... are clean, whatever order the environment's seed gives the tasks.
+    """
+
+    def __init__(self) -> None:
+        self.prompt: str | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self, request: Any) -> bool:
+        with self._lock:
+            if self.prompt is None:
+                self.prompt = next(t["prompt"] for t in TASKS if t["prompt"] in request.prompt_text)
+        return self.prompt in request.prompt_text
+
+    @property
+    def clean_prompt(self) -> str:
+        return next(t["prompt"] for t in TASKS if t["prompt"] != self.prompt)
 
 
 def write_tasks(path: Path, tasks: list[dict[str, Any]]) -> Path:

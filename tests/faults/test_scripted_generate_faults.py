@@ -8,41 +8,17 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from fault_checks import FAULT_CAUSE
 from hermes_env.env.errors import PolicyCallError
 from hermes_env.managed import managed_server
 from hermes_env.testing.scripted_vllm import FAULT_KINDS, FaultAtTurn, ScriptedVLLMServer
+from hermes_env.tools import REGISTRY
 
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "terminal",
-            "description": "Run a shell command",
-            "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
-        },
-    }
-]
+TOOLS = REGISTRY.schemas(["terminal"])
 CALL = '<tool_call>\n{"name": "terminal", "arguments": {"command": "ls"}}\n</tool_call>'
 
-EXPECTED_KIND = {
-    "http_500": "policy_http_error",
-    "non_json": "policy_bad_response",
-    "missing_logprobs": "policy_bad_response",
-    "empty_logprob_entry": "policy_bad_response",
-    "negative_token_id": "policy_bad_response",
-    "out_of_vocab_token_id": "policy_bad_response",
-    "nan_logprob": "policy_bad_response",
-    "positive_logprob": "policy_bad_response",
-    "bad_finish_reason": "policy_bad_response",
-    "empty_completion": "policy_bad_response",
-    "abort": "policy_bad_response",
-    "drop_connection": "policy_connection_error",
-    "hang": "policy_timeout",  # past the request timeout (2 s here), after atroposlib's retries
-}
-
-
 def test_every_fault_kind_has_an_expected_cause() -> None:
-    assert set(EXPECTED_KIND) | {"slow"} == set(FAULT_KINDS)
+    assert set(FAULT_CAUSE) | {"slow"} == set(FAULT_KINDS)
 
 
 @pytest.fixture
@@ -72,7 +48,7 @@ def _turns(responder_turns: list[str]) -> Any:
     return respond
 
 
-@pytest.mark.parametrize("fault", sorted(EXPECTED_KIND))
+@pytest.mark.parametrize("fault", sorted(FAULT_CAUSE))
 async def test_scripted_fault_on_turn_2_raises_its_kind_and_changes_nothing(
     manager_for: Any, tok: Any, fault: str
 ) -> None:
@@ -88,7 +64,7 @@ async def test_scripted_fault_on_turn_2_raises_its_kind_and_changes_nothing(
         before = [(b.trajectory.tokens, b.trajectory.masks, b.trajectory.logprobs) for b in m.get_state()["branches"]]
         with pytest.raises(PolicyCallError) as info:
             await m.chat_completion(messages=messages, tools=TOOLS, max_tokens=64)
-        assert info.value.kind == EXPECTED_KIND[fault], str(info.value)
+        assert info.value.kind == FAULT_CAUSE[fault], str(info.value)
         after = [(b.trajectory.tokens, b.trajectory.masks, b.trajectory.logprobs) for b in m.get_state()["branches"]]
         assert after == before
     assert server.faults and set(server.faults) == {fault}
