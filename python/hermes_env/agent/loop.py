@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -42,8 +41,6 @@ from hermes_env.agent.tool_pool import ToolWorkerPool
 from hermes_env.backends.base import BackendFailure
 from hermes_env.env.errors import RolloutFailureKind, classify_policy_error, describe_error
 from hermes_env.tools.registry import ToolArgumentError
-
-logger = logging.getLogger(__name__)
 
 # A tool enforces its own time limit (the backend kills the command and reports partial output);
 # the pool's limit is a safety net this much later, for a tool that fails to stop itself.
