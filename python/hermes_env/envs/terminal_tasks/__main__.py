@@ -5,6 +5,8 @@
 speaking vLLM's ``/generate`` (hermes_env.testing.scripted_vllm) answers from the tasks'
 reference solutions — sometimes wrongly, so rewards vary — in Phase 2 with the Qwen3
 tokenizer, tools sandboxed by bubblewrap (``--backend local`` where bwrap is unavailable).
+``demo --policy gguf`` samples the policy from SmolLM2-135M-Instruct on this CPU instead
+(hermes_env.models.serve_gguf; the ``gguf`` extra), at temperature 1.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from hermes_env.env.cli import run_cli
 from hermes_env.envs import configure_logging
@@ -39,9 +42,20 @@ def demo(argv: Sequence[str]) -> None:
     parser.add_argument("--backend", default="bwrap", help="terminal backend: bwrap (default), local or sandbox")
     parser.add_argument("--out", default="data/terminal_tasks_demo.jsonl", help="jsonl of scored groups")
     parser.add_argument("--seed", type=int, default=0, help="seed of the policy's choices / sampling")
+    parser.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="KIND@TURN",
+        help="make the scripted server misbehave on model turn TURN (0: the first) of some tasks, to see failed "
+        "rollouts dropped with their cause (repeatable; e.g. http_500@1 nan_logprob@2). KIND is one of "
+        "hermes_env.testing.scripted_vllm.FAULT_KINDS",
+    )
     args, passthrough = parser.parse_known_args(argv)
     if args.groups is None:
         args.groups = 4 if args.policy == "gguf" else 8
+    if args.fault and args.policy != "scripted":
+        parser.error("--fault makes the scripted server misbehave; it works with --policy scripted only")
 
     backend = args.backend
     if backend == "bwrap":
@@ -57,8 +71,11 @@ def demo(argv: Sequence[str]) -> None:
 
     atropos_base.rprint = lambda *a, **k: None
     warnings.filterwarnings("ignore", message="You are using a local Base URL")
-    policy_server = _gguf_policy if args.policy == "gguf" else _scripted_policy
-    with policy_server(args.seed) as policy:
+    if args.policy == "gguf":
+        policy_server = _gguf_policy(args.seed)
+    else:
+        policy_server = _scripted_policy(args.seed, args.fault, parser)
+    with policy_server as policy:
         print(
             f"demo: terminal_tasks `process`, Phase 2 against {policy.description} at {policy.base_url}\n"
             f"demo: {args.groups} groups x {args.group_size} rollouts, tools in {backend}, "
@@ -96,8 +113,8 @@ class _DemoPolicy:
 
 
 @contextmanager
-def _scripted_policy(seed: int) -> Iterator[_DemoPolicy]:
-    """The SCRIPTED /generate server answering from the tasks' reference solutions (no model)."""
+def _scripted_policy(seed: int, faults: list[str], parser: argparse.ArgumentParser) -> Iterator[_DemoPolicy]:
+    """The SCRIPTED /generate server answering from the tasks' reference solutions (no model), with any faults."""
     from transformers import AutoTokenizer
 
     from hermes_env.env.dataset import load_rows
@@ -107,8 +124,11 @@ def _scripted_policy(seed: int) -> Iterator[_DemoPolicy]:
 
     tokenizer_name = default_tokenizer_name()
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_name)
-    policy = SolutionPolicy(load_rows(str(TASKS_PATH)), seed=seed)
-    with ScriptedVLLMServer(tokenizer, policy.vllm_responder, model_name="scripted-policy") as server:
+    rows = load_rows(str(TASKS_PATH))
+    responder = SolutionPolicy(rows, seed=seed).vllm_responder
+    for j, spec in enumerate(faults):
+        responder = _fault(responder, spec, [r["prompt"] for r in rows[j :: len(faults) + 1]], parser)
+    with ScriptedVLLMServer(tokenizer, responder, model_name="scripted-policy") as server:
         description = "a SCRIPTED vLLM /generate policy (no model)"
         yield _DemoPolicy(description, server.base_url, "scripted-policy", tokenizer_name)
 
@@ -132,6 +152,21 @@ def _gguf_policy(seed: int) -> Iterator[_DemoPolicy]:
             str(server.tokenizer_dir),
             GGUF_PROCESS_ARGS,
         )
+
+
+def _fault(responder: Any, spec: str, prompts: list[str], parser: argparse.ArgumentParser) -> Any:
+    """``responder`` failing as ``KIND@TURN`` says for the tasks whose prompt is in ``prompts``."""
+    from hermes_env.testing.scripted_vllm import FAULT_KINDS, FaultAtTurn
+
+    kind, _, turn = spec.partition("@")
+    if kind not in FAULT_KINDS or not turn.isdigit():
+        parser.error(f"--fault {spec!r}: expected KIND@TURN with KIND one of {', '.join(FAULT_KINDS)}")
+    return FaultAtTurn(
+        responder,
+        kind,
+        turn=int(turn),
+        when=lambda r: any(p in r.prompt_text for p in prompts),  # type: ignore[arg-type]
+    )
 
 
 def main() -> None:
