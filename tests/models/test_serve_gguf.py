@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import math
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -56,18 +55,19 @@ def test_health_and_models(gguf_server: Any) -> None:
 
 
 async def test_tokens_and_logprobs_through_atroposlib(vllm_server: Any, tools_tokenizer: Any) -> None:
+    from hermes_env.managed.reply_checks import check_reply
+
     ids = chat_ids(tools_tokenizer, [{"role": "user", "content": "Say hello."}])
-    prompt, outputs, logprobs, finishes = await vllm_server.tokens_and_logprobs_completion(
+    reply = await vllm_server.tokens_and_logprobs_completion(
         input_ids=ids, n=3, max_tokens=10, temperature=1.0, model=vllm_server.config.model_name
     )
-    assert prompt == ids
-    assert len(outputs) == len(logprobs) == len(finishes) == 3
-    for out, lps, finish in zip(outputs, logprobs, finishes, strict=True):
-        assert 1 <= len(out) <= 10 and len(lps) == len(out)
-        assert finish == ("length" if len(out) == 10 and out[-1] != 2 else "stop")
-        # What the managed server's reply validation asks: ids in the vocabulary, finite logprobs <= 0.
-        assert all(0 <= t < len(tools_tokenizer) for t in out)
-        assert all(math.isfinite(lp) and lp <= 0 for lp in lps)
+    # The managed server's own check of /generate replies (ids in the vocabulary, finite logprobs <= 0,
+    # known finish reasons, the prompt echoed unchanged) accepts it.
+    checked = check_reply(ids, reply, len(tools_tokenizer))
+    assert len(checked.outputs) == 3
+    for out, finish in zip(checked.outputs, checked.finish_reasons, strict=True):
+        assert 1 <= len(out) <= 10
+        assert finish == ("stop" if out[-1] in (0, 2, 4) else "length")
 
 
 async def test_prompt_logprobs_through_atroposlib(vllm_server: Any, tools_tokenizer: Any) -> None:

@@ -25,6 +25,7 @@ import collections
 import concurrent.futures
 import itertools
 import logging
+import math
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -317,8 +318,7 @@ class Engine:
             self._active.clear()
             self._stopping = True
         for a in waiting:
-            if not a.future.done():
-                a.future.set_exception(err)
+            _settle(a.future, exception=err)
         for slot in self._slots:
             slot.busy = False
 
@@ -466,6 +466,8 @@ class Engine:
             a.prefilled = end
             self.stats["prompt_tokens_read"] += end - start
         for row, (kind, a, what) in zip(rows, owners, strict=True):
+            if a.cancelled:
+                continue
             if kind == "gen":
                 self._take(a, what, row)
             else:
@@ -485,15 +487,19 @@ class Engine:
             if err.code == 1 and idle:
                 self._evict(idle[0])  # fragmentation: free a cached sequence and try again
                 return
-            victim = active[-1]
-            logger.error("llama_decode failed (%s); failing the newest request", err)
-            for s in victim.samples:
+        logger.error("llama_decode failed (%s); failing the newest request", err)
+        self._fail(active[-1], RuntimeError(f"generation failed: {err}; retry the request"))
+
+    def _fail(self, a: _Active, err: Exception) -> None:
+        """Ends one request with ``err``; its sequences' caches are dropped, the others run on."""
+        with self._cond:
+            a.cancelled = True
+            for s in a.samples:
                 if s.slot is not None:
                     self._evict(s.slot)
-            self._evict(victim.prefill_slot)
-            self._release(victim)
-            if not victim.future.done():
-                victim.future.set_exception(RuntimeError(f"generation failed: {err}; retry the request"))
+            self._evict(a.prefill_slot)
+            self._release(a)
+        _settle(a.future, exception=err)
 
     def _start_samples(self, a: _Active, row: np.ndarray) -> None:
         """The prompt is in the cache: the other samples share it, and every sample draws its first token."""
@@ -503,12 +509,16 @@ class Engine:
                 self.model.seq_cp(base.seq, s.slot.seq, 0, len(a.request.prompt))
                 s.slot.share(base, len(a.request.prompt))
         for s in a.samples:
-            self._take(a, s, row)
+            if not a.cancelled:
+                self._take(a, s, row)
 
     def _take(self, a: _Active, s: _Sample, row: np.ndarray) -> None:
         """Draws the sample's next token from ``row`` and decides whether the sample is done."""
         r = a.request
         token, lp = sample_token(row, r.sampling, s.rng)
+        if not math.isfinite(lp):
+            self._fail(a, RuntimeError("the model produced logits that are not finite numbers; check the GGUF file"))
+            return
         s.ids.append(token)
         s.lps.append(lp)
         if r.logprobs is not None:
@@ -548,14 +558,28 @@ class Engine:
 
     def _finish(self, a: _Active) -> None:
         self._release(a)
-        if not a.future.done():
-            a.future.set_result(
-                GenerationResult(
-                    prompt=list(a.request.prompt),
-                    samples=[s.result for s in a.samples if s.result is not None],
-                    prompt_logprobs=a.prompt_lps,
-                )
-            )
+        result = GenerationResult(
+            prompt=list(a.request.prompt),
+            samples=[s.result for s in a.samples if s.result is not None],
+            prompt_logprobs=a.prompt_lps,
+        )
+        _settle(a.future, result=result)
+
+
+def _settle(
+    future: concurrent.futures.Future[GenerationResult],
+    *,
+    result: GenerationResult | None = None,
+    exception: BaseException | None = None,
+) -> None:
+    """Completes ``future`` unless the caller cancelled it meanwhile (then there is nobody to tell)."""
+    try:
+        if exception is not None:
+            future.set_exception(exception)
+        else:
+            future.set_result(result)  # type: ignore[arg-type]
+    except concurrent.futures.InvalidStateError:
+        pass
 
 
 def _common_prefix(a: Sequence[int], b: Sequence[int], limit: int) -> int:
