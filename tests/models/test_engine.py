@@ -91,8 +91,13 @@ def test_stop_conditions(engine: Engine, prompt: list[int], gguf_tokenizer: Any)
     assert by_id.samples[0].stop_reason == token
 
 
-def test_eos_ends_with_the_eos_token(engine: Engine, prompt: list[int]) -> None:
-    result = run(engine, prompt=prompt, n=2, max_tokens=200, seed=9, sampling=SamplingParams(temperature=0.0))
+def test_eos_ends_with_the_eos_token(engine: Engine, gguf_tokenizer: Any) -> None:
+    messages = [{"role": "user", "content": "What is 2+2?"}]
+    prompt = gguf_tokenizer.encode(
+        gguf_tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True),
+        add_special_tokens=False,
+    )
+    result = run(engine, prompt=prompt, n=2, max_tokens=60, seed=9, sampling=SamplingParams(temperature=0.0))
     s = result.samples[0]
     assert s.finish_reason == "stop" and s.token_ids[-1] in engine.eog_ids and s.stop_reason is None
     assert "<|im_end|>" not in s.text  # special tokens are skipped in the text
@@ -117,11 +122,11 @@ def test_prompt_logprobs_are_teacher_forced(engine: Engine, prompt: list[int], s
 
 
 def test_requests_beyond_the_cache_wait_in_the_queue(smollm2: Path, prompt: list[int]) -> None:
-    # Room for about two requests at a time: ten submitted at once all complete.
-    model = LlamaCpp(smollm2, n_ctx=2 * (len(prompt) + 24) + 8, n_seq=3, n_batch=128, n_threads=1)
+    # Room for about two requests at a time: six submitted at once all complete.
+    model = LlamaCpp(smollm2, n_ctx=2 * (len(prompt) + 16) + 8, n_seq=3, n_batch=128, n_threads=1)
     eng = Engine(model).start()
     try:
-        futures = [eng.submit(GenerationRequest(prompt=prompt, max_tokens=24, seed=i)) for i in range(10)]
+        futures = [eng.submit(GenerationRequest(prompt=prompt, max_tokens=16, seed=i)) for i in range(6)]
         results = [f.result(timeout=300) for f in futures]
         assert all(len(r.samples) == 1 and r.samples[0].token_ids for r in results)
         assert eng.pending() == 0

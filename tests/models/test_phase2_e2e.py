@@ -145,10 +145,11 @@ def test_recompute_passes_and_a_shifted_trajectory_fails(
     multi_turn: tuple[Any, Any], smollm2: Path, tmp_path: Path
 ) -> None:
     managed, branch = multi_turn
-    path = write_groups(tmp_path / "groups.jsonl", managed.get_state()["branches"])
+    other = next(b for b in managed.get_state()["branches"] if b is not branch)  # another sample of turn 1
+    path = write_groups(tmp_path / "groups.jsonl", [branch, other])
     report = check_groups(path, smollm2)
     assert report.passed, report.summary()
-    assert report.mean_abs_diff < 0.15 and report.trained_tokens > 100
+    assert report.mean_abs_diff < 0.15 and report.trained_tokens > 40
     # The classic off-by-one, on the multi-turn branch: each logprob written next to the following token.
     item = branch.trajectory.to_scored_item(0.0)
     lps, masks = item["inference_logprobs"], item["masks"]
