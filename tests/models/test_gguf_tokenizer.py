@@ -182,3 +182,14 @@ def test_truncated_headers_fail_with_gguf_error(smollm2_header: bytes, tmp_path_
 def smollm2_header(smollm2: Path) -> bytes:
     with smollm2.open("rb") as f:
         return f.read(4097)
+
+
+def test_command_prints_the_tokenizer_folder(smollm2: Path) -> None:
+    from gguf_helpers import run_module
+
+    proc = run_module("hermes_env.models.gguf_tokenizer", "smollm2", "--chat-template", "smollm2-tools")
+    assert proc.returncode == 0, proc.stderr
+    folder = Path(proc.stdout.strip().splitlines()[-1])
+    assert (folder / "tokenizer.json").is_file() and (folder / "tokenizer_config.json").is_file()
+    bad = run_module("hermes_env.models.gguf_tokenizer", str(smollm2.parent / "nope.gguf"))
+    assert bad.returncode == 1 and "error: no GGUF file at" in bad.stderr

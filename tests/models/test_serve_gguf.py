@@ -190,3 +190,10 @@ async def test_a_template_without_tools_says_which_to_use(smollm2: Any) -> None:
     finally:
         engine.stop()
         engine.model.close()
+
+
+def test_a_server_that_cannot_start_says_why(tmp_path: Any) -> None:
+    from hermes_env.models.process import GGUFServerProcess
+
+    with pytest.raises(RuntimeError, match="no GGUF file at"):
+        GGUFServerProcess(tmp_path / "missing.gguf", start_timeout=60).start()

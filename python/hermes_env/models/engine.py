@@ -183,6 +183,11 @@ class Engine:
     """Serves :class:`GenerationRequest`\\ s from a thread that owns ``model``; see the module docstring."""
 
     def __init__(self, model: LlamaCpp, *, max_model_len: int | None = None, seed: int | None = None) -> None:
+        if model.n_seq > model.n_batch:
+            raise ValueError(
+                f"{model.n_seq} parallel sequences need a batch of at least as many tokens (got {model.n_batch}); "
+                "raise --batch-size or lower --parallel"
+            )
         self.model = model
         self.max_model_len = min(max_model_len or model.n_ctx_train or model.n_ctx, model.n_ctx)
         self.capacity = model.n_ctx
