@@ -8,19 +8,11 @@ from typing import Any
 
 import pytest
 from gguf_helpers import run_module
+from hermes_env.env.dataset import load_rows
+from hermes_env.envs.terminal_tasks.env import TASKS_PATH
 from hermes_env.envs.terminal_tasks.gguf_policy import GGUF_EXAMPLE_TURNS
 
 pytestmark = [pytest.mark.gguf, pytest.mark.e2e]
-
-TASKS = [
-    {
-        "id": "hello",
-        "prompt": "Create a file hello.txt that contains exactly the line: hi",
-        "setup": "",
-        "check": "grep -qx hi hello.txt",
-        "solution": "echo hi > hello.txt",
-    }
-]
 
 
 def read_groups(path: Path) -> list[dict[str, Any]]:
@@ -45,8 +37,9 @@ def test_demo_with_the_gguf_policy_passes_the_recompute_check(smollm2: Path, tmp
 
 
 def test_phase1_process_against_the_openai_endpoint(gguf_server: Any, tools_tokenizer: Any, tmp_path: Path) -> None:
+    task = next(t for t in load_rows(str(TASKS_PATH)) if t["id"] == "hello_file")
     tasks = tmp_path / "tasks.jsonl"
-    tasks.write_text("".join(json.dumps(t) + "\n" for t in TASKS))
+    tasks.write_text(json.dumps(task) + "\n")
     out = tmp_path / "phase1.jsonl"
     common = [
         "--openai.base_url", gguf_server.base_url,
@@ -70,7 +63,7 @@ def test_phase1_process_against_the_openai_endpoint(gguf_server: Any, tools_toke
         trained = tools_tokenizer.decode([t for t, m in zip(tokens, masks, strict=True) if m != -100])
         replies = [m for m in messages if m["role"] == "assistant"]
         assert replies and trained.count("<|im_end|>") == len(replies)  # every assistant turn, nothing else
-        assert TASKS[0]["prompt"] not in trained
+        assert task["prompt"] not in trained
         for reply in replies:
             assert (reply.get("content") or "").strip()[:20] in trained
     # Worked example turns would be trained as if the model wrote them in Phase 1: refused, saying why.

@@ -37,8 +37,7 @@ async def with_managed(gguf_server: Any, tokenizer: Any, policy: str, body: Any)
     from atroposlib.envs.server_handling.server_manager import ServerManager
     from hermes_env.managed import ManagedServer
 
-    config = gguf_server_config(gguf_server)
-    manager = ServerManager([config])
+    manager = ServerManager([gguf_server.server_config(timeout=300)])
     try:
         managed = ManagedServer(manager, tokenizer, tool_parser="hermes", divergence_policy=policy)
         return await body(managed)
@@ -46,19 +45,6 @@ async def with_managed(gguf_server: Any, tokenizer: Any, policy: str, body: Any)
         for s in manager.servers:
             if s.check_task is not None:
                 s.check_task.cancel()
-
-
-def gguf_server_config(gguf_server: Any) -> Any:
-    from atroposlib.envs.server_handling.server_baseline import APIServerConfig
-
-    return APIServerConfig(
-        server_type="vllm",
-        base_url=gguf_server.base_url,
-        api_key="x",
-        model_name=gguf_server.model_name,
-        tokenizer_name=str(gguf_server.tokenizer_dir),
-        timeout=300,
-    )
 
 
 def assert_trained_exactly_what_was_sampled(managed: Any, branch: Any) -> None:

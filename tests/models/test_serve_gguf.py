@@ -25,17 +25,9 @@ TERMINAL = {
 @pytest.fixture
 async def vllm_server(gguf_server: Any) -> AsyncIterator[Any]:
     """atroposlib's own VLLMServer client, pointed at serve_gguf."""
-    from atroposlib.envs.server_handling.server_baseline import APIServerConfig
     from atroposlib.envs.server_handling.vllm_server import VLLMServer
 
-    config = APIServerConfig(
-        server_type="vllm",
-        base_url=gguf_server.base_url,
-        api_key="x",
-        model_name=gguf_server.model_name,
-        tokenizer_name=str(gguf_server.tokenizer_dir),
-        timeout=300,
-    )
+    config = gguf_server.server_config(timeout=300)
     server = VLLMServer(config)
     yield server
     if server.check_task is not None:

@@ -3,6 +3,7 @@
     with GGUFServerProcess(smollm2_gguf(), chat_template="smollm2-tools") as server:
         server.base_url        # http://127.0.0.1:<port>/v1, for --openai.base_url
         server.tokenizer_dir   # for --openai.tokenizer_name / --env.tokenizer_name
+        server.server_config() # an atroposlib APIServerConfig (server_type vllm)
 
 The child prints one line when it listens (its port and tokenizer folder); until then its
 output is kept so that a failed start can say why.
@@ -19,7 +20,7 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Self
+from typing import Any, Self
 
 __all__ = ["GGUFServerProcess"]
 
@@ -51,6 +52,18 @@ class GGUFServerProcess:
     @property
     def base_url(self) -> str:
         return f"{self.url}/v1"
+
+    def server_config(self, **overrides: Any) -> Any:
+        """An atroposlib ``APIServerConfig`` pointing ``VLLMServer`` at this server (Phase 2)."""
+        from hermes_env.env.defaults import default_server_config
+
+        fields: dict[str, Any] = {
+            "base_url": self.base_url,
+            "model_name": self.model_name,
+            "tokenizer_name": str(self.tokenizer_dir),
+            "timeout": 900,  # a CPU server queues requests; waiting is normal
+        }
+        return default_server_config(**{**fields, **overrides})
 
     def start(self) -> Self:
         cmd = [sys.executable, "-m", "hermes_env.models.serve_gguf", self.model, "--port", "0", *self.args]
