@@ -87,4 +87,4 @@ pub use marker::{MarkerHit, MarkerSet};
 pub use registry::{get_parser, list_parsers, Parser, ParserSpec, UnknownParserError, REGISTRY};
 pub use stream::{count_chars, Emitter, Format, FormatStream, Stream};
 pub use tools::{ParamSpec, ParamType, ToolSpec, Tools, ToolsError};
-pub use types::{Event, IssueKind, ParseIssue, ParseResult, Pos, RenderError, ToolCall};
+pub use types::{Event, IssueKind, ParseIssue, ParseResult, Pos, RenderError, ToolCall, MAX_ISSUES};

@@ -447,7 +447,11 @@ impl Machine for ArrayRegions {
             }
             Mode::Array => {
                 if self.array.in_started_call() {
-                    truncated_args(out, leftover, end);
+                    let missing = self
+                        .array
+                        .started_call_args_done()
+                        .then_some("the end of its call object and the array's ']'");
+                    truncated_args(out, leftover, end, missing);
                 } else {
                     let mut raw = self.array.take_raw();
                     raw.push_str(leftover);

@@ -111,15 +111,17 @@ impl<M: Machine> FormatStream for Driven<M> {
     }
 }
 
-/// The output ended inside a started call's arguments: `leftover` goes to them, the call is
-/// reported `truncated` at `at` and ended (it keeps what arrived).
-pub(crate) fn truncated_args(out: &mut Emitter<'_>, leftover: &str, at: Pos) {
+/// The output ended inside a started call: `leftover` goes to its arguments, the call is
+/// reported `truncated` at `at` and ended (it keeps what arrived). `missing`: when the arguments
+/// themselves were complete, what of the call's markup did not arrive (the message says so
+/// rather than calling the arguments incomplete).
+pub(crate) fn truncated_args(out: &mut Emitter<'_>, leftover: &str, at: Pos, missing: Option<&str>) {
     out.args(leftover);
-    out.issue(
-        IssueKind::Truncated,
-        at,
-        "output ended inside a tool call's arguments; they are incomplete",
-    );
+    let msg = match missing {
+        None => "output ended inside a tool call's arguments; they are incomplete".to_owned(),
+        Some(what) => format!("output ended after a tool call's complete arguments, before {what}; the call is kept"),
+    };
+    out.issue(IssueKind::Truncated, at, msg);
     out.end_call();
 }
 
@@ -432,6 +434,11 @@ impl CallObject {
         std::mem::take(&mut self.raw)
     }
 
+    /// True once the arguments value is complete (the object may still go on).
+    pub(crate) fn args_done(&self) -> bool {
+        self.args_done || (self.member == Member::Args && self.walker.value_ended())
+    }
+
     /// The call's name, once its value has been read.
     pub(crate) fn name(&self) -> Option<&str> {
         self.name.as_deref()
@@ -677,9 +684,14 @@ impl CallArray {
         raw
     }
 
-    /// True while a started call's arguments are being read.
+    /// True while a started call's object is being read.
     pub(crate) fn in_started_call(&self) -> bool {
         self.mode == ArrMode::Object && self.obj.started()
+    }
+
+    /// In a started call whose arguments are complete (the rest of its object is missing).
+    pub(crate) fn started_call_args_done(&self) -> bool {
+        self.in_started_call() && self.obj.args_done()
     }
 
     /// Inside a JSON string of a started call's arguments: the lane that may pass text on.
