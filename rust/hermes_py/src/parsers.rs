@@ -739,6 +739,13 @@ impl PyParseStream {
     }
 }
 
+/// The parser name whose markers `text` carries (the first marker of a known format decides),
+/// or None: what the `auto` parser would parse `text` as.
+#[pyfunction]
+fn guess_parser(text: &Bound<'_, PyString>) -> PyResult<Option<&'static str>> {
+    Ok(core::guess_parser(&text_of(text)?.text))
+}
+
 /// Names of all parsers (vLLM `--tool-call-parser` names), sorted.
 #[pyfunction]
 fn list_parsers() -> Vec<&'static str> {
@@ -747,9 +754,16 @@ fn list_parsers() -> Vec<&'static str> {
 
 /// The parser `name` for a request with `tools` (OpenAI tool schemas: a list of dicts or its
 /// JSON text; None for no tools). Unknown name: ValueError listing the available names.
+/// `calls_after_prose=False`: pythonic formats take a call list only at the start of the
+/// output, as vLLM does (by default a list of the request's tools after prose is a call list).
 #[pyfunction]
-#[pyo3(signature = (name, tools=None))]
-fn get_parser(py: Python<'_>, name: &str, tools: Option<&Bound<'_, PyAny>>) -> PyResult<PyParser> {
+#[pyo3(signature = (name, tools=None, *, calls_after_prose=true))]
+fn get_parser(
+    py: Python<'_>,
+    name: &str,
+    tools: Option<&Bound<'_, PyAny>>,
+    calls_after_prose: bool,
+) -> PyResult<PyParser> {
     let tools = match tools {
         None => Tools::none(),
         Some(t) if t.is_none() => Tools::none(),
@@ -767,7 +781,8 @@ fn get_parser(py: Python<'_>, name: &str, tools: Option<&Bound<'_, PyAny>>) -> P
             Tools::from_json(&text).map_err(|e| PyValueError::new_err(e.to_string()))?
         }
     };
-    let inner = core::get_parser(name, tools).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let options = core::ParserOptions { calls_after_prose };
+    let inner = core::get_parser_with(name, tools, options).map_err(|e| PyValueError::new_err(e.to_string()))?;
     Ok(PyParser { inner })
 }
 
@@ -783,6 +798,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyParseStream>()?;
     m.add_function(wrap_pyfunction!(list_parsers, m)?)?;
     m.add_function(wrap_pyfunction!(get_parser, m)?)?;
+    m.add_function(wrap_pyfunction!(guess_parser, m)?)?;
     m.add("MAX_ISSUES", MAX_ISSUES)?;
     m.add(
         "ISSUE_KINDS",

@@ -80,11 +80,14 @@ pub mod tools;
 pub mod types;
 
 pub use event_sink::{EventSink, ForwardSink};
+pub use formats::auto::guess_parser;
 pub use json_in_markers::JsonInMarkers;
 pub use json_scan::{JsonError, JsonErrorKind, JsonScanner, ObjectWalker, Status, Walk};
 pub use lane::Lane;
 pub use marker::{MarkerHit, MarkerSet};
-pub use registry::{get_parser, list_parsers, Parser, ParserSpec, UnknownParserError, REGISTRY};
+pub use registry::{
+    get_parser, get_parser_with, list_parsers, Parser, ParserOptions, ParserSpec, UnknownParserError, REGISTRY,
+};
 pub use stream::{count_chars, Emitter, Format, FormatStream, Stream};
 pub use tools::{ParamSpec, ParamType, ToolSpec, Tools, ToolsError};
 pub use types::{Event, IssueKind, ParseIssue, ParseResult, Pos, RenderError, ToolCall, MAX_ISSUES};

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 pub use super::event_sink::EventSink;
 use super::lane::{content_pass, defer_pass, json_string_pass, push_short, raw_string_pass, write_raw_string, Lane};
+use super::registry::ParserOptions;
 use super::tools::Tools;
 use super::types::{Event, IssueKind, ParseIssue, ParseResult, Pos, RenderError, ToolCall, MAX_ISSUES};
 
@@ -39,6 +40,10 @@ pub trait Format: Send + Sync {
     /// The raw model output that means `content` followed by `calls` (arguments are JSON text).
     /// Errors when the format cannot express them (the message says what and why).
     fn render(&self, calls: &[ToolCall], content: Option<&str>) -> Result<String, RenderError>;
+    /// This format with `options` applied, when any of them concerns it (`None`: unchanged).
+    fn with_options(&self, _options: &ParserOptions) -> Option<Arc<dyn Format>> {
+        None
+    }
 }
 
 /// Number of Unicode code points in `s` (counts the bytes that start a character).
@@ -210,6 +215,26 @@ impl Emitter<'_> {
                 char: self.base.char.saturating_sub(chars),
             }
         }
+    }
+
+    /// Run `f` with an emitter whose chunk is `text`: the output's bytes from `at`, verbatim (text
+    /// a format held back, then the rest of the current chunk). For a format that hands what it
+    /// held to another format's stream (`auto`): that stream then sees `text` as the chunk fed,
+    /// with exact positions and content spans.
+    pub fn as_chunk<R>(&mut self, at: Pos, text: &str, f: impl FnOnce(&mut Emitter<'_>) -> R) -> R {
+        let mut sub = Emitter {
+            acc: &mut *self.acc,
+            // Re-borrow for this call only (coercions do not reach inside an Option).
+            events: match self.events.as_deref_mut() {
+                Some(e) => Some(e),
+                None => None,
+            },
+            chunk: text.as_bytes(),
+            window: &[],
+            base: at,
+            cursor: (0, 0),
+        };
+        f(&mut sub)
     }
 
     /// Plain text for `content`.
