@@ -154,12 +154,15 @@ pub(crate) fn skip_ws(s: &str) -> Option<usize> {
 ///   when no content has been released yet.
 /// - `drop_tail_ws`: whitespace at the very end of the output is dropped once markup was seen
 ///   (vLLM returns `content: null` for an output that is only calls and a trailing newline).
+/// - `lone_space`: content that is exactly one space before the first markup is framing (vLLM's
+///   Jamba returns `content: null` for `" <tool_calls>..."`, the space its template writes).
 ///
 /// Only whitespace is ever held back, and only while it may still turn out to be framing.
 /// Outputs without markup come out verbatim.
 pub(crate) struct Gate {
     strip_edges: bool,
     drop_tail_ws: bool,
+    lone_space: bool,
     ws: String,
     after_markup: bool,
     saw_markup: bool,
@@ -171,11 +174,18 @@ impl Gate {
         Gate {
             strip_edges,
             drop_tail_ws,
+            lone_space: false,
             ws: String::new(),
             after_markup: false,
             saw_markup: false,
             emitted: false,
         }
+    }
+
+    /// [`Gate`] with the `lone_space` rule.
+    pub(crate) fn with_lone_space(mut self) -> Gate {
+        self.lone_space = true;
+        self
     }
 
     /// Plain text for content.
@@ -184,7 +194,16 @@ impl Gate {
             return;
         }
         if !self.strip_edges && !self.saw_markup {
-            // Nothing can make this whitespace framing except later markup, which keeps it.
+            if self.lone_space && !self.emitted {
+                // A first lone space waits: markup right after it makes it framing.
+                if self.ws.is_empty() && s == " " {
+                    self.ws.push(' ');
+                    return;
+                }
+                out.content(&self.ws);
+                self.ws.clear();
+            }
+            // Nothing else can make this whitespace framing except later markup, which keeps it.
             out.content(s);
             self.emitted = true;
             return;
@@ -229,7 +248,8 @@ impl Gate {
 
     /// Markup (a marker, a call) follows the text so far.
     pub(crate) fn markup(&mut self, out: &mut Emitter<'_>) {
-        if !self.strip_edges {
+        let lone_space = self.lone_space && !self.emitted && !self.saw_markup && self.ws == " ";
+        if !self.strip_edges && !lone_space {
             out.content(&self.ws);
         }
         self.ws.clear();
