@@ -21,6 +21,7 @@ _IssueKind = _Literal[
     "missing_arguments",
     "malformed_markup",
     "invalid_unicode",
+    "parser_mismatch",
 ]
 ISSUE_KINDS: list[str]
 MAX_ISSUES: int

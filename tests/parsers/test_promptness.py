@@ -96,7 +96,9 @@ def check_prompt(parser: Parser, text: str, ends: list[int], prose: str, chunks:
     assert _nonws(content).endswith(_nonws(prose)), f"prose after the calls held back: {content!r} vs {prose!r}"
 
 
-def _example(writer: Parser, reader: Parser, calls: list[dict[str, Any]], content: str | None, prose: str) -> tuple[str, list[int]]:
+def _example(
+    writer: Parser, reader: Parser, calls: list[dict[str, Any]], content: str | None, prose: str
+) -> tuple[str, list[int]]:
     try:
         text = writer.render(calls, content=content)
     except ValueError:
@@ -132,16 +134,39 @@ def test_calls_end_at_their_end_and_prose_streams(
 # first call's closing markup ends).
 CASES = [
     # Issue 11: an XML call was held until finish().
-    ("qwen3_coder", "<tool_call>\n<function=f>\n<parameter=a>\nx\n</parameter>\n</function>\n</tool_call>", "</function>"),
-    ("qwen3_xml", "<tool_call>\n<function=f>\n<parameter=a>\nx\n</parameter>\n</function>\n</tool_call>", "</function>"),
+    (
+        "qwen3_coder",
+        "<tool_call>\n<function=f>\n<parameter=a>\nx\n</parameter>\n</function>\n</tool_call>",
+        "</function>",
+    ),
+    (
+        "qwen3_xml",
+        "<tool_call>\n<function=f>\n<parameter=a>\nx\n</parameter>\n</function>\n</tool_call>",
+        "</function>",
+    ),
     ("glm45", "<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>x</arg_value>\n</tool_call>", "</tool_call>"),
     ("glm47", "<tool_call>f<arg_key>a</arg_key><arg_value>x</arg_value></tool_call>", "</tool_call>"),
     # An object-typed and an integer-typed value are released with the markup that ends them.
-    ("qwen3_coder", "<tool_call>\n<function=f>\n<parameter=o>\n{\"k\": [1]}\n</parameter>\n<parameter=n>\n7\n</parameter>\n</function>", "</function>"),
-    ("glm45", "<tool_call>f\n<arg_key>o</arg_key>\n<arg_value>{\"k\": [1]}</arg_value>\n</tool_call>", "</tool_call>"),
+    (
+        "qwen3_coder",
+        '<tool_call>\n<function=f>\n<parameter=o>\n{"k": [1]}\n</parameter>\n'
+        "<parameter=n>\n7\n</parameter>\n</function>",
+        "</function>",
+    ),
+    ("glm45", '<tool_call>f\n<arg_key>o</arg_key>\n<arg_value>{"k": [1]}</arg_value>\n</tool_call>', "</tool_call>"),
 ]
-TYPED = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {
-    "a": {"type": "string"}, "o": {"type": "object"}, "n": {"type": "integer"}}}}}]
+TYPED = [
+    {
+        "type": "function",
+        "function": {
+            "name": "f",
+            "parameters": {
+                "type": "object",
+                "properties": {"a": {"type": "string"}, "o": {"type": "object"}, "n": {"type": "integer"}},
+            },
+        },
+    }
+]
 
 
 @pytest.mark.parametrize(("name", "text", "closing"), CASES)
@@ -149,5 +174,6 @@ def test_known_cases_close_with_their_markup(name: str, text: str, closing: str)
     parser = get_parser(name, tools=TYPED)
     end = text.index(closing) + len(closing)
     for size in (1, 2, 3, 4, 7, len(text)):
-        check_prompt(parser, text, [end], " Done.", [(text + " Done.")[i : i + size] for i in range(0, len(text) + 6, size)])
-
+        check_prompt(
+            parser, text, [end], " Done.", [(text + " Done.")[i : i + size] for i in range(0, len(text) + 6, size)]
+        )

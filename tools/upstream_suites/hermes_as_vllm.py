@@ -31,14 +31,40 @@ VLLM_PARSERS = Path(importlib.import_module("vllm.tool_parsers").__file__).paren
 
 # Markers of every format, added to the Qwen3 tokenizer as special tokens.
 MARKERS = [
-    "<tool_call>", "</tool_call>", "<function=", "</function>", "<parameter=", "</parameter>",
-    "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>", "[TOOL_CALLS]", "[ARGS]", "[CALL_ID]",
-    "<|python_tag|>", "<|python_start|>", "<|python_end|>", "<|eom_id|>", "<|tool_call|>",
-    "<tool_calls>", "</tool_calls>", "<longcat_tool_call>", "</longcat_tool_call>",
-    "<|action_start|>", "<|action_end|>", "<|plugin|>",
-    "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "<|tool_call_begin|>",
-    "<|tool_call_end|>", "<|tool_call_argument_begin|>",
-    "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>",
+    "<tool_call>",
+    "</tool_call>",
+    "<function=",
+    "</function>",
+    "<parameter=",
+    "</parameter>",
+    "<arg_key>",
+    "</arg_key>",
+    "<arg_value>",
+    "</arg_value>",
+    "[TOOL_CALLS]",
+    "[ARGS]",
+    "[CALL_ID]",
+    "<|python_tag|>",
+    "<|python_start|>",
+    "<|python_end|>",
+    "<|eom_id|>",
+    "<|tool_call|>",
+    "<tool_calls>",
+    "</tool_calls>",
+    "<longcat_tool_call>",
+    "</longcat_tool_call>",
+    "<|action_start|>",
+    "<|action_end|>",
+    "<|plugin|>",
+    "<|tool_calls_section_begin|>",
+    "<|tool_calls_section_end|>",
+    "<|tool_call_begin|>",
+    "<|tool_call_end|>",
+    "<|tool_call_argument_begin|>",
+    "<｜tool▁calls▁begin｜>",
+    "<｜tool▁calls▁end｜>",
+    "<｜tool▁call▁begin｜>",
+    "<｜tool▁call▁end｜>",
     "<｜tool▁sep｜>",
 ]
 
@@ -230,4 +256,3 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 @pytest.fixture(scope="module")
 def default_tokenizer() -> Any:
     return shared_tokenizer()
-

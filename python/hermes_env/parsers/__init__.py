@@ -58,6 +58,7 @@ from hermes_env._core import (
     guess_parser,
     list_parsers,
 )
+from hermes_env.parsers.mismatch import parser_mismatch
 
 #: What ``ParseStream.feed`` / ``finish`` return items of.
 Event: TypeAlias = ContentDelta | ToolCallStart | ToolCallArgsDelta | ToolCallEnd
@@ -79,6 +80,7 @@ __all__ = [
     "get_parser",
     "guess_parser",
     "list_parsers",
+    "parser_mismatch",
 ]
 
 

@@ -37,6 +37,11 @@ pub enum IssueKind {
     /// The input was not valid Unicode (e.g. a Python `str` holding lone surrogates); the
     /// offending code points were replaced with U+FFFD.
     InvalidUnicode,
+    /// Nothing was parsed, but the output carries another format's markers and that format
+    /// parses calls from it: the configured parser does not match the model. Never raised by a
+    /// format; the caller that knows which parser was configured reports it (Python's
+    /// `hermes_env.parsers.parser_mismatch`).
+    ParserMismatch,
 }
 
 impl IssueKind {
@@ -51,6 +56,7 @@ impl IssueKind {
         IssueKind::MissingArguments,
         IssueKind::MalformedMarkup,
         IssueKind::InvalidUnicode,
+        IssueKind::ParserMismatch,
     ];
 
     /// Stable snake_case name.
@@ -65,6 +71,7 @@ impl IssueKind {
             IssueKind::MissingArguments => "missing_arguments",
             IssueKind::MalformedMarkup => "malformed_markup",
             IssueKind::InvalidUnicode => "invalid_unicode",
+            IssueKind::ParserMismatch => "parser_mismatch",
         }
     }
 }
