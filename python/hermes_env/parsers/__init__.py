@@ -21,6 +21,10 @@ stored per output; ``ParseResult.issues_omitted`` counts the rest.
 Names: vLLM's ``--tool-call-parser`` names, hermes-agent's (``deepseek_v3_1``), and ``auto``,
 which picks the format from the output's first marker of a known format (for a tokenizer that
 does not say; ``guess_parser(text)`` names the format an output looks like, the same way).
+``parser_mismatch(name, text, result)`` reports a configured parser that found nothing in an
+output written in another known format. Where the parsers answer differently from vLLM or
+SGLang on purpose (text kept rather than dropped, pythonic call lists after prose, ...), the
+README's "Tool-call parsers" section lists each case and why.
 
 Streaming is prompt: once the bytes that end a call are fed (its end marker, or the end of its
 call object where a format has none), its ``ToolCallEnd`` has been emitted and its argument
