@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hermes_env.parsers import get_parser, list_parsers
+from hermes_env.parsers import get_parser, guess_parser, list_parsers
 
 from .parser_checks import (
     CONFORMANCE_FILE,
@@ -211,3 +211,23 @@ def test_differs_from_vllm_only_where_documented(parser_name: str) -> None:
             differing.append((case["id"], case["category"]))
     unexpected = [d for d in differing if d[1] not in INTENDED_OVER_EXPECTED[parser_name]]
     assert not unexpected, f"differs from vLLM outside the documented categories: {unexpected}"
+
+
+@pytest.mark.conformance
+@pytest.mark.parametrize("file", sorted(p.stem for p in Path(CONFORMANCE_DIR).glob("*.jsonl")))
+def test_auto_reads_each_corpus_as_its_format(file: str) -> None:
+    """`auto` on every corpus output whose first known marker names the file's format: the
+    result of that format's own parser (the output's other cases, without a marker, are content)."""
+    checked = 0
+    for case in load_conformance(file):
+        text = case["text"]
+        guessed = guess_parser(text)
+        own = get_parser(file, tools=case["tools"]).parse(text)
+        auto = get_parser("auto", tools=case["tools"]).parse(text)
+        if guessed is None:
+            assert not auto.tool_calls and auto.content == (text or None), case["id"]
+        elif conformance_name(guessed) == file:
+            assert auto == own, f"{case['id']}: auto read it differently from {file}"
+            checked += 1
+    # Formats without a distinctive start marker (bare JSON, bare Python lists) are not guessed.
+    assert checked or file in {"llama3_json", "pythonic", "xlam"}, f"auto recognised no {file} output"

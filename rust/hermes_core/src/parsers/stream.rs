@@ -358,6 +358,12 @@ impl Emitter<'_> {
             .map(|c| c.arguments.len())
     }
 
+    /// Whether any content has been emitted so far, by this format or (under `auto`) before it
+    /// took over the output.
+    pub fn content_emitted(&self) -> bool {
+        !self.acc.content.is_empty()
+    }
+
     /// Index of the open call, if one is open.
     pub fn open_call(&self) -> Option<usize> {
         self.acc.open

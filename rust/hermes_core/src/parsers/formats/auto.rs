@@ -10,14 +10,15 @@
 //! | `<function=` | `qwen3_coder` |
 //! | `<longcat_tool_call>` | `longcat` |
 //! | `[TOOL_CALLS]` | `mistral` |
-//! | `<\|python_tag\|>` | `llama3_json` |
-//! | `<\|python_start\|>` | `llama4_pythonic` |
+//! | `<\|python_tag\|>` at the start of the output | `llama3_json` |
+//! | `<\|python_start\|>` at the start of the output | `llama4_pythonic` |
 //! | `<｜tool▁calls▁begin｜>`, then after the first `<｜tool▁sep｜>` `{` / a name | `deepseek_v31` / `deepseek_v3` |
 //! | `<\|tool_calls_section_begin\|>` | `kimi_k2` |
 //! | `<\|tool_call\|>` | `granite` |
 //! | `<tool_calls>` | `jamba` |
 //! | `<\|action_start\|><\|plugin\|>` | `internlm` |
 //!
+//! (Those two formats read their marker only there; elsewhere it is text, for `auto` too.)
 //! Formats whose calls carry no marker (a bare JSON object or array, a bare Python list) are
 //! not recognised: an output without a marker is content. Name the parser for those models.
 //!
@@ -50,8 +51,8 @@ const MARKERS: &[(&str, Rule)] = &[
     (FUNCTION, Rule::Is("qwen3_coder")),
     ("<longcat_tool_call>", Rule::Is("longcat")),
     ("[TOOL_CALLS]", Rule::Is("mistral")),
-    ("<|python_tag|>", Rule::Is("llama3_json")),
-    ("<|python_start|>", Rule::Is("llama4_pythonic")),
+    ("<|python_tag|>", Rule::AtStart("llama3_json")),
+    ("<|python_start|>", Rule::AtStart("llama4_pythonic")),
     (DS_BEGIN, Rule::DeepSeek),
     ("<|tool_calls_section_begin|>", Rule::Is("kimi_k2")),
     ("<|tool_call|>", Rule::Is("granite")),
@@ -62,6 +63,9 @@ const MARKERS: &[(&str, Rule)] = &[
 #[derive(Debug, Clone, Copy)]
 enum Rule {
     Is(&'static str),
+    /// Only at the start of the output (after whitespace): the format reads its marker nowhere
+    /// else, so elsewhere it is text.
+    AtStart(&'static str),
     ToolCall,
     DeepSeek,
 }
@@ -84,7 +88,7 @@ impl Rule {
             }
         };
         match self {
-            Rule::Is(name) => Decision::Format(name),
+            Rule::Is(name) | Rule::AtStart(name) => Decision::Format(name),
             Rule::ToolCall => {
                 let rest = after.trim_start();
                 match rest.as_bytes().first() {
@@ -118,15 +122,25 @@ fn marker_set() -> MarkerSet {
 /// or `None` when it carries none. What `auto` would parse `text` as.
 pub fn guess_parser(text: &str) -> Option<&'static str> {
     let markers = marker_set();
-    match markers.find(text, true) {
-        MarkerHit::Full { end, marker, .. } => {
-            let rule = MARKERS.get(marker)?.1;
-            match rule.decide(&text[end..], true) {
-                Decision::Format(name) => Some(name),
-                Decision::NeedMore => None,
-            }
+    let mut from = 0;
+    while let MarkerHit::Full { at, end, marker } = markers.find(text.get(from..)?, true) {
+        let rule = MARKERS.get(marker)?.1;
+        if !rule.counts_at(text[..from + at].trim().is_empty()) {
+            from += end;
+            continue;
         }
-        _ => None,
+        return match rule.decide(&text[from + end..], true) {
+            Decision::Format(name) => Some(name),
+            Decision::NeedMore => None,
+        };
+    }
+    None
+}
+
+impl Rule {
+    /// Whether the marker picks its format where it is (`at_start`: only whitespace before it).
+    fn counts_at(self, at_start: bool) -> bool {
+        !matches!(self, Rule::AtStart(_)) || at_start
     }
 }
 
@@ -190,33 +204,44 @@ impl AutoStream {
                 out.pos(out.chunk_offset() + (k - chunk_at))
             }
         };
-        let (text_end, hit) = match self.markers.find(buf, eof) {
-            MarkerHit::Full { at, end, marker } => (at, Some((end, marker))),
-            MarkerHit::Partial { at } => (at, None),
-            MarkerHit::None => (buf.len(), None),
-        };
-        // Whitespace right before a (possible) marker waits to go with it.
-        let keep = if hit.is_some() || !eof {
-            buf[..text_end].trim_end().len()
-        } else {
-            text_end
-        };
-        self.prose(buf, 0, keep, chunk_at, out);
-        let decided = hit.and_then(|(end, marker)| {
-            let rule = MARKERS.get(marker)?.1;
-            match rule.decide(&buf[end..], eof) {
-                Decision::Format(name) => Some(name),
-                Decision::NeedMore => None,
+        let mut i = 0;
+        loop {
+            let rest = &buf[i..];
+            let (text_end, hit) = match self.markers.find(rest, eof) {
+                MarkerHit::Full { at, end, marker } => (at, Some((end, marker))),
+                MarkerHit::Partial { at } => (at, None),
+                MarkerHit::None => (rest.len(), None),
+            };
+            // Whitespace right before a (possible) marker waits to go with it.
+            let keep = if hit.is_some() || !eof {
+                rest[..text_end].trim_end().len()
+            } else {
+                text_end
+            };
+            self.prose(buf, i, i + keep, chunk_at, out);
+            let Some((end, marker)) = hit else {
+                // A possible marker prefix (or trailing whitespace) waits for the next feed.
+                self.hold(buf, i + keep, chunk_at, out);
+                return;
+            };
+            let Some(&(_, rule)) = MARKERS.get(marker) else {
+                return;
+            };
+            if !rule.counts_at(keep == 0 && !out.content_emitted()) {
+                // This format reads its marker only at the start of the output: here it is text.
+                self.prose(buf, i + keep, i + end, chunk_at, out);
+                i += end;
+                continue;
             }
-        });
-        match decided {
-            Some(name) => {
-                let at = pos_of(self, out, keep);
-                self.start_inner(name, &buf[keep..], at, out);
-                self.held.clear();
+            match rule.decide(&rest[end..], eof) {
+                Decision::NeedMore => self.hold(buf, i + keep, chunk_at, out),
+                Decision::Format(name) => {
+                    let at = pos_of(self, out, i + keep);
+                    self.start_inner(name, &buf[i + keep..], at, out);
+                    self.held.clear();
+                }
             }
-            // A possible marker, its lookahead, or trailing whitespace waits for the next feed.
-            None => self.hold(buf, keep, chunk_at, out),
+            return;
         }
     }
 

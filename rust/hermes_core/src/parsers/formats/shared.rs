@@ -194,7 +194,7 @@ impl Gate {
             return;
         }
         if !self.strip_edges && !self.saw_markup {
-            if self.lone_space && !self.emitted {
+            if self.lone_space && !out.content_emitted() {
                 // A first lone space waits: markup right after it makes it framing.
                 if self.ws.is_empty() && s == " " {
                     self.ws.push(' ');
@@ -248,7 +248,7 @@ impl Gate {
 
     /// Markup (a marker, a call) follows the text so far.
     pub(crate) fn markup(&mut self, out: &mut Emitter<'_>) {
-        let lone_space = self.lone_space && !self.emitted && !self.saw_markup && self.ws == " ";
+        let lone_space = self.lone_space && !out.content_emitted() && !self.saw_markup && self.ws == " ";
         if !self.strip_edges && !lone_space {
             out.content(&self.ws);
         }
