@@ -46,4 +46,6 @@ def test_the_managed_servers_reply_carries_the_issue() -> None:
     reply = parse_reply("<think>plan</think>" + QWEN3_CALL, load_parser("mistral", TOOLS))
     assert reply.reasoning == "plan" and not reply.tool_calls
     assert [i.kind for i in reply.issues] == ["parser_mismatch"]
+    # The message HermesAgentLoop reads carries it, so AgentResult.parse_issues counts it.
+    assert [i["kind"] for i in reply.to_openai().parse_issues] == ["parser_mismatch"]  # type: ignore[attr-defined]
     assert parse_reply(QWEN3_CALL, load_parser("hermes", TOOLS)).issues == []
