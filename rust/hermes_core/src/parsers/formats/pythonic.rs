@@ -110,10 +110,8 @@ enum St {
     AfterComma,
     /// After `]`: only whitespace (and the llama4 end marker) is expected.
     Done,
-    /// Prose, watched for a list of known tools' calls (`watch`).
+    /// Prose, watched for a list of known tools' calls (`watch`); its `[` leads to `Open`.
     Prose,
-    /// After `[` in prose: whitespace, then a known tool's name and `(`, or it is prose.
-    ProseOpen,
     /// Plain content to the end.
     Passthrough,
 }
@@ -223,7 +221,6 @@ impl PythonicStream {
                 St::AfterCall | St::AfterComma => self.on_between(rest, i, out),
                 St::Done => self.on_done(rest, i, eof, out),
                 St::Prose => self.on_prose(rest, i, out),
-                St::ProseOpen => self.on_prose_open(rest, out),
                 St::Passthrough => {
                     out.content_from(self.base + i, rest);
                     Some(rest.len())
@@ -308,7 +305,8 @@ impl PythonicStream {
                 self.st = St::Name;
                 Some(0)
             }
-            Some(b'{') => {
+            // After prose, `[{` is prose; at the start it is a JSON list where calls were due.
+            Some(b'{') if !self.after_prose_list => {
                 let at = self.held_pos(self.held.len());
                 out.issue(
                     IssueKind::MalformedMarkup,
@@ -538,28 +536,8 @@ impl PythonicStream {
                 self.held_at = self.at(out, i + k);
                 self.after_prose_list = true;
                 self.committed = false;
-                self.st = St::ProseOpen;
+                self.st = St::Open;
                 Some(k + 1)
-            }
-        }
-    }
-
-    /// After `[` in prose: the list's first name decides (see `on_name`); anything else is prose.
-    fn on_prose_open(&mut self, rest: &str, out: &mut Emitter<'_>) -> Option<usize> {
-        let ws = ws_len(rest);
-        if ws > 0 {
-            self.held.push_str(&rest[..ws]);
-            return Some(ws);
-        }
-        match rest.as_bytes().first() {
-            Some(&b) if is_name_start(b) => {
-                self.call_start = self.held.len();
-                self.st = St::Name;
-                Some(0)
-            }
-            _ => {
-                self.give_up(out);
-                Some(0)
             }
         }
     }
@@ -577,9 +555,9 @@ impl Machine for PythonicStream {
         let end = out.pos(self.base + left.len());
         // `held` and `left` are verbatim output (from `held_at` and `base`), passed on as spans.
         match self.st {
-            St::Start | St::BareName | St::Passthrough | St::Prose | St::ProseOpen => {}
-            // A name after prose that did not become a call yet: it was prose.
-            St::Name if self.after_prose_list && !self.committed => {}
+            St::Start | St::BareName | St::Passthrough | St::Prose => {}
+            // A `[` or name after prose that did not become a call yet: it was prose.
+            St::Open | St::Name if self.after_prose_list && !self.committed => {}
             St::Open | St::Name | St::Args => {
                 out.issue(
                     IssueKind::Truncated,
