@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from hermes_env.managed import managed_server
-from hermes_env.managed.rendering import encode, render_text, template_profile
+from hermes_env.managed.rendering import WINDOW_TURNS, encode, render_text, template_profile
 from hermes_env.testing.instant_server import InstantRequest, InstantScriptedServer
 from hermes_env.testing.scripted_vllm import scripted_logprob
 from hermes_env.trajectory import MASK, TrajectoryDivergence
@@ -100,14 +100,15 @@ text = st.text(alphabet=st.sampled_from(list('ab \n\t{}"<>/é日😀')), min_siz
 def replies(draw: Any) -> dict[str, Any]:
     """One scripted reply: optional reasoning, optional prose, optional tool call, then what follows it."""
     reasoning = draw(st.one_of(st.none(), text))
-    call = draw(st.booleans())
+    call = draw(st.sampled_from([True, True, False]))
     prose = draw(st.one_of(st.none(), text))
     body = prose or ""
     if call:
         args = json.dumps({"command": draw(text)}, ensure_ascii=False)
         body += f'<tool_call>\n{{"name": "terminal", "arguments": {args}}}\n</tool_call>'
     raw = (f"<think>\n{reasoning}\n</think>\n\n" if reasoning is not None else "") + (body or "ok")
-    follow = draw(st.lists(st.sampled_from(["tool", "user"]), min_size=1, max_size=2)) if call else ["user"]
+    follows = st.sampled_from([["tool"], ["tool"], ["tool"], ["tool", "tool"], ["user"], ["tool", "user"]])
+    follow = draw(follows) if call else ["user"]
     outputs = [draw(text) for _ in follow]
     return {"raw": raw, "follow": follow, "outputs": outputs}
 
@@ -145,7 +146,7 @@ async def rollout(tok: Any, script: list[dict[str, Any]], kwargs: dict[str, Any]
     server = InstantScriptedServer(tok, respond, record=True)
     raws: list[str] = []
     messages: list[dict[str, Any]] = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Go."}]
-    counts = {"turns": 0, "divergences": 0}
+    counts = {"turns": 0, "divergences": 0, "incremental": 0}
     async with managed_server(server, tok, divergence_policy="raise", chat_template_kwargs=kwargs) as m:
         for _ in range(len(script)):
             before = m.get_state()["branches"][0].tokens if counts["turns"] else []
@@ -171,6 +172,7 @@ async def rollout(tok: Any, script: list[dict[str, Any]], kwargs: dict[str, Any]
                     messages.append({"role": "user", "content": out})
         (branch,) = m.get_state()["branches"]
         assert_aligned(branch.trajectory, server.prompts[: counts["turns"]], server.outputs[: counts["turns"]])
+        counts["incremental"] = m.render_counts["incremental"]
     return counts
 
 
@@ -186,14 +188,28 @@ CASES = [
 
 @pytest.mark.parametrize(("name", "kwargs"), CASES, ids=[f"{n}{'-nothink' if k else ''}" for n, k in CASES])
 def test_scripted_incremental_prompts_equal_the_full_render(name: str, kwargs: dict[str, Any]) -> None:
+    """Random rollouts (reasoning, prose, tool calls, tool results, user messages, odd characters) under
+    policy 'raise': every prompt sent is the full render's, token for token, and every turn whose full
+    render changes earlier tokens is refused."""
     tok = tokenizer(name)
+    totals = {"turns": 0, "divergences": 0, "incremental": 0}
 
-    @settings(max_examples=25)
-    @given(st.lists(replies(), min_size=1, max_size=6))
+    @settings(max_examples=40)
+    @given(st.lists(replies(), min_size=2, max_size=8))
     def check(script: list[dict[str, Any]]) -> None:
-        asyncio.run(rollout(tok, script, kwargs))
+        for key, value in asyncio.run(rollout(tok, script, kwargs)).items():
+            totals[key] += value
 
     check()
+    # The examples must exercise the path under test, or they prove nothing about it.
+    if name in ("qwen3", "chatml") and not kwargs:
+        assert totals["incremental"] >= 20, totals
+    if name == "deepseek_r1":  # its template drops every reply's reasoning: those turns diverge
+        assert totals["incremental"] >= 10 and totals["divergences"] >= 10, totals
+    if name in ("deepseek_v3", "counting") or kwargs:
+        assert totals["incremental"] == 0 and totals["divergences"] >= 20, totals
+    if name == "qwen3" and not kwargs:
+        assert totals["divergences"] >= 5, totals  # a user message after reasoning
 
 
 def test_profiles_of_real_templates() -> None:
@@ -388,3 +404,38 @@ async def test_scripted_overlapping_requests_and_failures_keep_branches_exact() 
     for branch, last in zip(branches, (len(sent) - 2, len(sent) - 1), strict=True):
         assert branch.ids == branch.tokens
         assert_aligned(branch.trajectory, [*sent[:2], sent[last]], [*server.outputs[:2], server.outputs[last]])
+
+
+# Marks a tool result that starts with "late" once any earlier one said MAGIC: history the window does
+# not hold changes the new text, through content no probe contains.
+MAGIC_TEMPLATE = (
+    "{% set ns = namespace(magic=false) %}{% for m in messages %}{% if m['role'] == 'tool' %}"
+    "{{ '<|im_start|>tool\\n' + ('again: ' if ns.magic and m['content'].startswith('late') else '') }}"
+    "{{ m['content'] + '<|im_end|>\\n' }}"
+    "{% if 'MAGIC' in m['content'] %}{% set ns.magic = true %}{% endif %}"
+    "{% else %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+
+
+@pytest.mark.parametrize("mode", ["on", "verify"])
+async def test_scripted_verify_mode_catches_what_the_probes_cannot_see(mode: str) -> None:
+    """The documented limit of the window: a template whose output depends on older content in a way no
+    probe exercises. incremental_render='verify' compares with a full render and refuses the turn."""
+    tok = _qwen_with(MAGIC_TEMPLATE)
+    server = InstantScriptedServer(tok, lambda r: tool_reply(server.calls), record=True)
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Go."}]
+    async with managed_server(server, tok, incremental_render=mode) as m:
+        add_turn(messages, await m.chat_completion(messages=messages, tools=TOOLS), "MAGIC")
+        for k in range(WINDOW_TURNS):
+            add_turn(messages, await m.chat_completion(messages=messages, tools=TOOLS), f"out {k}")
+        messages[-1]["content"] = "late result"
+        if mode == "verify":
+            with pytest.raises(RuntimeError, match="differs from a full render"):
+                await m.chat_completion(messages=messages, tools=TOOLS)
+            return
+        await m.chat_completion(messages=messages, tools=TOOLS)
+    full = encode(tok, render_text(tok, [*messages[:1], *(
+        {"role": "assistant", "content": tool_reply(i + 1)} if msg["role"] == "assistant" else msg
+        for i, msg in enumerate(messages[1:]))], TOOLS, {}))  # fmt: skip
+    assert server.prompts[-1] != full, "without verify the window's text is sent (the limit this test documents)"
