@@ -287,17 +287,16 @@ async def test_scripted_turn_cost_stays_flat_as_the_rollout_grows() -> None:
     server = InstantScriptedServer(tok._tok, lambda r: tool_reply(len(server.prompts)), record=True)
     messages: list[dict[str, Any]] = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Go."}]
     costs = []
+    lists = set()
     async with managed_server(server, tok, divergence_policy="raise") as m:
         for k in range(120):
             completion, cost = await counted_turn(m, tok, messages)
-            message = completion.choices[0].message.model_dump(exclude_none=True)
-            messages += [
-                message,
-                {"role": "tool", "tool_call_id": message["tool_calls"][0]["id"], "content": tool_output(k)},
-            ]
+            add_turn(messages, completion, tool_output(k))
             costs.append(cost)
+            lists.add(id(m.get_state()["branches"][0].ids))
         (branch,) = m.get_state()["branches"]
         assert m.render_counts == {"full": 1, "incremental": 119}
+    assert len(lists) == 1, "the prompt list is extended in place, never copied"
     assert len(server.prompts[-1]) > 50_000
     assert_aligned(branch.trajectory, server.prompts, server.outputs)
     for k in range(1, len(costs)):
@@ -320,11 +319,7 @@ async def test_scripted_user_turn_after_reasoning_renders_in_full(policy: str) -
     async with managed_server(server, tok, divergence_policy=policy) as m:
         for k in range(4):
             completion, _ = await counted_turn(m, tok, messages)
-            message = completion.choices[0].message.model_dump(exclude_none=True)
-            messages += [
-                message,
-                {"role": "tool", "tool_call_id": message["tool_calls"][0]["id"], "content": f"out {k}"},
-            ]
+            add_turn(messages, completion, f"out {k}")
         messages.append({"role": "user", "content": "Now summarise."})
         if policy == "raise":
             with pytest.raises(TrajectoryDivergence):
@@ -355,12 +350,7 @@ async def test_scripted_server_that_keeps_its_input_sees_it_unchanged() -> None:
     messages: list[dict[str, Any]] = [{"role": "user", "content": "Go."}]
     async with managed_server(server, tok) as m:
         for k in range(4):
-            message = (await m.chat_completion(messages=messages, tools=TOOLS)).choices[0].message
-            call = message.tool_calls[0]
-            messages += [
-                message.model_dump(exclude_none=True),
-                {"role": "tool", "tool_call_id": call.id, "content": "x"},
-            ]
+            add_turn(messages, await m.chat_completion(messages=messages, tools=TOOLS), "x")
             assert m.render_counts["incremental"] == k
     assert [list(kept) for kept in server.kept] == server.prompts
 
@@ -386,12 +376,7 @@ async def test_scripted_overlapping_requests_and_failures_keep_branches_exact() 
     messages: list[dict[str, Any]] = [{"role": "user", "content": "Go."}]
     async with managed_server(server, tok) as m:
         for _ in range(2):
-            message = (await m.chat_completion(messages=messages, tools=TOOLS)).choices[0].message
-            call = message.tool_calls[0]
-            messages += [
-                message.model_dump(exclude_none=True),
-                {"role": "tool", "tool_call_id": call.id, "content": "x"},
-            ]
+            add_turn(messages, await m.chat_completion(messages=messages, tools=TOOLS), "x")
         server.fail_next = True
         with pytest.raises(ConnectionError):
             await m.chat_completion(messages=messages, tools=TOOLS)

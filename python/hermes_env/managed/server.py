@@ -553,8 +553,7 @@ class ManagedServer:
             raw = raw.get("type", "stop")
         return str(raw) if raw else "stop"
 
-    def _record(self, ids: Sequence[int], finish: str) -> CompletionRecord:
-        ids = [int(t) for t in ids]
+    def _record(self, ids: list[int], finish: str) -> CompletionRecord:
         produced_end = None
         body = ids
         if ids and ids[-1] in self._special_ids:

@@ -56,11 +56,13 @@ class InstantScriptedServer:
         self.outputs: list[list[int]] = []
         self.kept: list[Any] = []
         self.calls = 0
+        self.last_prompt_tokens = 0
 
     async def tokens_and_logprobs_completion(
         self, *, input_ids: Sequence[int], n: int = 1, **params: Any
     ) -> tuple[Sequence[int], list[list[int]], list[list[float]], list[str]]:
         self.calls += 1
+        self.last_prompt_tokens = len(input_ids)
         if self.record:
             self.prompts.append(list(input_ids))
         if self.keep_input:
