@@ -6,9 +6,11 @@ client's own work is timed: finding the branch, rendering with the chat template
 the extension bookkeeping, building the response. Workload: the real Qwen3 tokenizer and chat
 template; each turn the model "replies" with reasoning and one hermes tool call (~60 tokens) and
 the tool answers with ~500 tokens of code (seeded), until the prompt passes 200k tokens
-(``--quick``: 12k). No tool schemas are passed on either side (atroposlib's ``ManagedServer``
-hands them to the template only through its vLLM tool parser), so neither parses tool calls and
-both render the same prompts; the tool results follow the replies as ``tool`` messages.
+(``--quick``: 12k). Both render the same prompts, tool schema included: atroposlib's
+``ManagedServer`` passes tools to the template only when it has a tool-call translator, which needs
+vLLM, so a pass-through stand-in takes its place (replies go back as the raw text, nothing is
+parsed: none of vLLM's parsing cost is counted on its side); hermes_env parses each reply's tool
+call with its own parser. The bench checks that both sent prompts of the same length every turn.
 
 1. Per-turn cost (process CPU time of one ``chat_completion``, the median of the turns nearest each
    size) at ~1k, ~6k, ~10k, ~100k and ~200k prompt tokens, both sides in one run.
@@ -42,6 +44,20 @@ NEAREST = 7  # turns nearest a mark whose median is reported
 TARGET_FLAT = 2.0  # cost at ~100k / cost at ~6k
 TARGET_MS = 5.0  # cost at ~100k
 TARGET_SPEEDUP = 20.0  # atroposlib / hermes_env at ~100k
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "terminal",
+            "description": "Run a shell command in the task's sandbox and return its output.",
+            "parameters": {
+                "type": "object",
+                "properties": {"command": {"type": "string", "description": "the command line"}},
+                "required": ["command"],
+            },
+        },
+    }
+]
 SYSTEM = {"role": "system", "content": "You are a coding agent. Read the files you need, then answer."}
 TASK = {"role": "user", "content": "Find where the configuration is parsed and explain the failure."}
 
@@ -75,34 +91,46 @@ Turn = Callable[[list[dict[str, Any]]], Awaitable[Any]]
 
 
 def hermes_client(tok: Any, server: Any) -> tuple[Turn, Callable[[Any, str], list[dict[str, Any]]]]:
-    managed = ManagedServer(server, tok, divergence_policy="raise")
-    calls = [0]
+    managed = ManagedServer(server, tok, tool_parser="hermes", divergence_policy="raise")
 
     async def turn(messages: list[dict[str, Any]]) -> Any:
-        return await managed.chat_completion(messages=messages, max_tokens=512)
+        return await managed.chat_completion(messages=messages, tools=TOOLS, max_tokens=512)
 
     turn.state = managed.get_state  # type: ignore[attr-defined]
 
     def follow(completion: Any, result: str) -> list[dict[str, Any]]:
-        calls[0] += 1
         message = completion.choices[0].message.model_dump(exclude_none=True)
-        return [message, {"role": "tool", "tool_call_id": f"call_{calls[0]}", "content": result}]
+        return [message, {"role": "tool", "tool_call_id": message["tool_calls"][0]["id"], "content": result}]
 
     return turn, follow
+
+
+class PassThroughTranslator:
+    """Stands in for atroposlib's vLLM-backed tool-call translator: messages pass unchanged (the bench
+    sends replies as the raw text) and nothing is parsed, so none of its parsing cost is counted."""
+
+    def convert_messages_for_template(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return messages
+
+    def parse_model_output(self, raw_text: str, tool_choice: Any, tools: Any) -> tuple[str, None, str]:
+        return raw_text, None, "stop"
 
 
 def atropos_client(tok: Any, server: Any) -> tuple[Turn, Callable[[Any, str], list[dict[str, Any]]]]:
     from atroposlib.envs.server_handling.managed_server import ManagedServer as AtroposManagedServer
 
-    managed = AtroposManagedServer(server, tokenizer=tok)
+    managed = AtroposManagedServer(server, tokenizer=tok, tool_parser="hermes")
+    managed._translator = PassThroughTranslator()  # its real one needs vLLM in this process
     calls = [0]
 
     async def turn(messages: list[dict[str, Any]]) -> Any:
-        return await managed.chat_completion(messages=messages, max_tokens=512)
+        return await managed.chat_completion(messages=messages, tools=TOOLS, max_tokens=512)
 
     def follow(completion: Any, result: str) -> list[dict[str, Any]]:
         calls[0] += 1
-        message = {"role": "assistant", "content": completion.choices[0].message.content}
+        # The raw reply without its end token, as a real translator hands it back (kept, it would be doubled).
+        content = completion.choices[0].message.content.removesuffix(tok.eos_token)
+        message = {"role": "assistant", "content": content}
         return [message, {"role": "tool", "tool_call_id": f"call_{calls[0]}", "content": result}]
 
     return turn, follow
@@ -146,7 +174,7 @@ def end_of_rollout(tok: Any, turn: Turn, messages: list[dict[str, Any]]) -> dict
     item = branch.to_scored_item(1.0)
     scored = time.process_time() - start
     start = time.process_time()
-    phase1 = phase1_item(tok, messages, None)
+    phase1 = phase1_item(tok, [{**m, "content": m.get("content") or ""} for m in messages], TOOLS)
     return {
         "tokens": len(item["tokens"]),
         "to_scored_item_ms": scored * 1e3,
@@ -224,6 +252,8 @@ def run(quick: bool = False) -> dict[str, Any]:
         end_costs.update(found)
         curves[client] = costs
         per_turn[client] = at_marks(costs, marks)
+    if [n for n, _ in curves["hermes_env"]] != [n for n, _ in curves["atroposlib"]]:
+        raise AssertionError("hermes_env and atroposlib sent prompts of different lengths; the comparison is void")
     n_rollouts, n_turns, n_atropos = (8, 20, 4) if quick else (256, 100, 32)
     scripts = [Script(tok, n_turns, seed=1 + i) for i in range(n_rollouts)]
     concurrent = {

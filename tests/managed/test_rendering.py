@@ -8,7 +8,7 @@ from typing import Any
 from hermes_env.managed.rendering import (
     WINDOW_TURNS,
     RenderState,
-    TokenBoundaries,
+    Tokenization,
     encode,
     new_turn_text,
     render_text,
@@ -25,7 +25,8 @@ pieces = st.text(alphabet=st.sampled_from(list('ab \n\t{}"<>/é日😀')), max_s
 @given(st.lists(st.tuples(pieces, pieces), min_size=1, max_size=6))
 def test_tail_tokenizes_like_the_whole_text(tok: Any, turns: list[tuple[str, str]]) -> None:
     """encode(whole) == encode(before the tail) + encode(tail) at every turn: nothing merges across a boundary."""
-    boundaries = TokenBoundaries(tok)
+    boundaries = Tokenization(tok)
+    assert boundaries.encode("<|im_start|>x y") == encode(tok, "<|im_start|>x y")
     messages: list[dict[str, Any]] = [{"role": "system", "content": "sys"}]
     for user, reply in turns:
         messages.append({"role": "user", "content": user or "?"})
@@ -39,7 +40,8 @@ def test_tail_tokenizes_like_the_whole_text(tok: Any, turns: list[tuple[str, str
 
 
 def test_tail_without_a_boundary_extends_the_one_before(tok: Any) -> None:
-    boundaries = TokenBoundaries(tok)
+    boundaries = Tokenization(tok)
+    assert boundaries.encode("<|im_start|>x y") == encode(tok, "<|im_start|>x y")
     ids = encode(tok, "plain text")
     assert boundaries.tail("plain text", ids, ("<|im_start|>x", 2)) == ("<|im_start|>xplain text", 2 + len(ids))
 

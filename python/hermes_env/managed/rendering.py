@@ -31,10 +31,11 @@ makes of its text is caught, as a full render would catch it), and appends the r
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,8 +103,9 @@ def new_turn_text(
 # -- token boundaries --------------------------------------------------------------------------
 
 
-class TokenBoundaries:
-    """The tokenizer's special and added tokens: where tokenisation of a text can be split."""
+class Tokenization:
+    """How a tokenizer tokenizes incrementally: its boundary tokens (special and added tokens, where
+    tokenisation of a text can be split) and the fastest call that gives ``encode``'s ids."""
 
     def __init__(self, tokenizer: Any) -> None:
         ids = set(getattr(tokenizer, "all_special_ids", None) or [])
@@ -116,7 +118,26 @@ class TokenBoundaries:
             text = decode([i], skip_special_tokens=False)
             if isinstance(text, str) and text:
                 self.texts[i] = text
-        self.special_ids = frozenset(getattr(tokenizer, "all_special_ids", None) or [])
+        self.encode = self._fast_encoder(tokenizer)
+
+    def _fast_encoder(self, tokenizer: Any) -> Callable[[str], list[int]]:
+        """A Hugging Face fast tokenizer's Rust ``encode_batch_fast`` (no offsets: ~25% cheaper), when it
+        gives :func:`encode`'s ids on a probe text with every boundary token in it; else :func:`encode`."""
+        plain = functools.partial(encode, tokenizer)
+        backend = getattr(tokenizer, "backend_tokenizer", None)
+        fast = getattr(backend, "encode_batch_fast", None)
+        if not callable(fast):
+            return plain
+
+        def encode_fast(text: str) -> list[int]:
+            return list(fast([text], add_special_tokens=False)[0].ids)
+
+        probe = "Probe  text,\n\tcode() {x: 1}\n" + "\n".join(self.texts.values()) + " é日😀 end\n\n"
+        try:
+            same = encode_fast(probe) == plain(probe)
+        except Exception:  # noqa: BLE001 - any failure of the fast path means: use encode
+            same = False
+        return encode_fast if same else plain
 
     def tail(self, text: str, ids: Sequence[int], before: tuple[str, int] = ("", 0)) -> tuple[str, int]:
         """``(text from the last boundary token on, how many ids that is)``, for ``ids`` = encode(text).
@@ -134,17 +155,17 @@ class TokenBoundaries:
         return before[0] + text, before[1] + len(ids)
 
 
-_boundaries: weakref.WeakKeyDictionary[Any, TokenBoundaries] = weakref.WeakKeyDictionary()
+_tokenizations: weakref.WeakKeyDictionary[Any, Tokenization] = weakref.WeakKeyDictionary()
 
 
-def token_boundaries(tokenizer: Any) -> TokenBoundaries:
-    """The tokenizer's :class:`TokenBoundaries`, built once per tokenizer."""
+def tokenization(tokenizer: Any) -> Tokenization:
+    """The tokenizer's :class:`Tokenization`, built once per tokenizer."""
     try:
-        found = _boundaries.get(tokenizer)
+        found = _tokenizations.get(tokenizer)
     except TypeError:  # not weak-referenceable
-        return TokenBoundaries(tokenizer)
+        return Tokenization(tokenizer)
     if found is None:
-        found = _boundaries[tokenizer] = TokenBoundaries(tokenizer)
+        found = _tokenizations[tokenizer] = Tokenization(tokenizer)
     return found
 
 

@@ -49,7 +49,7 @@ from hermes_env.managed.rendering import (
     new_turn_text,
     render_text,
     template_profile,
-    token_boundaries,
+    tokenization,
     window_delta,
 )
 from hermes_env.managed.response import load_parser, parse_reply
@@ -135,7 +135,7 @@ class ManagedServer:
         self.model_name = model_name or getattr(config, "model_name", None) or "managed"
         self._vocab_size = len(self.tokenizer)
         self._special_ids = set(getattr(self.tokenizer, "all_special_ids", []) or [])
-        self._boundaries = token_boundaries(self.tokenizer)
+        self._tokenization = tokenization(self.tokenizer)
         # How many prompts were rendered through a branch's window ("incremental") or whole ("full").
         self.render_counts: Counter[str] = Counter()
         self._branches: list[ManagedBranch] = []
@@ -403,7 +403,7 @@ class ManagedServer:
         if delta is None:
             return None
         text = state.tail_text + delta
-        ids = encode(self.tokenizer, text)
+        ids = self._tokenization.encode(text)
         held = state.tail_len
         # The tail re-tokenised must give the trajectory's own tokens (the last completion included).
         if len(ids) < held or not branch.trajectory.ends_with(ids[:held]):
@@ -425,7 +425,7 @@ class ManagedServer:
             new_messages=new,
             delta=delta,
             head=(state.head_messages, state.head_text),
-            tail=self._boundaries.tail(text, ids),
+            tail=self._tokenization.tail(text, ids),
         )
 
     def _send_list(self, branch: ManagedBranch, new_ids: list[int]) -> tuple[list[int], bool]:
@@ -467,7 +467,7 @@ class ManagedServer:
                 msgs=msgs,
                 keys=keys,
                 head=head,
-                tail=self._boundaries.tail(text, prompt_ids),
+                tail=self._tokenization.tail(text, prompt_ids),
             )
         traj = branch.trajectory.fork()
         turn_text = turn_ids = None
@@ -483,9 +483,9 @@ class ManagedServer:
                 "keep_raw: template re-rendered earlier turns differently at token %d", out["divergence"]["index"]
             )
             before = (state.tail_text, state.tail_len) if state is not None else ("", 0)
-            tail = self._boundaries.tail(turn_text, turn_ids, before)
+            tail = self._tokenization.tail(turn_text, turn_ids, before)
         else:
-            tail = self._boundaries.tail(text, prompt_ids)
+            tail = self._tokenization.tail(text, prompt_ids)
         return _Turn(
             server=self,
             branch=branch,
