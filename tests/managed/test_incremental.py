@@ -246,6 +246,19 @@ class CountingTokenizer:
         self.decoded += len(ids)
         return self._tok.decode(ids, **kwargs)
 
+    @property
+    def backend_tokenizer(self) -> Any:
+        """The Rust tokenizer, its batch encoding counted too (the managed server's fast path)."""
+        counter, backend = self, self._tok.backend_tokenizer
+
+        class Counted:
+            def encode_batch_fast(self, texts: list[str], **kwargs: Any) -> Any:
+                out = backend.encode_batch_fast(texts, **kwargs)
+                counter.encoded += sum(len(e.ids) for e in out)
+                return out
+
+        return Counted()
+
     def __len__(self) -> int:
         return len(self._tok)
 
@@ -297,6 +310,7 @@ async def test_scripted_turn_cost_stays_flat_as_the_rollout_grows() -> None:
         (branch,) = m.get_state()["branches"]
         assert m.render_counts == {"full": 1, "incremental": 119}
     assert len(lists) == 1, "the prompt list is extended in place, never copied"
+    assert all(cost["encoded"] > 0 for cost in costs), "every turn tokenizes its new text (counted)"
     assert len(server.prompts[-1]) > 50_000
     assert_aligned(branch.trajectory, server.prompts, server.outputs)
     for k in range(1, len(costs)):

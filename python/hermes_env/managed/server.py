@@ -346,9 +346,10 @@ class ManagedServer:
         """The branch ``request`` continues, its messages as dicts and their keys.
 
         A request normally repeats a branch's conversation and adds a few messages: its earlier
-        messages are then compared with the copies the branch kept of them (dict equality, no
-        re-serialising) and only the reply since and the new messages are keyed. Anything else
-        keys every message and matches on keys.
+        messages are then compared with the (shallow) copies the branch kept of them (dict equality,
+        no re-serialising) and only the reply since and the new messages are keyed. Anything else
+        keys every message and matches on keys. A message edited in place is seen as edited unless
+        only a value nested inside it (a list of content parts) was changed in place.
         """
         best: tuple[ManagedBranch, list[dict[str, Any]]] | None = None
         for b in self._branches:
