@@ -6,7 +6,9 @@
 1. finds the tracked branch the messages continue (its whole conversation, with the assistant
    replies this server returned, recognised by tool-call id or content);
 2. renders the messages with the tokenizer's chat template (tools included), replaying every
-   assistant reply it produced as the exact raw text the model emitted;
+   assistant reply it produced as the exact raw text the model emitted: a turn that continues a
+   branch renders and tokenizes only what it adds, through the branch's window, when the template
+   allows (``managed.rendering``), so a turn costs the same at 1k and 200k tokens;
 3. extends that branch's ``Trajectory`` on token ids (``divergence_policy`` decides when the
    template changed earlier turns), and sends the trajectory's own tokens as the prompt;
 4. records each sample's token ids and logprobs (``n > 1`` forks the branch), splits off
@@ -396,8 +398,9 @@ class ManagedServer:
     ) -> _Turn | None:
         """The next turn rendered through the branch's window (managed.rendering); None: render in full."""
         state = branch.render
-        assert state is not None
         new = msgs[len(branch.keys) :]
+        if state is None:
+            return None
         if not template_profile(self.tokenizer, tools, template_kwargs).allows(new):
             return None
         delta = window_delta(self.tokenizer, state, new, tools, template_kwargs)
@@ -412,7 +415,6 @@ class ManagedServer:
         new_ids = ids[held:]
         sent, owned = self._send_list(branch, new_ids)
         return _Turn(
-            server=self,
             branch=branch,
             version=branch.version,
             base=branch.trajectory,
@@ -457,7 +459,6 @@ class ManagedServer:
         head = (state.head_messages, state.head_text) if state is not None else (tuple(template_msgs), text)
         if branch is None:
             return _Turn(
-                server=self,
                 branch=None,
                 version=-1,
                 base=Trajectory(vocab_size=self._vocab_size),
@@ -488,7 +489,6 @@ class ManagedServer:
         else:
             tail = self._tokenization.tail(text, prompt_ids)
         return _Turn(
-            server=self,
             branch=branch,
             version=branch.version,
             base=traj,
@@ -632,7 +632,6 @@ class _Turn:
     other samples are copies.
     """
 
-    server: ManagedServer
     branch: ManagedBranch | None
     version: int
     base: Trajectory
