@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hermes_env.env.errors import PolicyCallError
 from hermes_env.managed import managed_server
 from hermes_env.managed.rendering import WINDOW_TURNS, encode, render_text, template_profile
 from hermes_env.testing.instant_server import InstantRequest, InstantScriptedServer
@@ -392,7 +393,7 @@ async def test_scripted_overlapping_requests_and_failures_keep_branches_exact() 
         for _ in range(2):
             add_turn(messages, await m.chat_completion(messages=messages, tools=TOOLS), "x")
         server.fail_next = True
-        with pytest.raises(ConnectionError):
+        with pytest.raises(PolicyCallError, match="scripted failure"):
             await m.chat_completion(messages=messages, tools=TOOLS)
         # Two requests continuing the same branch at once: one extends it, the other opens a branch.
         await asyncio.gather(*(m.chat_completion(messages=messages, tools=TOOLS) for _ in range(2)))

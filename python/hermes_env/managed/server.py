@@ -13,7 +13,11 @@
    template changed earlier turns), and sends the trajectory's own tokens as the prompt;
 4. records each sample's token ids and logprobs (``n > 1`` forks the branch), splits off
    ``<think>`` reasoning as ``reasoning_content`` and parses tool calls with
-   ``hermes_env.parsers`` — no vLLM needed in this process.
+   ``hermes_env.parsers`` — no vLLM needed in this process. Each message carries the
+   parser's issues as ``parse_issues`` (``kind``, ``offset``, ``message`` dicts).
+
+A ``/generate`` call that fails or returns what no sampler could produce raises
+``PolicyCallError`` before anything is recorded (:mod:`hermes_env.managed.reply_checks`).
 
 The response is an ``openai`` ``ChatCompletion``, like atroposlib's ``ManagedServer`` returns.
 """
@@ -54,6 +58,7 @@ from hermes_env.managed.rendering import (
     tokenization,
     window_delta,
 )
+from hermes_env.managed.reply_checks import generate
 from hermes_env.managed.response import load_parser, parse_reply
 from hermes_env.trajectory import DivergencePolicy, Trajectory
 
@@ -185,9 +190,7 @@ class ManagedServer:
         choices = []
         for i, (record, trajectory) in enumerate(zip(records, trajectories, strict=True)):
             reply = parse_reply(record.raw_text, parser)
-            message = reply.to_openai()
-            if reply.issues:
-                logger.debug("tool-call parse issues in sample %d: %s", i, reply.issues)
+            message = reply.to_openai()  # carries reply.issues as `parse_issues` (read by HermesAgentLoop)
             finish = record.finish_reason
             reported = "tool_calls" if reply.tool_calls and finish == "stop" else finish
             choices.append(
@@ -522,37 +525,10 @@ class ManagedServer:
     async def _generate(
         self, sent: list[int], n: int, params: Mapping[str, Any]
     ) -> tuple[list[list[int]], list[list[float]], list[str]]:
-        """Sends the prompt ids; the samples' token ids, logprobs and finish reasons, checked to line up."""
-        prompt_tokens, outputs, logprobs, finishes = await self.server.tokens_and_logprobs_completion(
-            input_ids=sent, n=n, **params
-        )
-        self._check_reply(sent, prompt_tokens, outputs, logprobs)
-        ids = [[int(t) for t in out] for out in outputs]
-        lps = [[float(x) for x in lp] for lp in logprobs]
-        finishes = list(finishes or [])
-        reasons = [self._finish_reason(finishes[i] if i < len(finishes) else "stop") for i in range(len(ids))]
-        return ids, lps, reasons
-
-    def _check_reply(self, sent: list[int], prompt_tokens: Any, outputs: Any, logprobs: Any) -> None:
-        """Refuses a reply that does not line up, before anything is recorded."""
-        if prompt_tokens is not None and prompt_tokens is not sent and list(prompt_tokens) != sent:
-            raise RuntimeError(
-                "the server reports a different prompt than was sent (it rewrote the token ids, e.g. dropped a "
-                "duplicate BOS); the trajectory would not match what the model saw"
-            )
-        if not outputs:
-            raise RuntimeError("the server returned no completions")
-        if len(outputs) != len(logprobs):
-            raise ValueError(f"the server returned {len(outputs)} completions but {len(logprobs)} logprob lists")
-        for i, (ids, lps) in enumerate(zip(outputs, logprobs, strict=True)):
-            if len(ids) != len(lps):
-                raise ValueError(f"completion {i}: {len(ids)} token ids but {len(lps)} logprobs from the server")
-
-    @staticmethod
-    def _finish_reason(raw: Any) -> str:
-        if isinstance(raw, Mapping):  # vLLM can report {"type": "stop", ...}
-            raw = raw.get("type", "stop")
-        return str(raw) if raw else "stop"
+        """Sends the prompt ids; the samples' token ids, logprobs and finish reasons, checked before anything
+        is recorded (a failed or impossible reply raises ``PolicyCallError``; see ``managed.reply_checks``)."""
+        reply = await generate(self.server, sent, n, params, self._vocab_size)
+        return reply.outputs, reply.logprobs, reply.finish_reasons
 
     def _record(self, ids: list[int], finish: str) -> CompletionRecord:
         produced_end = None
