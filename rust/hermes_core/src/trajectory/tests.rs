@@ -406,7 +406,7 @@ fn fork_prefix_is_the_trajectory_as_it_was() {
     t.add_turn(&[6], &[7, 8], &[-0.5, -0.5], Some("length")).unwrap();
     assert_eq!(t.fork_prefix(before.len()).unwrap(), before);
     assert_eq!(t.fork_prefix(t.len()).unwrap(), t);
-    assert_eq!(t.fork_prefix(0).unwrap(), Trajectory::new(Some(1000)));
+    assert_eq!(t.fork_prefix(0).unwrap(), Trajectory::new(Some(1000)).unwrap());
     let e = t.fork_prefix(4).unwrap_err();
     assert_eq!(e, TrajectoryError::NotASegmentEnd { len: 4, total: 8 });
     assert!(e.to_string().contains("not where an earlier add call ended"), "{e}");
