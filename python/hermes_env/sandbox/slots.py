@@ -52,7 +52,7 @@ def _file_failure(exc: OSError, path: str) -> ExecResult:
         return ExecResult.failure("bad_arguments", f"{path!r} is a directory", errno=exc.errno)
     if isinstance(exc, PermissionError):
         return ExecResult.failure("permission_denied", f"{path!r}: {exc.strerror or exc}", errno=exc.errno)
-    return ExecResult.failure("internal", f"{path!r}: {exc}", errno=exc.errno)
+    return ExecResult.failure("bad_arguments", f"{path!r}: {exc.strerror or exc}", errno=exc.errno)
 
 
 class SlotHost:
