@@ -17,10 +17,15 @@ callers catch, e.g. ``WorkspacePathError`` is a ``PermissionError``)::
     │   └── ToolArgumentError
     ├── WorkspacePathError            a path that would leave the task's workspace
     ├── FileTooLargeError             a file over a read/write limit
-    └── SandboxPoolError              the slot pool could not serve a call
-        ├── SlotAcquireTimeout
-        ├── PoolClosedError
-        └── WorkerStartError
+    ├── SandboxPoolError              the slot pool could not serve a call
+    │   ├── SlotAcquireTimeout
+    │   ├── PoolClosedError
+    │   └── WorkerStartError
+    ├── GenerationRequestError        a generation request the GGUF engine/server refuses (HTTP 400)
+    └── LlamaDecodeError              llama.cpp's decode failed (``code``); fails the requests in that batch
+
+    ConfigError
+    └── GGUFError                     a model file that is not a readable GGUF, or a tokenizer it cannot give
 
 The Rust core raises its own ``ValueError`` subclasses (``hermes_env.trajectory``'s
 ``TrajectoryDivergence``); they are not part of this tree.
@@ -141,6 +146,22 @@ class WorkerStartError(SandboxPoolError, RuntimeError):
     """A sandbox server could not be started (the message says why and what to do)."""
 
 
+class GGUFError(ConfigError):
+    """A model file that is not a readable GGUF file, or whose tokenizer hermes_env cannot build."""
+
+
+class GenerationRequestError(HermesEnvError, ValueError):
+    """A generation request the GGUF engine or its server cannot serve as asked (the server answers 400)."""
+
+
+class LlamaDecodeError(HermesEnvError, RuntimeError):
+    """llama_decode failed; ``code`` is its return value (1: no room in the KV cache)."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
 # -- error kinds ------------------------------------------------------------------------------
 #: What a parser found wrong in the model's output (``ParseIssue.kind``; defined by the Rust core).
 ParseIssueKind = Literal[
@@ -189,8 +210,11 @@ __all__ = [
     "EnvSetupError",
     "ExecErrorKind",
     "FileTooLargeError",
+    "GGUFError",
+    "GenerationRequestError",
     "HermesEnvError",
     "InferenceServerUnreachable",
+    "LlamaDecodeError",
     "ParseIssueKind",
     "PhaseError",
     "PolicyCallError",

@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 from hermes_env.checks.recompute import recompute_logprobs
-from hermes_env.models.engine import Engine, EngineError, GenerationRequest
+from hermes_env.errors import GenerationRequestError
+from hermes_env.models.engine import Engine, GenerationRequest
 from hermes_env.models.llama import LlamaCpp
 from hermes_env.models.sampling import SamplingParams
 
@@ -158,7 +159,7 @@ def test_cancelled_requests_free_their_sequences(engine: Engine, prompt: list[in
     ],
 )
 def test_bad_requests_are_refused_at_once(engine: Engine, kwargs: dict[str, Any], message: str) -> None:
-    with pytest.raises(EngineError, match=message):
+    with pytest.raises(GenerationRequestError, match=message):
         engine.submit(GenerationRequest(**kwargs))
 
 

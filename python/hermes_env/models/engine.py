@@ -33,16 +33,13 @@ from typing import Any
 
 import numpy as np
 
-from hermes_env.models.llama import LlamaCpp, LlamaDecodeError
+from hermes_env.errors import GenerationRequestError, LlamaDecodeError
+from hermes_env.models.llama import LlamaCpp
 from hermes_env.models.sampling import SamplingParams, log_softmax, sample_token
 
-__all__ = ["Engine", "EngineError", "GenerationRequest", "GenerationResult", "SampleResult"]
+__all__ = ["Engine", "GenerationRequest", "GenerationRequestError", "GenerationResult", "SampleResult"]
 
 logger = logging.getLogger(__name__)
-
-
-class EngineError(ValueError):
-    """A request the engine cannot serve as asked (too long for the context, bad parameters)."""
 
 
 @dataclass
@@ -223,7 +220,7 @@ class Engine:
             self._thread = None
 
     def submit(self, request: GenerationRequest) -> concurrent.futures.Future[GenerationResult]:
-        """Queue ``request``; raises :class:`EngineError` at once when it can never be served."""
+        """Queue ``request``; raises :class:`GenerationRequestError` at once when it can never be served."""
         self._validate(request)
         future: concurrent.futures.Future[GenerationResult] = concurrent.futures.Future()
         max_new = self.max_model_len - len(request.prompt)
@@ -258,38 +255,40 @@ class Engine:
 
     def _validate(self, r: GenerationRequest) -> None:
         if not r.prompt:
-            raise EngineError("the prompt is empty; send at least one token id")
+            raise GenerationRequestError("the prompt is empty; send at least one token id")
         bad = next((t for t in r.prompt if not 0 <= t < self.vocab_size), None)
         if bad is not None:
-            raise EngineError(f"prompt token id {bad} is outside the vocabulary (0..{self.vocab_size - 1})")
+            raise GenerationRequestError(f"prompt token id {bad} is outside the vocabulary (0..{self.vocab_size - 1})")
         if len(r.prompt) >= self.max_model_len:
-            raise EngineError(
+            raise GenerationRequestError(
                 f"this model's maximum context length is {self.max_model_len} tokens, but the prompt has "
                 f"{len(r.prompt)}; shorten the conversation or start the server with larger --max-model-len "
                 "and --ctx-size"
             )
         if not 1 <= r.n <= len(self._slots):
-            raise EngineError(f"n must be between 1 and {len(self._slots)} (the server's --parallel), got {r.n}")
+            raise GenerationRequestError(
+                f"n must be between 1 and {len(self._slots)} (the server's --parallel), got {r.n}"
+            )
         if r.max_tokens is not None and r.max_tokens < 1:
-            raise EngineError(f"max_tokens must be at least 1, got {r.max_tokens}")
+            raise GenerationRequestError(f"max_tokens must be at least 1, got {r.max_tokens}")
         need = len(r.prompt) + r.n * (
             min(r.max_tokens, self.max_model_len - len(r.prompt))
             if r.max_tokens is not None
             else self.max_model_len - len(r.prompt)
         )
         if need > self.capacity:
-            raise EngineError(
+            raise GenerationRequestError(
                 f"the request needs up to {need} KV cells (prompt + n x max_tokens) but the server has "
                 f"{self.capacity}; lower n or max_tokens, or start the server with a larger --ctx-size"
             )
         p = r.sampling
         if p.temperature < 0 or not 0 < p.top_p <= 1 or not 0 <= p.min_p <= 1:
-            raise EngineError(
+            raise GenerationRequestError(
                 f"temperature must be >= 0, top_p in (0, 1], min_p in [0, 1]; got {p.temperature}, {p.top_p}, {p.min_p}"
             )
         for k, name in ((r.logprobs, "logprobs"), (r.prompt_logprobs, "prompt_logprobs")):
             if k is not None and not 0 <= k <= 20:
-                raise EngineError(f"{name} must be between 0 and 20, got {k}")
+                raise GenerationRequestError(f"{name} must be between 0 and 20, got {k}")
 
     # -- engine thread -----------------------------------------------------------------------
 

@@ -15,6 +15,8 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from hermes_env.errors import GGUFError
+
 __all__ = ["GGUFError", "read_gguf_metadata"]
 
 _MAGIC = b"GGUF"
@@ -35,10 +37,6 @@ _SCALARS: dict[int, tuple[str, str]] = {
 _STRING, _ARRAY = 8, 9
 # A header field larger than this is corrupt, not big (the largest real ones, vocabularies, are a few MB).
 _MAX_LEN = 1 << 30
-
-
-class GGUFError(ValueError):
-    """The file is not a readable GGUF file."""
 
 
 class _Reader:

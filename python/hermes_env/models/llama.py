@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from hermes_env.errors import LlamaDecodeError
+
 __all__ = ["LlamaCpp", "LlamaDecodeError", "import_llama_cpp"]
 
 logger = logging.getLogger(__name__)
@@ -28,14 +30,6 @@ _INSTALL_HINT = (
     'CMAKE_ARGS="-DGGML_NATIVE=OFF" .venv/bin/pip install -e ".[gguf]" (bash scripts/setup.sh does this)'
 )
 _LOG_CALLBACK: Any = None  # kept alive for as long as llama.cpp may call it
-
-
-class LlamaDecodeError(RuntimeError):
-    """llama_decode failed; ``code`` is its return value (1: no room in the KV cache)."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 def import_llama_cpp() -> Any:

@@ -38,7 +38,8 @@ from typing import Any
 
 from aiohttp import web
 
-from hermes_env.models.engine import Engine, EngineError, GenerationRequest, GenerationResult
+from hermes_env.errors import GenerationRequestError
+from hermes_env.models.engine import Engine, GenerationRequest, GenerationResult
 from hermes_env.models.sampling import SamplingParams
 
 __all__ = ["GGUFServer", "build_app", "main"]
@@ -76,16 +77,12 @@ _NEUTRAL = {
 _IGNORED = {"skip_special_tokens", "spaces_between_special_tokens", "detokenize", "output_kind", "model", "user"}
 
 
-class RequestError(ValueError):
-    """A request this server refuses (HTTP 400)."""
-
-
 def _int(body: Mapping[str, Any], key: str, default: int | None) -> int | None:
     value = body.get(key, default)
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value:
-        raise RequestError(f"{key} must be an integer, got {value!r}")
+        raise GenerationRequestError(f"{key} must be an integer, got {value!r}")
     return int(value)
 
 
@@ -94,22 +91,24 @@ def _float(body: Mapping[str, Any], key: str, default: float) -> float:
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise RequestError(f"{key} must be a finite number, got {value!r}")
+        raise GenerationRequestError(f"{key} must be a finite number, got {value!r}")
     return float(value)
 
 
 def generation_request(
     prompt: list[int], body: Mapping[str, Any], *, extra_ok: set[str] = frozenset()
 ) -> GenerationRequest:
-    """A :class:`GenerationRequest` from vLLM-style sampling fields; :class:`RequestError` says what is wrong."""
+    """A :class:`GenerationRequest` from vLLM-style sampling fields, or a ``GenerationRequestError`` saying why not."""
     for key, value in body.items():
         if key in _GENERATE_FIELDS or key in _IGNORED:
             continue
         if key in _NEUTRAL:
             if value not in (None, _NEUTRAL[key]) and value != {}:
-                raise RequestError(f"{key}={value!r} is not supported by this server; leave it unset")
+                raise GenerationRequestError(f"{key}={value!r} is not supported by this server; leave it unset")
             continue
-        raise RequestError(f"unknown sampling parameter {key!r}; supported: {', '.join(sorted(_GENERATE_FIELDS))}")
+        raise GenerationRequestError(
+            f"unknown sampling parameter {key!r}; supported: {', '.join(sorted(_GENERATE_FIELDS))}"
+        )
     stop = body.get("stop")
     if stop is None:
         stops: tuple[str, ...] = ()
@@ -118,10 +117,10 @@ def generation_request(
     elif isinstance(stop, list) and all(isinstance(s, str) for s in stop):
         stops = tuple(s for s in stop if s)
     else:
-        raise RequestError(f"stop must be a string or a list of strings, got {stop!r}")
+        raise GenerationRequestError(f"stop must be a string or a list of strings, got {stop!r}")
     stop_ids = body.get("stop_token_ids") or []
     if not isinstance(stop_ids, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in stop_ids):
-        raise RequestError(f"stop_token_ids must be a list of integers, got {stop_ids!r}")
+        raise GenerationRequestError(f"stop_token_ids must be a list of integers, got {stop_ids!r}")
     n = _int(body, "n", 1)
     return GenerationRequest(
         prompt=prompt,
@@ -168,11 +167,11 @@ class GGUFServer:
         try:
             body = await request.json()
         except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            raise RequestError(f"the request body is not JSON: {err}") from None
+            raise GenerationRequestError(f"the request body is not JSON: {err}") from None
         if not isinstance(body, dict):
-            raise RequestError("the request body must be a JSON object")
+            raise GenerationRequestError("the request body must be a JSON object")
         if body.get("stream"):
-            raise RequestError("streaming is not supported by this server; send stream=false")
+            raise GenerationRequestError("streaming is not supported by this server; send stream=false")
         return body
 
     async def _run(self, request: GenerationRequest) -> GenerationResult:
@@ -186,9 +185,9 @@ class GGUFServer:
         elif isinstance(prompt, str):
             return list(self.tokenizer.encode(prompt, add_special_tokens=True))
         else:
-            raise RequestError("prompt must be a string, a list of token ids or {'prompt_token_ids': [...]}")
+            raise GenerationRequestError("prompt must be a string, a list of token ids or {'prompt_token_ids': [...]}")
         if not isinstance(ids, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in ids):
-            raise RequestError("prompt_token_ids must be a list of integers")
+            raise GenerationRequestError("prompt_token_ids must be a list of integers")
         return [int(t) for t in ids]
 
     @staticmethod
@@ -199,7 +198,7 @@ class GGUFServer:
     async def _guard(self, handler: Any, request: web.Request) -> web.StreamResponse:
         try:
             return await handler(request)
-        except (RequestError, EngineError) as err:
+        except GenerationRequestError as err:
             return self._error(400, str(err))
         except RuntimeError as err:  # engine stopped or crashed
             return self._error(503, str(err))
@@ -233,7 +232,7 @@ class GGUFServer:
     async def _generate(self, request: web.Request) -> web.Response:
         body = await self._body(request)
         if "prompt" not in body:
-            raise RequestError("the request needs a 'prompt' ({'prompt_token_ids': [...]} or a string)")
+            raise GenerationRequestError("the request needs a 'prompt' ({'prompt_token_ids': [...]} or a string)")
         prompt = self._prompt_ids(body.pop("prompt"))
         result = await self._run(generation_request(prompt, body))
         out: dict[str, Any] = {
@@ -261,14 +260,16 @@ class GGUFServer:
         body = await self._body(request)
         messages = body.pop("messages", None)
         if not isinstance(messages, list) or not messages:
-            raise RequestError("messages must be a non-empty list of chat messages")
+            raise GenerationRequestError("messages must be a non-empty list of chat messages")
         tools = body.pop("tools", None) or None
         tool_choice = body.pop("tool_choice", None)
         template_kwargs = body.pop("chat_template_kwargs", None) or {}
         for key in ("parallel_tool_calls", "stream_options", "response_format"):
             body.pop(key, None)
         if body.pop("logprobs", None) or body.pop("top_logprobs", None):
-            raise RequestError("logprobs are not returned by the chat endpoint; use /generate for token logprobs")
+            raise GenerationRequestError(
+                "logprobs are not returned by the chat endpoint; use /generate for token logprobs"
+            )
         if "max_completion_tokens" in body:
             body["max_tokens"] = body.pop("max_completion_tokens")
         body.setdefault("max_tokens", None)  # OpenAI semantics: up to the context length
@@ -277,7 +278,7 @@ class GGUFServer:
                 messages, tools=tools, tokenize=False, add_generation_prompt=True, **template_kwargs
             )
         except Exception as err:  # noqa: BLE001 - a template error is the request's problem, not the server's
-            raise RequestError(
+            raise GenerationRequestError(
                 f"the chat template could not render these messages ({type(err).__name__}: {err}); a template "
                 "without tool support cannot render tool calls — start the server with --chat-template smollm2-tools"
             ) from None
@@ -320,14 +321,16 @@ class GGUFServer:
     async def _completions(self, request: web.Request) -> web.Response:
         body = await self._body(request)
         if "prompt" not in body:
-            raise RequestError("the request needs a 'prompt'")
+            raise GenerationRequestError("the request needs a 'prompt'")
         prompt = self._prompt_ids(body.pop("prompt"))
         if "logprobs" in body and body["logprobs"] is not None:
-            raise RequestError("logprobs are not returned by /v1/completions; use /generate for token logprobs")
+            raise GenerationRequestError(
+                "logprobs are not returned by /v1/completions; use /generate for token logprobs"
+            )
         body.pop("logprobs", None)
         for key in ("echo", "suffix"):
             if body.pop(key, None):
-                raise RequestError(f"{key} is not supported by this server")
+                raise GenerationRequestError(f"{key} is not supported by this server")
         result = await self._run(generation_request(prompt, body))
         return web.json_response(
             {
