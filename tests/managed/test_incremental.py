@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 from hermes_env.env.errors import PolicyCallError
 from hermes_env.managed import managed_server
-from hermes_env.managed.rendering import WINDOW_TURNS, encode, render_text, template_profile
+from hermes_env.managed.rendering import WINDOW_TURNS, render_text, template_profile
+from hermes_env.managed.tokenization import encode
 from hermes_env.testing.instant_server import InstantRequest, InstantScriptedServer
 from hermes_env.testing.scripted_vllm import scripted_logprob
 from hermes_env.trajectory import MASK, TrajectoryDivergence

@@ -49,17 +49,10 @@ from hermes_env.managed.branches import (
     continues,
     keys_match,
 )
-from hermes_env.managed.rendering import (
-    RenderState,
-    encode,
-    new_turn_text,
-    render_text,
-    template_profile,
-    tokenization,
-    window_delta,
-)
+from hermes_env.managed.rendering import RenderState, new_turn_text, render_text, template_profile, window_delta
 from hermes_env.managed.reply_checks import generate
 from hermes_env.managed.response import load_parser, parse_reply
+from hermes_env.managed.tokenization import encode, tokenization
 from hermes_env.trajectory import DivergencePolicy, Trajectory
 
 logger = logging.getLogger(__name__)
@@ -240,7 +233,7 @@ class ManagedServer:
                 branch = b
         if branch is not None:
             traj = branch.trajectory.fork()
-            traj.add_prompt(encode(self.tokenizer, prompt[len(branch.text or "") :]))
+            traj.add_prompt(self._tokenization.encode(prompt[len(branch.text or "") :]))
         else:
             traj = Trajectory(vocab_size=self._vocab_size)
             traj.add_prompt(list(self.tokenizer.encode(prompt, add_special_tokens=True)))
@@ -457,7 +450,7 @@ class ManagedServer:
         """The prompt rendered and tokenized whole; a branch it continues is extended by the divergence policy."""
         template_msgs = self._template_messages(msgs, keys, branch)
         text = render_text(self.tokenizer, template_msgs, tools, template_kwargs)
-        prompt_ids = encode(self.tokenizer, text)
+        prompt_ids = self._tokenization.encode(text)
         state = branch.render if branch is not None else None
         head = (state.head_messages, state.head_text) if state is not None else (tuple(template_msgs), text)
         if branch is None:
@@ -481,7 +474,7 @@ class ManagedServer:
             turn_text = new_turn_text(
                 self.tokenizer, template_msgs, len(branch.keys) - 1, tools, template_kwargs, last.produced_end
             )
-            turn_ids = encode(self.tokenizer, turn_text)
+            turn_ids = self._tokenization.encode(turn_text)
         out = traj.extend(prompt_ids, self.config.divergence_policy, new_turn=turn_ids, decode=self._decode)
         if out["outcome"] == "kept_raw" and turn_text is not None and turn_ids is not None:
             logger.info(
