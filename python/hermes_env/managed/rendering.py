@@ -47,7 +47,7 @@ SENTINEL = "hermesenvsplitmarker7f3a9c"
 
 # Replies (with the messages between them) that a branch re-renders each turn to check that the
 # template still renders its recent history as the trajectory holds it.
-WINDOW_TURNS = 2
+WINDOW_TURNS = 1
 
 Message = Mapping[str, Any]
 

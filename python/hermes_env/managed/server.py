@@ -24,13 +24,14 @@ The response is an ``openai`` ``ChatCompletion``, like atroposlib's ``ManagedSer
 
 from __future__ import annotations
 
+import copy
 import itertools
 import logging
 import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -136,6 +137,9 @@ class ManagedServer:
         self._vocab_size = len(self.tokenizer)
         self._special_ids = set(getattr(self.tokenizer, "all_special_ids", []) or [])
         self._tokenization = tokenization(self.tokenizer)
+        # A rollout sends the same tools and template arguments every turn: look them up once.
+        self._parser = _LastResult(lambda name, tools: load_parser(name, tools))
+        self._profile = _LastResult(lambda tools, kwargs, _template: template_profile(self.tokenizer, tools, kwargs))
         # How many prompts were rendered through a branch's window ("incremental") or whole ("full").
         self.render_counts: Counter[str] = Counter()
         self._branches: list[ManagedBranch] = []
@@ -178,7 +182,7 @@ class ManagedServer:
             turn.release(sampled=False, kept=sys.getrefcount(turn.sent) > refs)
             raise
         turn.release(sampled=True, kept=sys.getrefcount(turn.sent) > refs)
-        parser = load_parser(self.config.tool_parser, tools) if tools and tool_choice != "none" else None
+        parser = self._parser(self.config.tool_parser, tools) if tools and tool_choice != "none" else None
         records = [self._record(ids, finish) for ids, finish in zip(outputs, finishes, strict=True)]
         choices = []
         for i, (record, trajectory) in enumerate(zip(records, trajectories, strict=True)):
@@ -300,7 +304,7 @@ class ManagedServer:
     # -- internals -----------------------------------------------------------------------------
 
     def _decode(self, ids: list[int]) -> str:
-        return self.tokenizer.decode(ids, skip_special_tokens=False)
+        return self._tokenization.decode(ids)
 
     def _key(self, message: Mapping[str, Any]) -> MessageKey:
         if message.get("role") == "assistant":
@@ -397,7 +401,7 @@ class ManagedServer:
         new = msgs[len(branch.keys) :]
         if state is None:
             return None
-        if not template_profile(self.tokenizer, tools, template_kwargs).allows(new):
+        if not self._profile(tools, template_kwargs, getattr(self.tokenizer, "chat_template", None)).allows(new):
             return None
         delta = window_delta(self.tokenizer, state, new, tools, template_kwargs)
         if delta is None:
@@ -527,7 +531,7 @@ class ManagedServer:
         produced_end = None
         body = ids
         if ids and ids[-1] in self._special_ids:
-            produced_end = self._decode(ids[-1:])
+            produced_end = self._tokenization.texts.get(ids[-1]) or self._decode(ids[-1:])
             body = ids[:-1]
         record = CompletionRecord(
             cid=next(self._next_cid),
@@ -589,6 +593,22 @@ class ManagedServer:
                 ids=turn.ids_after(index, record),
             )
         )
+
+
+class _LastResult:
+    """``fn(*args)``, computed again only when the arguments differ from the last call's (compared with a
+    deep copy of them, so arguments changed in place are seen as changed)."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        self.args: tuple[Any, ...] | None = None
+        self.result: Any = None
+
+    def __call__(self, *args: Any) -> Any:
+        if self.args is None or args != self.args:
+            self.result = self.fn(*args)
+            self.args = copy.deepcopy(args)
+        return self.result
 
 
 @dataclass(eq=False)

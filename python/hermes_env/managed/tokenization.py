@@ -119,7 +119,8 @@ class _CheckedBpe:
 
 
 class Tokenization:
-    """A tokenizer's boundary tokens and its fastest exact encoder (``encode``; see the module docstring)."""
+    """A tokenizer's boundary tokens, its fastest exact encoder (``encode``; see the module docstring) and
+    decoder (``decode``: ``tokenizer.decode(ids, skip_special_tokens=False)``'s text)."""
 
     def __init__(self, tokenizer: Any) -> None:
         ids = set(getattr(tokenizer, "all_special_ids", None) or [])
@@ -134,6 +135,7 @@ class Tokenization:
                 self.texts[i] = text
         self.reference: Callable[[str], list[int]] = functools.partial(encode, tokenizer)
         self.encoder, self.encode = self._fastest(tokenizer)
+        self.decode = self._decoder(tokenizer)
 
     def _fastest(self, tokenizer: Any) -> tuple[str, Callable[[str], list[int]]]:
         """``(name, encoder)``: the first candidate that gives the reference's ids on the probe text."""
@@ -159,6 +161,28 @@ class Tokenization:
         bpe = ByteLevelBpe(backend.to_str())  # ValueError (with the reason) for models it does not reproduce
         separator = next((t for t in self.texts.values() if t.isascii()), None)
         return _CheckedBpe(bpe, backend, self.reference, separator)
+
+    def _decoder(self, tokenizer: Any) -> Callable[[list[int]], str]:
+        """``tokenizer.decode(ids, skip_special_tokens=False)``, or the Rust backend's ``decode`` (no
+        ``transformers`` wrapper) when it gives the same text for the probe's ids (it does unless the tokenizer
+        cleans up spaces or decodes in Python)."""
+
+        def reference(ids: list[int]) -> str:
+            return tokenizer.decode(ids, skip_special_tokens=False)
+
+        backend = getattr(getattr(tokenizer, "backend_tokenizer", None), "decode", None)
+        if not callable(backend):
+            return reference
+        ids = [*self.reference(_PROBE + " . , ! ? 's n't ( ) -- a .b"), *self.texts]
+
+        def decode(ids: list[int]) -> str:
+            return backend(ids, skip_special_tokens=False)
+
+        try:
+            same = all(decode(part) == reference(part) for part in (ids, ids[:1], ids[-3:], ids[5:20]))
+        except Exception:  # noqa: BLE001 - a backend that cannot decode these ids is not used
+            same = False
+        return decode if same else reference
 
     @staticmethod
     def _batch_fast(tokenizer: Any, backend: Any) -> Callable[[str], list[int]] | None:

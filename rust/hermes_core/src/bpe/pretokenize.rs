@@ -7,7 +7,8 @@
 //! they split alike; the one construct `regex` lacks is the lookahead that ends GPT-style
 //! patterns, `…|\s+(?!\S)|\s+`, emulated in [`Step::next_match`].
 
-use regex::Regex;
+use regex_automata::meta::Regex;
+use regex_automata::{Anchored, Input};
 
 use super::Unsupported;
 
@@ -88,14 +89,19 @@ impl Step {
 
     /// The next match at or after byte `at` of `text`, as Oniguruma finds it.
     fn next_match(&self, text: &str, at: usize) -> Option<(usize, usize)> {
-        let m = self.regex.find_at(text, at)?;
+        // Pieces usually follow each other: a match anchored at `at` needs only a forward search.
+        let anchored = self.regex.search(&Input::new(text).range(at..).anchored(Anchored::Yes));
+        let m = match anchored {
+            Some(m) => m,
+            None => self.regex.search(&Input::new(text).range(at..))?,
+        };
         let (start, mut end) = (m.start(), m.end());
         if let Some(head) = &self.head {
             // Only the `\s+` alternative differs: when the earlier alternatives do not match at
             // `start`, Oniguruma's `\s+(?!\S)` backs off one character before a non-space.
             let run = &text[start..end];
             if end < text.len() && run.chars().nth(1).is_some() && run.chars().all(char::is_whitespace) {
-                let head_matches_here = head.find_at(text, start).is_some_and(|h| h.start() == start);
+                let head_matches_here = head.is_match(Input::new(text).range(start..).anchored(Anchored::Yes));
                 if !head_matches_here {
                     end -= run.chars().next_back().map_or(0, char::len_utf8);
                 }
