@@ -535,7 +535,7 @@ class ManagedServer:
             body = ids[:-1]
         record = CompletionRecord(
             cid=next(self._next_cid),
-            token_ids=tuple(ids),
+            token_ids=tuple(self._tokenization.intern(ids)),
             raw_text=self._decode(body),
             produced_end=produced_end,
             finish_reason=finish,

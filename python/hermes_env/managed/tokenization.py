@@ -79,7 +79,10 @@ class _CheckedBpe:
         self.separator = separator
 
     def __call__(self, text: str) -> list[int]:
-        ids = self.bpe.encode(text)
+        try:
+            ids = self.bpe.encode(text)
+        except UnicodeEncodeError:  # a lone surrogate: the reference raises its own error for it
+            return self.reference(text)
         if ids is None:
             unknown = self.bpe.unknown_chars(text)
             if unknown:
@@ -133,6 +136,13 @@ class Tokenization:
             text = decode([i], skip_special_tokens=False)
             if isinstance(text, str) and text:
                 self.texts[i] = text
+        try:
+            size = max([len(tokenizer), *(i + 1 for i in self.texts)])
+        except TypeError:  # no len()
+            size = 0
+        # ints[i] is i: token lists built from it share one int object per id instead of one per token
+        # (28 bytes a token saved in every long-lived prompt list).
+        self.ints = tuple(range(size))
         self.reference: Callable[[str], list[int]] = functools.partial(encode, tokenizer)
         self.encoder, self.encode = self._fastest(tokenizer)
         self.decode = self._decoder(tokenizer)
@@ -158,7 +168,7 @@ class Tokenization:
             return None  # special tokens encoded as text: not what ByteLevelBpe does
         from hermes_env._core import ByteLevelBpe
 
-        bpe = ByteLevelBpe(backend.to_str())  # ValueError (with the reason) for models it does not reproduce
+        bpe = ByteLevelBpe(backend.to_str(), self.ints)  # ValueError (with the reason) for models it does not reproduce
         separator = next((t for t in self.texts.values() if t.isascii()), None)
         return _CheckedBpe(bpe, backend, self.reference, separator)
 
@@ -194,6 +204,13 @@ class Tokenization:
             return list(fast([text], add_special_tokens=False)[0].ids)
 
         return encode_batch_fast
+
+    def intern(self, ids: Sequence[int]) -> list[int]:
+        """``ids`` as a list of the shared int objects (see ``ints``); ids outside the table are kept as they are."""
+        ints = self.ints
+        if ids and 0 <= min(ids) and max(ids) < len(ints):
+            return list(map(ints.__getitem__, ids))
+        return list(ids)
 
     def tail(self, text: str, ids: Sequence[int], before: tuple[str, int] = ("", 0)) -> tuple[str, int]:
         """``(text from the last boundary token on, how many ids that is)``, for ``ids`` = encode(text).

@@ -1,4 +1,4 @@
-//! Unit tests on small hand-written models; `tests/managed/test_bpe_encoder.py` checks the
+//! Unit tests on small hand-written models; `tests/managed/test_tokenization.py` checks the
 //! encoder against `tokenizers` itself on real vocabularies.
 
 use serde_json::{json, Value};
