@@ -2,8 +2,9 @@
 
 Checked against ``tokenizers`` itself on three byte-level BPE tokenizers: the real Qwen3 one (NFC,
 Qwen2's split regex), the real DeepSeek-V3 one (no normalizer, three split regexes, normalized and
-raw added tokens) and a GPT-2-style one trained here (``ByteLevel(use_regex=True)``: GPT-2's own
-regex, no normalizer, overlapping added tokens). hermes_core's ``ByteLevelBpe`` gives the same ids
+raw added tokens), a GPT-2-style one trained here (``ByteLevel(use_regex=True)``: GPT-2's own
+regex, no normalizer, overlapping added tokens) and a Llama-3-style one (Qwen3's vocabulary, Llama 3's
+regex, ``ignore_merges``). hermes_core's ``ByteLevelBpe`` gives the same ids
 and pre-tokenizer pieces on text built from what the split patterns tell apart (letters, digits,
 whitespace runs, contractions in any case, punctuation, CJK, emoji, combining marks, characters
 that case-fold or normalize), on arbitrary Unicode text, whitespace runs of every kind, and the
@@ -64,15 +65,39 @@ def _gpt2_style() -> Any:
     return tok
 
 
+# Llama 3's split regex (three digits at a time); its model takes a piece found whole in the vocabulary as is.
+LLAMA3_PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
+    r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+
+
+def _llama3_style() -> Any:
+    """Qwen3's vocabulary set up as Llama 3's ``tokenizer.json`` is: no normalizer, its regex, ``ignore_merges``."""
+
+    def change(config: dict[str, Any]) -> None:
+        config["normalizer"] = None
+        config["pre_tokenizer"]["pretokenizers"][0]["pattern"] = {"Regex": LLAMA3_PATTERN}
+        config["model"]["ignore_merges"] = True
+
+    return _qwen_variant(change)
+
+
 _loaded: dict[str, Any] = {}
-NAMES = ["qwen3", "deepseek", "gpt2_style"]
+NAMES = ["qwen3", "deepseek", "gpt2_style", "llama3_style"]
 
 
 def tokenizer(name: str) -> Any:
     if name not in _loaded:
         from hermes_env.testing import qwen3_tokenizer
 
-        _loaded[name] = {"qwen3": qwen3_tokenizer, "deepseek": _deepseek, "gpt2_style": _gpt2_style}[name]()
+        build = {
+            "qwen3": qwen3_tokenizer,
+            "deepseek": _deepseek,
+            "gpt2_style": _gpt2_style,
+            "llama3_style": _llama3_style,
+        }
+        _loaded[name] = build[name]()
     return _loaded[name]
 
 
