@@ -3,6 +3,7 @@
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
+use unicode_normalization::{is_nfc_quick, IsNormalized};
 
 use super::merges::Merges;
 use super::pretokenize::Splitter;
@@ -58,7 +59,7 @@ impl Config {
         let splitter = Splitter::new(&patterns)?;
         let model = get(root, "model").as_object().ok_or_else(|| unsupported("no model"))?;
         let merges = Merges::new(&read_model(model)?)?;
-        let added = added_tokens(get(root, "added_tokens"))?;
+        let added = added_tokens(get(root, "added_tokens"), nfc)?;
         Ok(Config {
             added,
             nfc,
@@ -196,7 +197,9 @@ fn read_model(model: &Map<String, Value>) -> Result<Model, Unsupported> {
     })
 }
 
-fn added_tokens(list: &Value) -> Result<AddedTokens, Unsupported> {
+/// The added tokens; `nfc`: the normalizer is NFC, which `tokenizers` also applies to a normalized
+/// token's content before matching it.
+fn added_tokens(list: &Value, nfc: bool) -> Result<AddedTokens, Unsupported> {
     let (mut raw, mut raw_ids, mut normalized, mut normalized_ids) = (vec![], vec![], vec![], vec![]);
     for token in list.as_array().into_iter().flatten() {
         let token = token.as_object().ok_or_else(|| unsupported("unreadable added token"))?;
@@ -212,6 +215,9 @@ fn added_tokens(list: &Value) -> Result<AddedTokens, Unsupported> {
             continue;
         }
         if is_true(token, "normalized") {
+            if nfc && is_nfc_quick(content.chars()) != IsNormalized::Yes {
+                return Err(unsupported(format!("normalized added token {content:?} is not NFC")));
+            }
             normalized.push(content.to_owned());
             normalized_ids.push(id);
         } else {
