@@ -72,6 +72,7 @@ class AgentResult:
     turns_used: int
     finished_naturally: bool
     reasoning_per_turn: list[str | None] = field(default_factory=list)
+    finish_reasons: list[str | None] = field(default_factory=list)  # the server's finish_reason, per turn
     tool_errors: list[ToolError] = field(default_factory=list)
     managed_state: Any = None
     tool_calls_made: int = 0
@@ -192,6 +193,7 @@ class HermesAgentLoop:
                 )
             result.turns_used += 1
             result.reasoning_per_turn.append(extract_reasoning(message))
+            result.finish_reasons.append(_get(choice, "finish_reason"))
             calls = _tool_call_dicts(message)
             assistant: dict[str, Any] = {"role": "assistant", "content": _get(message, "content") or ""}
             # Servers put separated reasoning in `reasoning_content` (vLLM <0.10) or `reasoning`; chat

@@ -32,10 +32,16 @@ from atroposlib.envs.base import BaseEnv, ScoredDataGroup
 from hermes_env.agent.loop import AgentResult, HermesAgentLoop
 from hermes_env.agent.tool_pool import ToolWorkerPool
 from hermes_env.env.config import HermesAgentEnvConfig
-from hermes_env.env.defaults import default_server_config, default_tokenizer_name
+from hermes_env.env.defaults import (
+    default_server_config,
+    default_tokenizer_name,
+    resolve_tokenizer_names,
+    tokenizer_load_error,
+)
 from hermes_env.env.errors import RolloutFailed
 from hermes_env.env.output import GroupJsonlWriter
 from hermes_env.env.phases import ResolvedPhase, phase1_item, phase2_item, prompt_only_item, resolve_phase
+from hermes_env.env.rollout_info import rollout_info
 from hermes_env.env.run_modes import RunModesMixin
 from hermes_env.env.stats import RolloutRecord, RolloutStats, wandb_table
 from hermes_env.trajectory import PROMPT_LOGPROB
@@ -71,10 +77,22 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         config = cls.env_config_cls(tokenizer_name=default_tokenizer_name(), use_wandb=False, wandb_name=cls.name)
         return config, [default_server_config()]
 
+    @classmethod
+    def cli(cls) -> None:
+        """``serve``/``process``/``evaluate`` from the command line, with one-line errors (see env/cli.py)."""
+        from hermes_env.env.cli import configure_logging, run_cli
+
+        configure_logging()
+        run_cli(cls)
+
     def __init__(
         self, config: HermesAgentEnvConfig, server_configs: Any, slurm: bool = False, testing: bool = False
     ) -> None:
-        super().__init__(config, server_configs, slurm=slurm, testing=testing)
+        tokenizer_names = resolve_tokenizer_names(config, server_configs)
+        try:
+            super().__init__(config, server_configs, slurm=slurm, testing=testing)
+        except OSError as err:  # transformers' "couldn't connect to huggingface.co" / "not a folder"
+            raise tokenizer_load_error(err, tokenizer_names) from None
         self.phase: ResolvedPhase = resolve_phase(config.phase, self.server)
         self.tool_call_parser = config.tool_call_parser or self._detect_parser()
         self.tool_pool = ToolWorkerPool(config.tool_pool_size)
@@ -207,10 +225,21 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
                 result = await self.run_agent(messages, group, ctx, split)
                 if result.error is not None and not result.produced_output:
                     raise RolloutFailed(result.error)
-                score, reward_failed = 0.0, False
+                score, reward_error = 0.0, None
                 if result.produced_output:
-                    score, reward_failed = await self._score(item, result, ctx, trajectory_id)
-            return self._scored_item(result, group, score, reward_failed)
+                    ctx.command_log = []  # what the reward runs, for the HTML view
+                    score, reward_error = await self._score(item, result, ctx, trajectory_id)
+            scored, record = self._scored_item(result, group, score, reward_error is not None)
+            scored["rollout_info"] = rollout_info(
+                item,
+                result,
+                max_turns=self.config.max_agent_turns,
+                score=score,
+                toolsets=group.toolsets,
+                checks=getattr(ctx, "command_log", None) or (),
+                reward_error=reward_error,
+            )
+            return scored, record
         except TimeoutError:
             raise RolloutFailed(
                 f"rollout {trajectory_id} outlived terminal_lifetime={self.config.terminal_lifetime:g}s"
@@ -221,7 +250,8 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
             except Exception:  # noqa: BLE001 - cleanup failure must not hide the rollout's outcome
                 logger.exception("cleanup of %s failed", trajectory_id)
 
-    async def _score(self, item: Any, result: AgentResult, ctx: Any, trajectory_id: str) -> tuple[float, bool]:
+    async def _score(self, item: Any, result: AgentResult, ctx: Any, trajectory_id: str) -> tuple[float, str | None]:
+        """(score, why the reward failed or None); a failed reward scores 0.0."""
         try:
             async with asyncio.timeout(self.config.reward_timeout):
                 score = float(await self.verify_and_score_trajectory(item, result, ctx))
@@ -231,14 +261,14 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
                 trajectory_id,
                 self.config.reward_timeout,
             )
-            return 0.0, True
-        except Exception:  # noqa: BLE001 - a broken reward scores 0.0; the run goes on
+            return 0.0, f"did not finish within reward_timeout={self.config.reward_timeout:g}s"
+        except Exception as err:  # noqa: BLE001 - a broken reward scores 0.0; the run goes on
             logger.exception("compute_reward raised for %s; scoring it 0.0", trajectory_id)
-            return 0.0, True
+            return 0.0, f"raised {type(err).__name__}: {err}"
         if not math.isfinite(score):
             logger.error("compute_reward returned %r for %s; scoring it 0.0", score, trajectory_id)
-            return 0.0, True
-        return score, False
+            return 0.0, f"returned {score!r}"
+        return score, None
 
     def _scored_item(
         self, result: AgentResult, group: GroupTools, score: float, reward_failed: bool
@@ -276,6 +306,7 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
                 raise asyncio.CancelledError
             return None, []
         group = ScoredDataGroup(tokens=[], masks=[], scores=[], messages=[])
+        group["rollout_info"] = []  # type: ignore[typeddict-unknown-key]  # see hermes_env.env.rollout_info
         if self.phase == "managed" or any("inference_logprobs" in o[0] for o in outcomes):
             group["inference_logprobs"] = []
         records = []
@@ -284,6 +315,7 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
             group["masks"].append(scored["masks"])
             group["scores"].append(scored["scores"])
             group["messages"].append(scored["messages"])
+            group["rollout_info"].append(scored["rollout_info"])
             if "inference_logprobs" in group:
                 group["inference_logprobs"].append(
                     scored.get("inference_logprobs") or [PROMPT_LOGPROB] * len(scored["tokens"])

@@ -25,7 +25,6 @@ from atroposlib.envs.server_handling.server_harness import ServerHarness
 
 from hermes_env.env.dataset import DatasetError
 from hermes_env.env.errors import EnvSetupError, RolloutFailed
-from hermes_env.env.output import write_html
 from hermes_env.env.preflight import InferenceServerUnreachable, check_servers
 from hermes_env.env.progress import GroupProgress
 from hermes_env.env.stats import RolloutRecord, format_summary_table, summarize
@@ -251,7 +250,9 @@ class RunModesMixin:
         out = sys.stdout
         print(format_summary_table(summary, elapsed=time.monotonic() - started), file=out)
         if path and summary["groups"] > 0:
-            html = write_html(path)
+            from hermes_env.html_view import write_html
+
+            html = write_html(path, tokenizer=self.tokenizer)
             print(f"scored groups: {path}\nhtml view:     {html}", file=out)
         if stop_reason:
             print(f"stopped early: {stop_reason}", file=out)

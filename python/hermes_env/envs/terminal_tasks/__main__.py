@@ -11,19 +11,24 @@ from __future__ import annotations
 
 import argparse
 import sys
-import warnings
 from collections.abc import Sequence
 
-from hermes_env.env.cli import run_cli
-from hermes_env.envs import configure_logging
+from hermes_env.env.cli import configure_logging, run_cli
 from hermes_env.envs.terminal_tasks.env import CONFIG_PATH, TASKS_PATH, TerminalTasksEnv
+
+DEMO_DESCRIPTION = (
+    "Runs terminal_tasks' process command end to end on this machine with no model: a SCRIPTED policy server "
+    "speaking vLLM's /generate answers from the tasks' reference solutions (sometimes wrongly, so rewards vary), "
+    "in Phase 2 with the bundled Qwen3 tokenizer, tools sandboxed by bubblewrap (local where bubblewrap is "
+    "unusable). Writes the scored groups (jsonl), their HTML view and a summary table."
+)
 
 
 def demo(argv: Sequence[str]) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m hermes_env.envs.terminal_tasks demo",
-        description=__doc__,
-        epilog="Any other --env.* / --openai.* flag is passed on to `process`.",
+        description=DEMO_DESCRIPTION,
+        epilog="Any other --env.* / --openai.* flag (and --verbose) is passed on to process.",
     )
     parser.add_argument("--groups", type=int, default=8, help="groups to write (default 8)")
     parser.add_argument("--group-size", type=int, default=4, help="rollouts per group (default 4)")
@@ -32,10 +37,9 @@ def demo(argv: Sequence[str]) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the scripted policy's choices")
     args, passthrough = parser.parse_known_args(argv)
 
-    from transformers import AutoTokenizer
-
     from hermes_env.env.dataset import load_rows
     from hermes_env.envs import default_tokenizer_name
+    from hermes_env.resources import load_tokenizer
     from hermes_env.testing.policies import SolutionPolicy
     from hermes_env.testing.scripted_vllm import ScriptedVLLMServer
 
@@ -48,14 +52,8 @@ def demo(argv: Sequence[str]) -> None:
             print(f"demo: bubblewrap is unusable here ({problem}); running tools with --backend local", file=sys.stderr)
             backend = "local"
     tokenizer_name = default_tokenizer_name()
-    tokenizer = AutoTokenizer.from_pretrained(tokenizer_name)
+    tokenizer = load_tokenizer(tokenizer_name)
     policy = SolutionPolicy(load_rows(str(TASKS_PATH)), seed=args.seed)
-    # The demo prints a short header instead of atroposlib's full config dump and its warning
-    # about a local base URL (the scripted server is local on purpose).
-    import atroposlib.envs.base as atropos_base
-
-    atropos_base.rprint = lambda *a, **k: None
-    warnings.filterwarnings("ignore", message="You are using a local Base URL")
     with ScriptedVLLMServer(tokenizer, policy.vllm_responder, model_name="scripted-policy") as server:
         print(
             f"demo: terminal_tasks `process`, Phase 2 against a SCRIPTED vLLM /generate policy (no model) at "
@@ -83,12 +81,15 @@ def demo(argv: Sequence[str]) -> None:
         run_cli(TerminalTasksEnv)
 
 
+DEMO_HELP = "run process end to end on this machine against a scripted policy server (no model, no GPU)"
+
+
 def main() -> None:
     configure_logging()
     if len(sys.argv) > 1 and sys.argv[1] == "demo":
         demo(sys.argv[2:])
     else:
-        run_cli(TerminalTasksEnv)
+        run_cli(TerminalTasksEnv, extra_commands={"demo": DEMO_HELP})
 
 
 if __name__ == "__main__":
