@@ -69,12 +69,16 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
 
     @classmethod
     def config_init(cls) -> tuple[HermesAgentEnvConfig, list[Any]]:
-        """Defaults for the command line: the local Qwen3 tokenizer, wandb off, a local vLLM server.
+        """Defaults for the command line: the bundled Qwen3 tokenizer, wandb off, a local vLLM server, groups
+        of 4, and ``total_steps=-1``: ``serve`` runs as many steps as the trainer registered for, ``process``
+        writes PROCESS_DEFAULT_GROUPS groups (``--env.total_steps`` sets either).
 
         Subclasses override this to change defaults; returning a list of ``APIServerConfig`` (not
         atroposlib's ``ServerBaseline``) is what lets ``--openai.*`` flags apply.
         """
-        config = cls.env_config_cls(tokenizer_name=default_tokenizer_name(), use_wandb=False, wandb_name=cls.name)
+        config = cls.env_config_cls(
+            tokenizer_name=default_tokenizer_name(), use_wandb=False, wandb_name=cls.name, total_steps=-1, group_size=4
+        )
         return config, [default_server_config()]
 
     @classmethod
@@ -297,6 +301,10 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         failures = [o for o in outcomes if isinstance(o, BaseException)]
         if failures:
             self.rollout_stats.groups_dropped += 1
+            first = failures[0]
+            self.last_drop_reason = (
+                str(first) if isinstance(first, RolloutFailed) else f"{type(first).__name__}: {first}"
+            )
             for failure in failures:
                 if isinstance(failure, RolloutFailed | asyncio.CancelledError):
                     logger.warning("dropping group (%d rollouts): %s", len(outcomes), failure)
