@@ -79,7 +79,7 @@ def test_bench_eval_evaluate_writes_metrics_and_samples(tmp_path: Path) -> None:
     assert f"saved: {evals / 'metrics.json'}" in proc.stdout
 
 
-def test_evaluate_without_an_eval_dir_prints_the_results(tmp_path: Path) -> None:
+def test_scripted_evaluate_without_an_eval_dir_prints_the_results(tmp_path: Path) -> None:
     tasks = write_tasks(tmp_path / "tasks.jsonl")
     policy = SolutionPolicy(TASKS, seed=4)
     with ScriptedVLLMServer(qwen3_tokenizer(), policy.vllm_responder) as server:

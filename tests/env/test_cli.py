@@ -50,7 +50,7 @@ def test_an_unloadable_tokenizer_is_a_one_line_error(tmp_path: Path) -> None:
     assert str(missing) in last and "Traceback" not in proc.stderr
 
 
-def test_demo_starts_quietly_and_verbose_shows_the_configuration(tmp_path: Path) -> None:
+def test_scripted_demo_starts_quietly_and_verbose_shows_the_configuration(tmp_path: Path) -> None:
     args = ("hermes_env.envs.terminal_tasks", "demo", "--groups", "1", "--group-size", "2", "--backend", "local")
     quiet = _run(*args, "--out", str(tmp_path / "q.jsonl"), cwd=tmp_path)
     assert quiet.returncode == 0, quiet.stderr[-2000:]

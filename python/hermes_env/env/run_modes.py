@@ -53,6 +53,10 @@ def _wandb_configured() -> bool:
         return False
 
 
+def _drop_waiting_for_trainer(record: logging.LogRecord) -> bool:
+    return not str(record.msg).startswith("Waiting to register the env")
+
+
 def _asked_for_wandb(argv: list[str]) -> bool:
     """Whether the command line itself turns wandb on (``--env.use_wandb true``)."""
     for i, arg in enumerate(argv):
@@ -159,6 +163,14 @@ class RunModesMixin:
     async def env_manager(self) -> None:
         # serve: the inference server may still be loading its model; wait for it (with reminders).
         await self._setup_or_exit(wait_for_server=True)
+        # atroposlib logs "Waiting to register the env ..." every second until a trainer registers; say it once.
+        logging.getLogger().addFilter(_drop_waiting_for_trainer)
+        print(
+            f"serve: registering with run-api at {self.config.rollout_server_url} (this waits until a trainer has "
+            "registered there; python -m hermes_env.testing.trainer_stub stands in for one)",
+            file=sys.stderr,
+            flush=True,
+        )
         setup, self.setup = self.setup, _already_set_up  # type: ignore[method-assign]
         try:
             await super().env_manager()
