@@ -80,12 +80,18 @@
   document.querySelectorAll("button.tokens-toggle").forEach(function (button) {
     button.addEventListener("click", function () {
       var box = button.closest(".rollout").querySelector(".tokens");
-      if (!box.dataset.built) {
+      var first = !box.dataset.built;
+      if (first) {
         buildTokens(button.dataset.ref, box);
         box.dataset.built = "1";
       }
       box.hidden = !box.hidden;
       button.textContent = box.hidden ? "show tokens" : "hide tokens";
+      if (first && !box.hidden) {
+        // The prompt (system, tools, task) comes first; start where the model's first trained token is.
+        var trained = box.querySelector(".tok.t");
+        if (trained) box.scrollTop = Math.max(0, trained.offsetTop - 40);
+      }
     });
   });
   // view.html#tokens opens every rollout's token view (handy for searching tokens, and for tests).
