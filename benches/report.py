@@ -98,33 +98,28 @@ def goals(res: dict[str, Any]) -> list[dict[str, Any]]:
     ) -> None:
         out.append(_goal(label, target, measured, threshold, unit, higher, needs))
 
-    for fmt, need in (("hermes", 10.0), ("qwen3_coder", 500.0)):
-        if fmt in fmts:
-            x = n(fmt, True, BIG)
-            goal(
-                f"whole-text, call-dense {BIG}: vs vLLM {fmt}",
-                f">= {need:g}x",
-                _ratio(x["v_whole_s"], x["h_whole_s"]),
-                need,
-                "x",
-                needs=f"{BIG} outputs and the vLLM column",
-            )
+    # Against vLLM on call-dense outputs: (label, size, vLLM key, hermes_env key, {format: at least this many x}).
+    vs_vllm = [
+        (f"whole-text, call-dense {BIG}", BIG, "v_whole_s", "h_whole_s", {"hermes": 10.0, "qwen3_coder": 500.0}),
+        (
+            f"token-by-token streaming at {MID}",
+            MID,
+            "v_win_us",
+            "h_win_us",
+            {"hermes": 500.0, "qwen3_coder": 20.0, "llama3_json": 1000.0},
+        ),
+    ]
+    for label, size, peer_key, own_key, needs in vs_vllm:
+        for fmt, need in needs.items():
+            if fmt in fmts:
+                x = n(fmt, True, size)
+                measured = _ratio(x[peer_key], x[own_key])
+                goal(f"{label}: vs vLLM {fmt}", f">= {need:g}x", measured, need, "x", needs=f"{size} outputs and vLLM")
     for fmt in fmts:
         x = n(fmt, False, BIG)
         r = _ratio(x["v_whole_s"], x["h_whole_s"])
         if r is not None:
             goal(f"whole-text, call-free {BIG}: vs vLLM {fmt} fast path", ">= 1x", r, 1.0, "x")
-    for fmt, need in (("hermes", 500.0), ("qwen3_coder", 20.0), ("llama3_json", 1000.0)):
-        if fmt in fmts:
-            x = n(fmt, True, MID)
-            goal(
-                f"token-by-token streaming at {MID}: vs vLLM {fmt}",
-                f">= {need:g}x",
-                _ratio(x["v_win_us"], x["h_win_us"]),
-                need,
-                "x",
-                needs=f"{MID} outputs and the vLLM column",
-            )
     for fmt in fmts:
         a, b = n(fmt, True, SMALL)["h_tok_us"], n(fmt, True, BIG)["h_tok_us"]
         goal(
