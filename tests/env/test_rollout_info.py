@@ -1,5 +1,5 @@
-"""``rollout_info`` in written groups (how each rollout ended, the reward's own checks), and a backend that
-cannot start stopping the run before any rollout, with the backend's reason as the last line."""
+"""``rollout_info`` in written groups (task, finish reasons, the reward's own checks), and a backend that cannot
+start stopping the run before any rollout, with the backend's reason as the last line."""
 
 from __future__ import annotations
 
@@ -9,16 +9,15 @@ from typing import Any
 
 import pytest
 from env_fixtures import CHECKS, TASKS
-from hermes_env.agent.loop import AgentResult
 from hermes_env.backends.local import LocalBackend
-from hermes_env.env.rollout_info import ended_reason, task_id_of
+from hermes_env.env.rollout_info import task_id_of
 
 
 async def _no_preflight(**kwargs: Any) -> None:
     return None
 
 
-async def test_written_groups_say_how_each_rollout_ended_and_what_the_reward_ran(make_env: Any, tmp_path: Path) -> None:
+async def test_written_groups_say_what_each_rollout_did_and_what_the_reward_ran(make_env: Any, tmp_path: Path) -> None:
     out = tmp_path / "groups.jsonl"
     env = make_env(data_path_to_save_groups=str(out), ensure_scores_are_not_same=False)
     env.n_groups_to_process, env.group_size_to_process = 2, 4
@@ -28,9 +27,9 @@ async def test_written_groups_say_how_each_rollout_ended_and_what_the_reward_ran
     assert len(groups) == 2
     for group, task in zip(groups, TASKS, strict=True):
         infos = group["rollout_info"]
-        assert len(infos) == len(group["scores"]) == 4
+        assert len(infos) == len(group["scores"]) == 4 and group["end_reasons"] == ["stop"] * 4
         for info, score in zip(infos, group["scores"], strict=True):
-            assert info["task_id"] == task["id"] and info["ended"] == "answered"
+            assert info["task_id"] == task["id"] and info["parse_issues"] == []
             assert info["turns"] == 2 and info["tool_calls"] == 1 and sorted(info["toolsets"]) == ["file", "terminal"]
             assert len(info["finish_reasons"]) == 2
             (check,) = info["reward"]["checks"]  # the reward's ctx.terminal call, not the setup's write_file
@@ -50,35 +49,6 @@ async def test_a_reward_that_raises_is_recorded(make_env: Any, tmp_path: Path) -
     (group,) = [json.loads(line) for line in out.read_text().splitlines()]
     assert group["scores"] == [0.0, 0.0]
     assert all(i["reward"]["error"] == "raised KeyError: 'answer'" for i in group["rollout_info"])
-
-
-def _result(**fields: Any) -> AgentResult:
-    base: dict[str, Any] = {"messages": [{"role": "assistant", "content": "x"}], "turns_used": 1,
-                            "finished_naturally": False}  # fmt: skip
-    base.update(fields)
-    return AgentResult(**base)
-
-
-@pytest.mark.parametrize(
-    ("fields", "ended"),
-    [
-        ({"finished_naturally": True, "finish_reasons": ["stop"]}, "answered"),
-        ({"finish_reasons": ["length"]}, "length"),
-        ({"budget_exhausted": True}, "time_budget"),
-        ({"context_exhausted": True}, "context_full"),
-        ({"error": "model call failed on turn 2"}, "error"),
-        (
-            {
-                "turns_used": 3,
-                "finish_reasons": ["tool_calls"] * 3,
-                "messages": [{"role": "assistant", "content": "", "tool_calls": [{"id": "c"}]}],
-            },
-            "max_turns",
-        ),  # fmt: skip
-    ],
-)
-def test_ended_reason(fields: dict[str, Any], ended: str) -> None:
-    assert ended_reason(_result(**fields), max_turns=3) == ended
 
 
 def test_task_id_of() -> None:

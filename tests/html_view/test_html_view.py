@@ -127,7 +127,6 @@ def hostile_groups() -> list[dict[str, Any]]:
     infos = [
         {
             "task_id": "count<files>",
-            "ended": "answered",
             "finish_reasons": ["tool_calls", "stop"],
             "turns": 2,
             "tool_calls": 1,
@@ -143,7 +142,6 @@ def hostile_groups() -> list[dict[str, Any]]:
         },
         {
             "task_id": "count<files>",
-            "ended": "length",
             "finish_reasons": ["tool_calls", "length"],
             "turns": 2,
             "tool_calls": 1,
@@ -156,6 +154,7 @@ def hostile_groups() -> list[dict[str, Any]]:
                     "message": "Error: unknown tool 'shell'. Available tools: terminal.",
                 }
             ],
+            "parse_issues": [{"turn": 0, "kind": "malformed_json", "message": "arguments are not JSON </script>"}],
             "reward": {
                 "score": 0.0,
                 "error": None,
@@ -181,6 +180,7 @@ def hostile_groups() -> list[dict[str, Any]]:
         "scores": [1.0, 0.0],
         "messages": [conv_ok, conv_bad],
         "rollout_info": infos,
+        "end_reasons": ["stop", "length"],
     }
     # Group 2: another prompt, no rollout_info (as atroposlib itself writes groups).
     conv = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Second task"},
@@ -234,7 +234,10 @@ def test_page_shows_what_a_reader_needs() -> None:
     assert any("ls out | wc -l" in c.text and "exit 1" in c.text for c in checks)
     assert any("earlier output cut" in c.text for c in checks)
     summaries = [e.text for e in dom.by_tag("summary") if "rollout " in e.text and "ended" in e.text]
-    assert "ended: answered" in summaries[0] and "ended: length" in summaries[1] and "1 tool error" in summaries[1]
+    assert "ended: answered" in summaries[0] and "ended: cut at max tokens" in summaries[1]
+    assert "1 tool error" in summaries[1]
+    (issue,) = dom.by_class("issue")
+    assert "parse issue: malformed_json" in issue.text and "</script>" in issue.text
     assert any("finish: length" in e.text for e in dom.by_class("finish"))
 
 

@@ -13,7 +13,9 @@ Contract:
   ``PermissionError``.
 - A crashed or hung command never raises out of ``execute``: it comes back as an
   :class:`ExecResult` with ``exit_code != 0`` (and ``timed_out`` when the limit was hit),
-  so one bad tool call fails that call and not the run.
+  so one bad tool call fails that call and not the run. When the backend itself failed
+  (a worker died, the sandbox could not start) ``ExecResult.error`` says so; tools turn that
+  into :class:`BackendFailure`, which fails the rollout (not the model's doing) but not the run.
 - All methods are coroutines and never block the event loop.
 """
 
@@ -21,6 +23,11 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass
+
+
+class BackendFailure(RuntimeError):
+    """The backend failed under a tool call (worker died, sandbox crashed): the rollout's workspace is
+    gone or unusable, so the rollout fails instead of telling the model its call went wrong."""
 
 
 @dataclass(frozen=True, slots=True)

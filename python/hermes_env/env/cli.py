@@ -6,7 +6,8 @@ atroposlib's ``cli()`` provides ``serve``/``process``/``evaluate``; this wrapper
   and exit status 2, instead of a traceback;
 - starts quietly: atroposlib's dump of the whole configuration (~80 lines) and its warning that the
   server URL is local appear only with ``--verbose`` (the preflight check tells whether a server answers);
-- prints a short top-level ``--help`` that lists every command, the environment's own ones included.
+- prints a short top-level ``--help`` that lists every command, the environment's own ones included;
+- exits with status 130 and no traceback on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -112,3 +113,7 @@ def run_cli(env_cls: Any, extra_commands: Mapping[str, str] | None = None) -> No
         sys.exit(f"error: {format_validation_error(err)}")
     except (DatasetError, PhaseError, TokenizerUnavailable) as err:
         sys.exit(f"error: {err}")
+    except KeyboardInterrupt:
+        # Ctrl-C outside process mode's own handling (start-up, a second Ctrl-C): no traceback.
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)

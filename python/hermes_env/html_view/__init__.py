@@ -6,6 +6,6 @@ turns with reasoning set apart, tool calls and tool errors highlighted, the rewa
 ``python -m hermes_env.html_view RUN.jsonl`` renders an existing file.
 """
 
-from hermes_env.html_view.render import read_groups, render_html, write_html
+from hermes_env.html_view.render import render_html, write_html
 
-__all__ = ["read_groups", "render_html", "write_html"]
+__all__ = ["render_html", "write_html"]

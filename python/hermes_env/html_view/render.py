@@ -23,6 +23,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from hermes_env.env.output import read_groups
+
 MASKED = -100
 #: Token data stops being embedded after this many tokens (the page says so); conversations are always shown.
 DEFAULT_MAX_TOKENS = 3_000_000
@@ -162,7 +164,20 @@ def _tool_call_html(call: Mapping[str, Any]) -> str:
     )
 
 
-def _assistant_html(message: Mapping[str, Any], turn: int, finish: str | None) -> str:
+#: AgentResult.end_reason, in words.
+ENDED = {
+    "stop": "answered",
+    "length": "cut at max tokens",
+    "turn_limit": "out of turns",
+    "context_limit": "context full",
+    "rollout_budget": "out of time",
+    "repeated_tool_calls": "repeated the same tool call",
+}
+
+
+def _assistant_html(
+    message: Mapping[str, Any], turn: int, finish: str | None, issues: Sequence[Mapping[str, Any]] = ()
+) -> str:
     content = str(message.get("content") or "")
     thoughts, content = split_reasoning(content)
     if message.get("reasoning_content"):
@@ -177,6 +192,11 @@ def _assistant_html(message: Mapping[str, Any], turn: int, finish: str | None) -
         parts.append(f'<pre class="content">{_e(content)}</pre>')
     for call in message.get("tool_calls") or []:
         parts.append(_tool_call_html(call))
+    for issue in issues:
+        parts.append(
+            f'<div class="issue"><span class="flag">parse issue: {_e(issue.get("kind"))}</span> '
+            f"{_e(issue.get('message') or '')}</div>"
+        )
     parts.append("</div>")
     return "".join(parts)
 
@@ -218,6 +238,7 @@ def _rollout_html(
     messages: list[Mapping[str, Any]],
     skip: int,
     info: Mapping[str, Any],
+    ended: str | None,
     score: float,
     masks: list[int] | None,
     index: int,
@@ -229,8 +250,9 @@ def _rollout_html(
     trained = sum(1 for m in masks if m != MASKED) if masks is not None else None
     n_errors = len(info.get("tool_errors") or [])
     summary = [f'<span class="score {_score_class(score)}">{_e(_fmt_score(score))}</span> rollout {index + 1}']
-    if info.get("ended"):
-        summary.append(f'<span class="ended ended-{_e(info["ended"])}">ended: {_e(info["ended"])}</span>')
+    if ended:
+        words = ENDED.get(ended, ended)
+        summary.append(f'<span class="ended ended-{_e(ended)}">ended: {_e(words)}</span>')
     if "turns" in info:
         summary.append(f"{info['turns']} turn{'s' if info['turns'] != 1 else ''}")
     if "tool_calls" in info:
@@ -254,7 +276,9 @@ def _rollout_html(
             turn += 1
             for call in message.get("tool_calls") or []:
                 call_names[call.get("id")] = (call.get("function") or {}).get("name")
-            out.append(_assistant_html(message, turn, finishes[turn - 1] if turn - 1 < len(finishes) else None))
+            finish = finishes[turn - 1] if turn - 1 < len(finishes) else None
+            issues = [i for i in info.get("parse_issues") or [] if i.get("turn") == turn - 1]
+            out.append(_assistant_html(message, turn, finish, issues))
         elif role == "tool":
             key = (turn - 1, message.get("content"))
             out.append(
@@ -308,6 +332,7 @@ def render_html(
         n = len(scores)
         messages: list[list[Mapping[str, Any]]] = list(group.get("messages") or [[] for _ in range(n)])
         infos: list[Mapping[str, Any]] = list(group.get("rollout_info") or [{} for _ in range(n)])
+        end_reasons: list[str | None] = list(group.get("end_reasons") or [])
         masks = group.get("masks") or [None] * n
         token_index = -1
         if group.get("tokens") and group.get("masks"):
@@ -337,7 +362,8 @@ def render_html(
             conv = messages[ri] if ri < len(messages) else []
             ref = f"{token_index}:{ri}" if token_index >= 0 else None
             info = infos[ri] if ri < len(infos) else {}
-            section.append(_rollout_html(conv, skip, info, scores[ri], masks[ri], ri, ref))
+            ended = end_reasons[ri] if ri < len(end_reasons) else None
+            section.append(_rollout_html(conv, skip, info, ended, scores[ri], masks[ri], ri, ref))
         section.append("</section>")
         body.append("".join(section))
     mean_all = sum(all_scores) / len(all_scores) if all_scores else 0.0
@@ -379,12 +405,6 @@ def render_html(
             f"<script>{_asset('page.js')}</script></body></html>",
         ]
     )
-
-
-def read_groups(path: str | Path) -> list[dict[str, Any]]:
-    """The groups of a jsonl file (blank lines skipped)."""
-    with Path(path).open(encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 def write_html(

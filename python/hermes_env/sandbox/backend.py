@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from hermes_env.backends.base import ExecResult, ExecutionBackend
+from hermes_env.backends.base import BackendFailure, ExecResult, ExecutionBackend
 from hermes_env.sandbox.config import ExecutorConfig, PoolConfig, ResourceLimits, SandboxPolicy
 from hermes_env.sandbox.executor import ToolExecutor, decode_content
 from hermes_env.sandbox.pool import SlotPool
@@ -57,6 +57,8 @@ def _as_exec_result(r: ToolResult) -> ExecResult:
 
 
 def _raise_file_error(r: ToolResult, path: str) -> None:
+    if r.error_type in ("worker_lost", "no_slot", "sandbox_unavailable", "internal"):
+        raise BackendFailure(f"sandbox {r.error_type} for {path!r}: {r.error}")
     if r.error_type == "not_found":
         raise FileNotFoundError(r.error or f"{path!r} does not exist in the workspace")
     if r.error_type == "permission_denied":
