@@ -35,7 +35,8 @@ def _start_demo(out: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def _wait_for_lines(proc: subprocess.Popen[str], out: Path, lines: int, limit: float = 240) -> None:
+def _wait_for_lines(proc: subprocess.Popen[str], out: Path, lines: int, limit: float = 720) -> None:
+    # ``limit`` is a hang guard, not a speed expectation: a 2-core CI machine under load can take minutes.
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline and proc.poll() is None:
         if out.exists() and out.read_bytes().count(b"\n") >= lines:
@@ -45,6 +46,7 @@ def _wait_for_lines(proc: subprocess.Popen[str], out: Path, lines: int, limit: f
     raise AssertionError(f"the demo did not write {lines} groups within {limit:g}s (exit {proc.poll()})")
 
 
+@pytest.mark.timeout(900)
 def test_ctrl_c_prints_one_line_exits_130_and_keeps_whole_groups(tmp_path: Path, tok: Any) -> None:
     out = tmp_path / "interrupted.jsonl"
     proc = _start_demo(out)
@@ -89,6 +91,7 @@ async def test_interrupt_before_the_first_group_leaves_no_file(
     assert os.listdir(tmp_path / "ws") == []  # every cancelled rollout's workspace was cleaned up
 
 
+@pytest.mark.timeout(900)
 def test_sigkill_leaves_whole_groups_and_the_next_start_removes_a_torn_tail(tmp_path: Path, tok: Any) -> None:
     from hermes_env.envs.terminal_tasks.env import TerminalTasksEnv
     from hermes_env.testing import qwen3_tokenizer_dir
