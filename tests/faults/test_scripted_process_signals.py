@@ -32,7 +32,12 @@ def _start_demo(out: Path) -> subprocess.Popen[str]:
     env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONUNBUFFERED": "1"}
     cmd = [sys.executable, "-m", "hermes_env.envs.terminal_tasks", "demo", "--groups", "400", "--group-size", "2",
            "--backend", "local", "--out", str(out)]  # fmt: skip
-    return subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # SIGINT back to its default in the child: a suite started in the background (`... &` in a script) runs with
+    # SIGINT ignored, which the demo would inherit, and then Ctrl-C could not reach it.
+    return subprocess.Popen(
+        cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
 
 
 def _wait_for_lines(proc: subprocess.Popen[str], out: Path, lines: int, limit: float = 720) -> None:
