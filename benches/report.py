@@ -168,6 +168,40 @@ def goals(res: dict[str, Any]) -> list[dict[str, Any]]:
             higher=False,
             needs=f"{BIG} outputs and rust/bench_peers",
         )
+    # The managed server's per-turn cost (benches/longroll_bench.py), targets set at ~100k-token prompts.
+    longroll = res.get("longroll")
+    if isinstance(longroll, dict):
+        flat = longroll.get("flatness") or {}
+        if flat:
+            goal(
+                "managed server per turn, ~100k / ~6k tokens",
+                f"<= {flat['target']:g}x",
+                flat.get("ratio_100k_to_6k"),
+                float(flat["target"]),
+                "x",
+                higher=False,
+                needs="the full longroll workload",
+            )
+            goal(
+                "managed server per turn at ~100k tokens",
+                f"< {flat['target_ms']:g} ms",
+                flat.get("ms_at_100k"),
+                float(flat["target_ms"]),
+                "ms",
+                higher=False,
+                needs="the full longroll workload",
+            )
+        vs = longroll.get("vs_atroposlib") or {}
+        if vs:
+            full = vs.get("at_tokens") == 100_000  # a quick run stops at ~10k tokens
+            goal(
+                "managed server per turn at ~100k tokens vs atroposlib",
+                f">= {vs['target']:g}x",
+                vs.get("speedup") if full else None,
+                float(vs["target"]),
+                "x",
+                needs="the full longroll workload",
+            )
     # Trajectory and sandbox benches report {"speedup"..., "target"} per comparison, for their full workload.
     for section in ("trajectory", "sandbox"):
         data = res.get(section)
@@ -329,7 +363,7 @@ def markdown(res: dict[str, Any], plots: list[str]) -> str:
             + (f" ({v['note']})" if v.get("note") else "")
             for k, v in few.items()
         ]
-    for section in ("trajectory", "sandbox"):
+    for section in ("trajectory", "longroll", "sandbox"):
         data = res.get(section)
         lines += ["", f"## {section.title()}", ""]
         if isinstance(data, dict) and isinstance(data.get("markdown"), str):

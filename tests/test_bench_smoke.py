@@ -68,6 +68,10 @@ def test_quick_run_writes_json_markdown_and_plots(tmp_path: Path) -> None:
     md = result.with_suffix(".md").read_text()
     assert res["machine"]["cpu"] in md and "MISSED" not in md and "targets not measured by this run" in md
     assert len(list(tmp_path.glob("*.png"))) == 2
+    longroll = res["longroll"]
+    assert set(longroll["per_turn_ms"]) == {"hermes_env", "atroposlib"}, longroll.get("error")
+    assert any(g["goal"].startswith("managed server per turn") for g in res["goals"])
+    assert "## Longroll" in md
 
 
 def test_quick_runs_write_outside_the_repository_unless_asked() -> None:
@@ -85,4 +89,8 @@ def test_full_run_targets_use_their_own_sizes() -> None:
     dense = goals["parse, call-dense 1MB (hermes)"]
     assert dense["measured"] == res["hermes_env"]["hermes/dense/1MB"]["whole"]["mb_per_s"] and dense["met"]
     res["sizes"] = {"20KB": res["sizes"]["20KB"]}  # the same run seen as if only 20 KB had been measured
-    assert all(g["met"] is None for g in report.goals(res) if not g["goal"].startswith(("trajectory", "sandbox")))
+    assert all(
+        g["met"] is None
+        for g in report.goals(res)
+        if not g["goal"].startswith(("trajectory", "sandbox", "managed server"))
+    )
