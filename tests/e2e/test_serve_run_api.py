@@ -40,14 +40,18 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
             proc.wait(20)
 
 
+def _start_run_api(port: int) -> subprocess.Popen[bytes]:
+    exe = Path(sys.executable).with_name("run-api")
+    return subprocess.Popen(
+        [str(exe), "--host", "127.0.0.1", "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+
+
 @pytest.fixture
 def run_api() -> Iterator[str]:
     """atroposlib's Trajectory API (`run-api`) on a free 127.0.0.1 port."""
     port = free_port()
-    exe = Path(sys.executable).with_name("run-api")
-    proc = subprocess.Popen(
-        [str(exe), "--host", "127.0.0.1", "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    proc = _start_run_api(port)
     url = f"http://127.0.0.1:{port}"
     try:
         while True:
@@ -61,6 +65,41 @@ def run_api() -> Iterator[str]:
         yield url
     finally:
         _stop(proc)
+
+
+def _trainer_stub(api: str, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "hermes_env.testing.trainer_stub", "--api", api, *args],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+
+
+def test_trainer_stub_waits_for_run_api_started_after_it() -> None:
+    """The README starts run-api in the background right before the stub; the stub registers once it answers."""
+    port = free_port()
+    api = f"http://127.0.0.1:{port}"
+    trainer = _trainer_stub(api, "--batches", "1", "--timeout", "1", "--api-wait", str(HANG_GUARD_S))
+    assert trainer.stdout is not None
+    first = trainer.stdout.readline()  # printed before run-api exists
+    api_proc = _start_run_api(port)
+    try:
+        rest, _ = trainer.communicate(timeout=HANG_GUARD_S)
+    finally:
+        _stop(trainer)
+        _stop(api_proc)
+    assert first.strip() == f"trainer_stub: waiting for run-api at {api}"
+    assert f"trainer_stub: registered at {api}" in rest
+    # Nothing serves groups here, so the batch wait ends with the hint about serve and equal scores.
+    assert trainer.returncode == 1 and "0 of 1 batches arrived" in rest and "ensure_scores_are_not_same" in rest
+
+
+def test_trainer_stub_without_run_api_says_how_to_start_it() -> None:
+    api = f"http://127.0.0.1:{free_port()}"
+    trainer = _trainer_stub(api, "--api-wait", "1")
+    out, _ = trainer.communicate(timeout=HANG_GUARD_S)
+    assert trainer.returncode == 1
+    assert f"could not reach run-api at {api} within 1s" in out and ".venv/bin/run-api --host 127.0.0.1" in out
 
 
 def test_scripted_serve_loop_with_trainer_stub(run_api: str, tmp_path: Path) -> None:

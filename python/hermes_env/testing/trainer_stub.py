@@ -10,8 +10,9 @@ It closes the ``serve`` loop on one machine, to see what a trainer would receive
 It does what a trainer does before its first step (``POST /register`` with its batch size and step count,
 then ``GET /batch``, which marks the trainer as started so environments may register), polls ``/batch``
 until ``--batches`` batches have arrived, prints one line per batch (groups, their scores, tokens,
-trained tokens, whether logprobs came along) and checks each group's arrays line up. It exits 0 when
-every batch arrived and was well formed, 1 when ``--timeout`` passed first or a batch was malformed.
+trained tokens, whether logprobs came along) and checks each group's arrays line up. It waits up to
+``--api-wait`` seconds for run-api to answer, then exits 0 when every batch arrived and was well formed,
+1 when ``--timeout`` passed first or a batch was malformed.
 """
 
 from __future__ import annotations
@@ -103,21 +104,36 @@ def pull_batches(
     batch_size: int,
     batches: int,
     timeout: float,
+    api_wait: float = 30,
     max_token_len: int = 32768,
     poll_interval: float = 0.5,
     out: Path | None = None,
 ) -> int:
-    """Register, pull ``batches`` batches, print a line per batch; the exit status (0 ok, 1 otherwise)."""
-    deadline = time.monotonic() + timeout
+    """Register (waiting up to ``api_wait`` s for run-api to answer), pull ``batches`` batches within ``timeout`` s,
+    print a line per batch; the exit status (0 ok, 1 otherwise)."""
     got = 0
     malformed = 0
     with httpx.Client(base_url=api.rstrip("/"), timeout=30) as client:
-        try:
-            register(client, batch_size=batch_size, steps=batches, max_token_len=max_token_len)
-        except httpx.HTTPError as err:
-            print(f"error: could not register with run-api at {api} ({err}); start it with "
-                  "`.venv/bin/run-api --host 127.0.0.1 --port 8000`", file=sys.stderr)  # fmt: skip
-            return 1
+        # run-api takes seconds to start, and the README starts it in the background just before this.
+        api_deadline = time.monotonic() + api_wait
+        waiting_said = False
+        while True:
+            try:
+                register(client, batch_size=batch_size, steps=batches, max_token_len=max_token_len)
+                break
+            except httpx.TransportError as err:
+                if time.monotonic() > api_deadline:
+                    print(f"error: could not reach run-api at {api} within {api_wait:g}s ({err}); start it with "
+                          "`.venv/bin/run-api --host 127.0.0.1 --port 8000`", file=sys.stderr)  # fmt: skip
+                    return 1
+                if not waiting_said:
+                    print(f"trainer_stub: waiting for run-api at {api}", flush=True)
+                    waiting_said = True
+                time.sleep(poll_interval)
+            except httpx.HTTPError as err:
+                print(f"error: run-api at {api} refused the trainer's registration ({err})", file=sys.stderr)
+                return 1
+        deadline = time.monotonic() + timeout
         print(f"trainer_stub: registered at {api} (batch size {batch_size}); waiting for {batches} batches",
               flush=True)  # fmt: skip
         sink = out.open("a", encoding="utf-8") if out is not None else None
@@ -156,11 +172,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=8, help="rollouts per batch (default %(default)s)")
     parser.add_argument("--batches", type=int, default=2, help="batches to pull before exiting (default %(default)s)")
     parser.add_argument("--timeout", type=float, default=300, help="seconds to wait for them (default %(default)s)")
+    parser.add_argument(
+        "--api-wait", type=float, default=30, help="seconds to wait for run-api to answer (default %(default)s)"
+    )
     parser.add_argument("--out", type=Path, default=None, help="append each batch as a JSON line to this file")
     args = parser.parse_args(argv)
     if args.batch_size < 1 or args.batches < 1:
         parser.error("--batch-size and --batches must be at least 1")
-    return pull_batches(args.api, batch_size=args.batch_size, batches=args.batches, timeout=args.timeout, out=args.out)
+    return pull_batches(
+        args.api,
+        batch_size=args.batch_size,
+        batches=args.batches,
+        timeout=args.timeout,
+        api_wait=args.api_wait,
+        out=args.out,
+    )
 
 
 if __name__ == "__main__":
