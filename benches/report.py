@@ -364,7 +364,9 @@ def markdown(res: dict[str, Any], plots: list[str]) -> str:
             for k, v in few.items()
         ]
     for section in ("trajectory", "longroll", "sandbox"):
-        data = res.get(section)
+        if section not in res:  # results written before the section existed
+            continue
+        data = res[section]
         lines += ["", f"## {section.title()}", ""]
         if isinstance(data, dict) and isinstance(data.get("markdown"), str):
             lines.append(data["markdown"])
@@ -435,7 +437,7 @@ def plots(res: dict[str, Any], stem: Path) -> list[str]:
 
     The legend sits above the panels (never over data); a series with no numbers in this run is listed there as
     "not measured", and a panel lacking a series (or some of its sizes) that the run has elsewhere says so
-    above its top right corner.
+    above its top right corner (the panel's title sits left).
     """
     import matplotlib
 
@@ -465,7 +467,7 @@ def plots(res: dict[str, Any], stem: Path) -> list[str]:
                     missing.append(impl)
                 elif gaps:
                     missing.append(f"{impl} at {', '.join(gaps)}")
-            if missing:  # above the panel, right of its title: never over a line
+            if missing:  # above the panel, right of its left-aligned title: never over a line or the title
                 ax.text(
                     1.0,
                     1.01,
@@ -478,7 +480,7 @@ def plots(res: dict[str, Any], stem: Path) -> list[str]:
                 )
             ax.set_xscale("log")
             ax.set_yscale("log")
-            ax.set_title(fmt)
+            ax.set_title(fmt, loc="left")
             ax.set_xlabel("output size (bytes)")
             ax.set_ylabel(ylabel)
             ax.grid(True, which="both", alpha=0.3)
