@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from hermes_env.resources import BUNDLED_PREFIX, TokenizerUnavailable, bundled_tokenizer_dir, resolve_tokenizer_name
+from hermes_env.resources import (
+    BUNDLED_PREFIX,
+    TokenizerUnavailable,
+    bundled_tokenizer_dir,
+    check_hub_tokenizer,
+    resolve_tokenizer_name,
+)
 
 DEFAULT_MODEL = "Qwen/Qwen3-8B"
 DEFAULT_BASE_URL = "http://127.0.0.1:9000/v1"
@@ -44,16 +50,26 @@ def default_server_config(**overrides: Any) -> Any:
 def resolve_tokenizer_names(env_config: Any, server_configs: Any) -> list[str]:
     """Replace ``bundled:<name>`` tokenizer names by their folders, in place, before atroposlib loads them.
 
-    Returns the names as given (``--env.tokenizer_name 'bundled:qwen3'``, ...), for error messages.
+    Returns the names as given (``--env.tokenizer_name 'bundled:qwen3'``, ...), for error messages. A Hub id
+    that cannot load from here (not cached, Hub unreachable) raises :class:`TokenizerUnavailable` naming its flag.
     """
     given = [f"--env.tokenizer_name {env_config.tokenizer_name!r}"]
-    env_config.tokenizer_name = resolve_tokenizer_name(env_config.tokenizer_name)
+    env_config.tokenizer_name = _resolved(env_config.tokenizer_name, "--env.tokenizer_name")
     for server in server_configs if isinstance(server_configs, list) else [server_configs]:
         name = getattr(server, "tokenizer_name", None)
         if isinstance(name, str) and name != "none":
             given.append(f"--openai.tokenizer_name {name!r}")
-            server.tokenizer_name = resolve_tokenizer_name(name)
+            server.tokenizer_name = _resolved(name, "--openai.tokenizer_name")
     return given
+
+
+def _resolved(name: str, flag: str) -> str:
+    path = resolve_tokenizer_name(name)
+    try:
+        check_hub_tokenizer(path)
+    except TokenizerUnavailable as err:
+        raise TokenizerUnavailable(f"{flag}: {err}") from None
+    return path
 
 
 def tokenizer_load_error(err: OSError, given: list[str]) -> TokenizerUnavailable:
