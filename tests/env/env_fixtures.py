@@ -71,21 +71,21 @@ class TinyEnv(HermesAgentBaseEnv):
 
 
 class SolveOrFail:
-    """The 1st, 3rd, ... rollout to start solves (tool call, then answer); the others run a wrong command.
+    """A policy whose odd-numbered openings solve (tool call then answer) and even ones run a wrong command.
 
-    Counted on first turns only: however concurrent rollouts interleave their later calls on a loaded
-    machine, a group of two has exactly one success.
+    Openings are counted on their own, not among all calls, so a group of four always has two of each
+    however the rollouts' turns interleave.
     """
 
     def __init__(self) -> None:
-        self.started = 0
+        self.openings = 0
 
     def __call__(self, messages: list[dict[str, Any]], call: int) -> ChatCompletion:
         last = messages[-1]
         task = next(t for t in TASKS if t["prompt"] in last["content"]) if last["role"] == "user" else None
         if task is not None:
-            self.started += 1
-            command = task["solution"] if self.started % 2 else "echo nope > other.txt"
+            self.openings += 1
+            command = task["solution"] if self.openings % 2 else "echo nope > other.txt"
             return completion("<think>plan</think>", [("terminal", {"command": command})])
         return completion("Done.")
 
