@@ -49,12 +49,18 @@ class ToolContext:
             task_id=task_id, backend=backend, timeout=timeout, max_timeout=max_timeout, state=state or {}
         )
         self._closed = False
+        #: When a list, every ``terminal`` call appends (command, result) to it: the environment sets
+        #: one while the reward runs, so a view can show why a rollout scored what it did.
+        self.command_log: list[tuple[str, ExecResult]] | None = None
 
     # -- commands --------------------------------------------------------------------------
     async def terminal(self, command: str, timeout: float | None = None, *, stdin: str | None = None) -> ExecResult:
         """Run a shell command in the workspace; ``result.ok``, ``.exit_code``, ``.output``."""
         self._check_open()
-        return await self.backend.execute(self.task_id, command, timeout or self.timeout, stdin=stdin)
+        result = await self.backend.execute(self.task_id, command, timeout or self.timeout, stdin=stdin)
+        if self.command_log is not None:
+            self.command_log.append((command, result))
+        return result
 
     async def call_tool(self, name: str, args: dict[str, Any]) -> str:
         """Run a registered tool exactly as the model would; raises ToolCallError on a failed call."""

@@ -36,15 +36,15 @@ class HermesAgentEnvConfig(BaseEnvConfig):
     enabled_toolsets: list[str] | str | None = Field(
         default=None,
         description="Toolsets offered to the model (e.g. terminal, file, todo). None: every available toolset. "
-        "Mutually exclusive with `distribution`.",
+        "Mutually exclusive with distribution.",
     )
     disabled_toolsets: list[str] | str | None = Field(
-        default=None, description="Toolsets removed after `enabled_toolsets`/`distribution` are resolved."
+        default=None, description="Toolsets removed after enabled_toolsets/distribution are resolved."
     )
     distribution: str | None = Field(
         default=None,
         description="Named toolset distribution sampled once per group (independent inclusion probabilities). "
-        "Mutually exclusive with `enabled_toolsets`.",
+        "Mutually exclusive with enabled_toolsets.",
     )
     tool_pool_size: int = Field(
         default=64, ge=1, description="Tool calls executing at once across all rollouts of this process."

@@ -13,23 +13,29 @@ from __future__ import annotations
 
 import argparse
 import sys
-import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from hermes_env.env.cli import run_cli
-from hermes_env.envs import configure_logging
+from hermes_env.env.cli import configure_logging, run_cli
 from hermes_env.envs.terminal_tasks.env import CONFIG_PATH, TASKS_PATH, TerminalTasksEnv
 from hermes_env.envs.terminal_tasks.gguf_policy import GGUF_CHAT_TEMPLATE, GGUF_PROCESS_ARGS
+
+DEMO_DESCRIPTION = (
+    "Runs terminal_tasks' process command end to end on this machine with no model: a SCRIPTED policy server "
+    "speaking vLLM's /generate answers from the tasks' reference solutions (sometimes wrongly, so rewards vary), "
+    "in Phase 2 with the bundled Qwen3 tokenizer, tools sandboxed by bubblewrap (local where bubblewrap is "
+    "unusable). Writes the scored groups (jsonl), their HTML view and a summary table. With --policy gguf the "
+    "policy is SmolLM2-135M-Instruct sampled on this CPU by llama.cpp (the gguf extra), at temperature 1."
+)
 
 
 def demo(argv: Sequence[str]) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m hermes_env.envs.terminal_tasks demo",
-        description=__doc__,
-        epilog="Any other --env.* / --openai.* flag is passed on to `process`.",
+        description=DEMO_DESCRIPTION,
+        epilog="Any other --env.* / --openai.* flag (and --verbose) is passed on to process.",
     )
     parser.add_argument(
         "--policy",
@@ -65,12 +71,6 @@ def demo(argv: Sequence[str]) -> None:
         if problem is not None:
             print(f"demo: bubblewrap is unusable here ({problem}); running tools with --backend local", file=sys.stderr)
             backend = "local"
-    # The demo prints a short header instead of atroposlib's full config dump and its warning
-    # about a local base URL (the demo's policy server is local on purpose).
-    import atroposlib.envs.base as atropos_base
-
-    atropos_base.rprint = lambda *a, **k: None
-    warnings.filterwarnings("ignore", message="You are using a local Base URL")
     if args.policy == "gguf":
         policy_server = _gguf_policy(args.seed)
     else:
@@ -115,15 +115,14 @@ class _DemoPolicy:
 @contextmanager
 def _scripted_policy(seed: int, faults: list[str], parser: argparse.ArgumentParser) -> Iterator[_DemoPolicy]:
     """The SCRIPTED /generate server answering from the tasks' reference solutions (no model), with any faults."""
-    from transformers import AutoTokenizer
-
     from hermes_env.env.dataset import load_rows
     from hermes_env.envs import default_tokenizer_name
+    from hermes_env.resources import load_tokenizer
     from hermes_env.testing.policies import SolutionPolicy
     from hermes_env.testing.scripted_vllm import ScriptedVLLMServer
 
     tokenizer_name = default_tokenizer_name()
-    tokenizer = AutoTokenizer.from_pretrained(tokenizer_name)
+    tokenizer = load_tokenizer(tokenizer_name)
     rows = load_rows(str(TASKS_PATH))
     responder = SolutionPolicy(rows, seed=seed).vllm_responder
     for j, spec in enumerate(faults):
@@ -169,12 +168,15 @@ def _fault(responder: Any, spec: str, prompts: list[str], parser: argparse.Argum
     )
 
 
+DEMO_HELP = "run process end to end on this machine against a scripted policy server (no model, no GPU)"
+
+
 def main() -> None:
     configure_logging()
     if len(sys.argv) > 1 and sys.argv[1] == "demo":
         demo(sys.argv[2:])
     else:
-        run_cli(TerminalTasksEnv)
+        run_cli(TerminalTasksEnv, extra_commands={"demo": DEMO_HELP})
 
 
 if __name__ == "__main__":
