@@ -27,7 +27,9 @@
 //! content (with an `unexpected_text` issue), as after a list at the start, and later lists are
 //! looked for the same way. A list is not required to end the output: that could only be known
 //! at the end, and its calls must stream as they complete. The first name of a list is decided
-//! before anything of it is released (`[` and at most a 256-byte name are held). Without tools,
+//! before anything of it is released (`[` and at most a 256-byte name are held); for
+//! `llama4_pythonic` a `<|python_start|>` right before such a list is its wrapper, as at the start
+//! (SGLang reads it so; it is the model's tool-call token). Without tools,
 //! or with `calls_after_prose = false` ([`ParserOptions`](super::super::registry::ParserOptions)),
 //! the output must start with the list, as in vLLM.
 //!
@@ -110,8 +112,11 @@ enum St {
     AfterComma,
     /// After `]`: only whitespace (and the llama4 end marker) is expected.
     Done,
-    /// Prose, watched for a list of known tools' calls (`watch`); its `[` leads to `Open`.
+    /// Prose, watched for a list of known tools' calls (`watch`); its `[` leads to `Open`
+    /// (llama4: so does `<|python_start|>` then `[`).
     Prose,
+    /// llama4, after prose: `<|python_start|>` was read; whitespace, then the list's `[`.
+    ProseWrapper,
     /// Plain content to the end.
     Passthrough,
 }
@@ -220,7 +225,8 @@ impl PythonicStream {
                 St::Args => self.on_args(rest, eof, out),
                 St::AfterCall | St::AfterComma => self.on_between(rest, i, out),
                 St::Done => self.on_done(rest, i, eof, out),
-                St::Prose => self.on_prose(rest, i, out),
+                St::Prose => self.on_prose(rest, i, eof, out),
+                St::ProseWrapper => self.on_prose_wrapper(rest, out),
                 St::Passthrough => {
                     out.content_from(self.base + i, rest);
                     Some(rest.len())
@@ -522,24 +528,64 @@ impl PythonicStream {
         Some(0)
     }
 
-    /// Prose: content up to a `[`, which may open a list of known tools' calls.
-    fn on_prose(&mut self, rest: &str, i: usize, out: &mut Emitter<'_>) -> Option<usize> {
-        match memchr::memchr(b'[', rest.as_bytes()) {
-            None => {
-                out.content_from(self.base + i, rest);
-                Some(rest.len())
-            }
-            Some(k) => {
-                out.content_from(self.base + i, &rest[..k]);
-                self.held.clear();
-                self.held.push('[');
-                self.held_at = self.at(out, i + k);
-                self.after_prose_list = true;
-                self.committed = false;
-                self.st = St::Open;
-                Some(k + 1)
-            }
+    /// Prose: content up to a `[`, which may open a list of known tools' calls (llama4: or up
+    /// to the `<|python_start|>` that wraps one).
+    fn on_prose(&mut self, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
+        let bytes = rest.as_bytes();
+        let found = if self.llama4 {
+            memchr::memchr2(b'[', b'<', bytes)
+        } else {
+            memchr::memchr(b'[', bytes)
+        };
+        let Some(k) = found else {
+            out.content_from(self.base + i, rest);
+            return Some(rest.len());
+        };
+        out.content_from(self.base + i, &rest[..k]);
+        let tail = &rest[k..];
+        if tail.starts_with('[') {
+            self.begin_prose_list(out, i + k, "[");
+            self.st = St::Open;
+            return Some(k + 1);
         }
+        if tail.starts_with(PY_START) {
+            self.begin_prose_list(out, i + k, PY_START);
+            self.st = St::ProseWrapper;
+            return Some(k + PY_START.len());
+        }
+        if !eof && PY_START.starts_with(tail) {
+            // A possible start marker: wait for the bytes that decide it.
+            return if k == 0 { None } else { Some(k) };
+        }
+        out.content_from(self.base + i + k, "<");
+        Some(k + 1)
+    }
+
+    /// A list after prose may start at `i` with `opening` (`[` or the llama4 start marker).
+    fn begin_prose_list(&mut self, out: &mut Emitter<'_>, i: usize, opening: &str) {
+        self.held.clear();
+        self.held.push_str(opening);
+        self.held_at = self.at(out, i);
+        self.after_prose_list = true;
+        self.committed = false;
+        self.end_marker_seen = false;
+    }
+
+    /// llama4, after prose and `<|python_start|>`: whitespace, then the list's `[`; anything
+    /// else makes the marker prose again.
+    fn on_prose_wrapper(&mut self, rest: &str, out: &mut Emitter<'_>) -> Option<usize> {
+        let ws = ws_len(rest);
+        if ws > 0 {
+            self.held.push_str(&rest[..ws]);
+            return Some(ws);
+        }
+        if rest.starts_with('[') {
+            self.held.push('[');
+            self.st = St::Open;
+            return Some(1);
+        }
+        self.give_up(out);
+        Some(0)
     }
 }
 
@@ -555,7 +601,7 @@ impl Machine for PythonicStream {
         let end = out.pos(self.base + left.len());
         // `held` and `left` are verbatim output (from `held_at` and `base`), passed on as spans.
         match self.st {
-            St::Start | St::BareName | St::Passthrough | St::Prose => {}
+            St::Start | St::BareName | St::Passthrough | St::Prose | St::ProseWrapper => {}
             // A `[` or name after prose that did not become a call yet: it was prose.
             St::Open | St::Name if self.after_prose_list && !self.committed => {}
             St::Open | St::Name | St::Args => {
@@ -579,7 +625,7 @@ impl Machine for PythonicStream {
     /// Inside a string of a call being held, nothing can be released before the string ends (or
     /// breaks at a line end): the driver may collect the text for the next run.
     fn lane(&self) -> Lane {
-        if self.st == St::Prose {
+        if self.st == St::Prose && !self.llama4 {
             return Lane::Content {
                 stop: b'[',
                 hold_trailing_ws: false,
@@ -806,6 +852,35 @@ mod tests {
         assert!(s.feed("[read_file(path='a'").is_empty());
         let events = s.feed(")");
         assert_eq!(events.last(), Some(&Event::ToolCallEnd { index: 0 }));
+    }
+
+    #[test]
+    fn llama4_wrapper_after_prose_is_the_lists_markup() {
+        // SGLang's pythonic suite: the start marker before a list after prose belongs to the
+        // list, as at the start of the output; text after the end marker is content.
+        let text = "Checking. <|python_start|>[terminal(command='ls')]<|python_end|> Then more.";
+        let r = every_split("llama4_pythonic", text);
+        assert_eq!(r.tool_calls.len(), 1);
+        assert_eq!(args(&r, 0), json!({"command": "ls"}));
+        assert_eq!(r.content.as_deref(), Some("Checking.  Then more."));
+        assert_eq!(kinds(&r), ["unexpected_text"]);
+        // The marker not followed by a list of known tools, and a lone '<', stay prose.
+        for prose in [
+            "a <|python_start|> b",
+            "a <|python_start|>[web_search(q='x')]",
+            "a < b <|python_",
+            "a <|python_start|>",
+        ] {
+            let r = every_split("llama4_pythonic", prose);
+            assert!(r.tool_calls.is_empty(), "{prose:?}");
+            assert_eq!(r.content.as_deref(), Some(prose));
+        }
+        // `pythonic` does not know the marker: it stays content around the list.
+        let r = every_split("pythonic", text);
+        assert_eq!(
+            r.content.as_deref(),
+            Some("Checking. <|python_start|><|python_end|> Then more.")
+        );
     }
 
     #[test]
