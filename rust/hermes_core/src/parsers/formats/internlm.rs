@@ -12,12 +12,13 @@
 
 use std::sync::Arc;
 
-use crate::parsers::json_in_markers::JsonInMarkers;
-use crate::parsers::stream::{Format, FormatStream};
+use crate::parsers::engines::json_in_markers::JsonInMarkers;
 use crate::parsers::tools::Tools;
 use crate::parsers::types::{RenderError, ToolCall};
+use crate::parsers::{Format, FormatStream};
 
-use super::shared::{json_string, render_args};
+use crate::parsers::engines::shared::render_args;
+use crate::parsers::json_escape::json_string;
 
 const START: &str = "<|action_start|><|plugin|>";
 const END: &str = "<|action_end|>";
@@ -70,7 +71,7 @@ pub fn internlm() -> Arc<dyn Format> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::super::shared::testing::{every_split, parser, soup, soup_holds};
+    use crate::parsers::test_support::untyped::{every_split, parser, soup, soup_holds};
     use crate::parsers::ToolCall;
     use proptest::prelude::*;
 

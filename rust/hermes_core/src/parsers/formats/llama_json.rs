@@ -36,11 +36,12 @@ use std::sync::Arc;
 
 use crate::parsers::lane::Lane;
 use crate::parsers::marker::{MarkerHit, MarkerSet};
-use crate::parsers::stream::{Emitter, Format, FormatStream};
 use crate::parsers::tools::Tools;
 use crate::parsers::types::{IssueKind, RenderError, ToolCall};
+use crate::parsers::{Emitter, Format, FormatStream};
 
-use super::shared::{json_string, render_args, skip_ws, truncated_args, CallObject, Driven, Machine, ObjEnd};
+use crate::parsers::engines::shared::{render_args, skip_ws, truncated_args, CallObject, Driven, Machine, ObjEnd};
+use crate::parsers::json_escape::json_string;
 
 const PYTHON_TAG: &str = "<|python_tag|>";
 const ARGS_KEYS: &[&str] = &["parameters", "arguments"];
@@ -338,7 +339,7 @@ pub fn llama3_json() -> Arc<dyn Format> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::super::shared::testing::{every_split, parser, soup, soup_holds};
+    use crate::parsers::test_support::untyped::{every_split, parser, soup, soup_holds};
     use crate::parsers::{IssueKind, ToolCall};
     use proptest::prelude::*;
 

@@ -30,7 +30,7 @@
 //! before anything of it is released (`[` and at most a 256-byte name are held); for
 //! `llama4_pythonic` a `<|python_start|>` right before such a list is its wrapper, as at the start
 //! (SGLang reads it so; it is the model's tool-call token). Without tools,
-//! or with `calls_after_prose = false` ([`ParserOptions`](super::super::registry::ParserOptions)),
+//! or with `calls_after_prose = false` ([`ParserOptions`](crate::parsers::registry::ParserOptions)),
 //! the output must start with the list, as in vLLM.
 //!
 //! Bad input: a call that is not a literal call (positional argument, variable, nested call,
@@ -42,13 +42,15 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::super::lane::Lane;
-use super::super::registry::ParserOptions;
-use super::super::stream::{count_chars, Emitter, Format, FormatStream};
-use super::super::tools::Tools;
-use super::super::types::{IssueKind, Pos, RenderError, ToolCall};
-use super::python_literal::{is_identifier, is_keyword, parse_args_prefix, parse_call, CallScanner, Scan};
-use super::shared::{Driven, Machine};
+use crate::parsers::engines::python_literal::{
+    is_identifier, is_keyword, parse_args_prefix, parse_call, CallScanner, Scan,
+};
+use crate::parsers::engines::shared::{Driven, Machine};
+use crate::parsers::lane::Lane;
+use crate::parsers::registry::ParserOptions;
+use crate::parsers::tools::Tools;
+use crate::parsers::types::{IssueKind, Pos, RenderError, ToolCall};
+use crate::parsers::{count_chars, Emitter, Format, FormatStream};
 
 const PY_START: &str = "<|python_start|>";
 const PY_END: &str = "<|python_end|>";
@@ -776,8 +778,8 @@ fn python_string(s: &str, out: &mut String) {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::super::test_support::{args, every_prefix, every_split, kinds, parser, soup, soup_holds};
     use super::*;
+    use crate::parsers::test_support::{args, every_prefix, every_split, kinds, parser, soup, soup_holds};
     use crate::parsers::Event;
     use proptest::prelude::*;
     use serde_json::json;
@@ -890,7 +892,7 @@ mod tests {
         let strict = ParserOptions {
             calls_after_prose: false,
         };
-        let tools = Tools::from_json(super::super::test_support::TOOLS).unwrap();
+        let tools = Tools::from_json(crate::parsers::test_support::TOOLS).unwrap();
         for p in [
             get_parser_with("pythonic", tools, strict).unwrap(),
             crate::parsers::get_parser("pythonic", Tools::none()).unwrap(),
