@@ -9,6 +9,32 @@ from typing import Literal as _Literal  # noqa: E402
 from typing import Self as _Self  # noqa: E402
 from typing import final as _final  # noqa: E402
 
+__all__ = [
+    "__version__",
+    "ToolCall",
+    "ParseIssue",
+    "ParseResult",
+    "ContentDelta",
+    "ToolCallStart",
+    "ToolCallArgsDelta",
+    "ToolCallEnd",
+    "Parser",
+    "ParseStream",
+    "list_parsers",
+    "get_parser",
+    "guess_parser",
+    "MAX_ISSUES",
+    "ISSUE_KINDS",
+    "Trajectory",
+    "assistant_token_mask",
+    "TrajectoryError",
+    "TrajectoryDivergence",
+    "TrajectoryDivergenceWarning",
+    "MASK",
+    "PROMPT_LOGPROB",
+    "FINISH_REASONS",
+]
+
 __version__: str
 
 _IssueKind = _Literal[
