@@ -18,13 +18,9 @@ fi
 for d in test test/registered test/registered/function_call test/registered/function_call/test_qwen3_coder_detector; do
     touch "$here/sglang/$d/__init__.py"
 done
-src=${UPSTREAM_DIR:-/tmp/hermes-upstream}/sglang-0.5.9
-if [ ! -d "$src/sglang/srt/function_call" ]; then
-    mkdir -p "$(dirname "$src")"
-    url=$(curl -fsS -H "Accept: application/vnd.pypi.simple.v1+json" https://pypi.org/simple/sglang/ |
-        "$oracle/bin/python" -c 'import json,sys; print([f["url"] for f in json.load(sys.stdin)["files"] if f["filename"]=="sglang-0.5.9.tar.gz"][0])')
-    curl -fsS "$url" | tar xz -C "$(dirname "$src")" sglang-0.5.9/sglang
-fi
+dest=${UPSTREAM_DIR:-/tmp/hermes-upstream}
+"$here/pypi_sdist.sh" "$oracle/bin/python" sglang 0.5.9 "$dest" sglang
+src=$dest/sglang-0.5.9
 "$oracle/bin/python" -c "import pytest" 2>/dev/null || "$oracle/bin/pip" install -q pytest
 plugin=(-p hermes_as_sglang)
 [ "${SGLANG_ONLY:-}" = 1 ] && plugin=()
