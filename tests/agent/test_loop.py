@@ -95,8 +95,8 @@ async def test_tool_call_then_answer_builds_openai_messages() -> None:
     ("name", "arguments", "kind", "needle"),
     [
         pytest.param("nope", "{}", "unknown_tool", "unknown tool 'nope'. Available tools: echo, strict", id="unknown"),
-        pytest.param("echo", '{"text": "unterminated', "invalid_json", "not valid JSON", id="bad-json"),
-        pytest.param("echo", '["a", "list"]', "invalid_json", "must be a JSON object", id="not-object"),
+        pytest.param("echo", '{"text": "unterminated', "malformed_json", "not valid JSON", id="bad-json"),
+        pytest.param("echo", '["a", "list"]', "bad_arguments", "must be a JSON object", id="not-object"),
         pytest.param("strict", '{"x": 1}', "bad_arguments", "missing required argument 'path'", id="rejected"),
     ],
 )
@@ -388,7 +388,7 @@ async def test_parse_issues_from_the_server_are_kept_per_turn() -> None:
     result = await make_loop(server, [EchoTool()]).run([{"role": "user", "content": "go"}])
     assert [(p.turn, p.kind, p.offset) for p in result.parse_issues] == [(0, "malformed_json", 47)]
     # The call's bad arguments are a tool error the model saw; the server already reported the parse issue.
-    assert [e.kind for e in result.tool_errors] == ["invalid_json"]
+    assert [e.kind for e in result.tool_errors] == ["malformed_json"]
 
 
 async def test_phase1_parse_issues_are_the_loops_own_invalid_arguments() -> None:
@@ -398,7 +398,7 @@ async def test_phase1_parse_issues_are_the_loops_own_invalid_arguments() -> None
     result = await make_loop(server, [EchoTool()]).run([{"role": "user", "content": "go"}])
     found = [(p.turn, p.kind, p.offset) for p in result.parse_issues]
     assert found == [(0, "malformed_json", 9), (0, "bad_arguments", 0)]
-    assert [e.kind for e in result.tool_errors] == ["invalid_json", "invalid_json"]
+    assert [e.kind for e in result.tool_errors] == ["malformed_json", "bad_arguments"]
 
 
 async def test_repeated_identical_calls_are_counted_and_can_end_the_rollout() -> None:

@@ -24,7 +24,7 @@ puts ``parse_issues`` on each message) has them copied to ``AgentResult.parse_is
 turn. A server that does not (Phase 1, an OpenAI-compatible server) hides malformed calls in
 its content; there the only issues the loop can see are call arguments that are not a JSON
 object, recorded as ``malformed_json`` / ``bad_arguments`` issues (offset into the arguments
-text) besides their ``invalid_json`` tool error.
+text) besides their tool error of the same kind.
 """
 
 from __future__ import annotations
@@ -38,9 +38,8 @@ from typing import Any, Literal, Protocol
 
 from hermes_env.agent.reasoning import extract_reasoning, separated_reasoning
 from hermes_env.agent.tool_pool import ToolWorkerPool
-from hermes_env.backends.base import BackendFailure
-from hermes_env.env.errors import RolloutFailureKind, classify_policy_error, describe_error
-from hermes_env.tools.registry import ToolArgumentError
+from hermes_env.env.errors import classify_policy_error, describe_error
+from hermes_env.errors import BackendFailure, RolloutFailureKind, ToolArgumentError, ToolErrorKind
 
 # A tool enforces its own time limit (the backend kills the command and reports partial output);
 # the pool's limit is a safety net this much later, for a tool that fails to stop itself.
@@ -48,8 +47,6 @@ TOOL_GRACE_SECONDS = 5.0
 
 # Fewer tokens than this left before max_context_tokens: no further turn is started.
 MIN_TURN_TOKENS = 32
-
-ToolErrorKind = Literal["unknown_tool", "invalid_json", "bad_arguments", "tool_failed", "timeout"]
 
 # Why a rollout ended. Every one but "failed" is a finished rollout whose data may be trained on:
 # stop (answered without a tool call), length (that answer was cut at max_tokens), turn_limit,
@@ -374,10 +371,10 @@ class HermesAgentLoop:
             result.tool_errors.append(ToolError(turn=turn, tool_name=name, arguments=raw, kind=kind, message=message))
             return message
 
-        def unreadable(kind: str, offset: int, message: str) -> str:
+        def unreadable(kind: Literal["malformed_json", "bad_arguments"], offset: int, message: str) -> str:
             if not parses:  # the server hid what it could not parse; this is all the loop can see
                 result.parse_issues.append(TurnParseIssue(turn=turn, kind=kind, offset=offset, message=message))
-            return fail("invalid_json", message)
+            return fail(kind, message)
 
         tool = self.tools.get(name)
         if tool is None:

@@ -1,4 +1,4 @@
-"""Errors of the environment framework, and the one vocabulary of why a rollout failed.
+"""Why a rollout failed: classifying a failed model call (the classes and kinds are in ``hermes_env.errors``).
 
 A *failed rollout* never reaches the trainer: its whole group is dropped, logged once at
 WARNING with the cause, and counted by cause (summary table, wandb ``train/groups_dropped/<kind>``).
@@ -10,43 +10,25 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Literal, get_args
 
-RolloutFailureKind = Literal[
-    "policy_http_error",  # the inference server answered with an HTTP error status (500, 404, ...)
-    "policy_bad_response",  # it answered, but not with a usable completion (not JSON, missing or impossible
-    # token ids / logprobs, an aborted request)
-    "policy_timeout",  # no answer within the rollout budget (rollout_timeout) or the request timeout
-    "policy_connection_error",  # the connection could not be made or was dropped
-    "policy_error",  # any other failure of the model call
-    "trajectory_divergence",  # Phase 2: the re-rendered prompt changed earlier tokens (divergence_policy 'raise')
-    "sandbox_failed",  # the tool backend itself failed mid-rollout (a worker died, a sandbox crashed)
-    "workspace_setup_failed",  # setup_trajectory_workspace (e.g. a task's setup command) failed
-    "rollout_lifetime",  # the rollout outlived terminal_lifetime
-    "no_trajectory",  # Phase 2 recorded no trajectory for a rollout that produced output
-    "rollout_error",  # an unexpected exception (a bug); logged with its traceback
+from hermes_env.errors import (
+    ROLLOUT_FAILURE_KINDS,
+    EnvSetupError,
+    PolicyCallError,
+    RolloutFailed,
+    RolloutFailureKind,
+)
+
+__all__ = [
+    "ROLLOUT_FAILURE_KINDS",
+    "EnvSetupError",
+    "PolicyCallError",
+    "RolloutFailed",
+    "RolloutFailureKind",
+    "classify_policy_error",
+    "describe_error",
+    "unwrap_retries",
 ]
-ROLLOUT_FAILURE_KINDS: tuple[RolloutFailureKind, ...] = get_args(RolloutFailureKind)
-
-
-class EnvSetupError(RuntimeError):
-    """The run cannot start: the backend is unusable or the inference server does not answer."""
-
-
-class RolloutFailed(RuntimeError):
-    """A rollout that produced no usable trajectory; its whole group is dropped. ``kind`` says why."""
-
-    def __init__(self, message: str, kind: RolloutFailureKind = "rollout_error") -> None:
-        super().__init__(message)
-        self.kind: RolloutFailureKind = kind
-
-
-class PolicyCallError(RuntimeError):
-    """A model call that gave no usable completion; ``kind`` is one of the ``policy_*`` failure kinds."""
-
-    def __init__(self, kind: RolloutFailureKind, message: str) -> None:
-        super().__init__(message)
-        self.kind: RolloutFailureKind = kind
 
 
 def unwrap_retries(err: BaseException) -> BaseException:

@@ -1,0 +1,207 @@
+"""Every exception hermes_env raises on purpose, and the one vocabulary of error kinds.
+
+Exceptions (catch ``HermesEnvError`` for all of them; each also keeps the built-in base its
+callers catch, e.g. ``WorkspacePathError`` is a ``PermissionError``)::
+
+    HermesEnvError
+    ├── EnvSetupError                 the run cannot start (backend unusable, server silent)
+    │   ├── BackendUnavailableError   a sandbox/backend needs a program or kernel feature missing here
+    │   └── InferenceServerUnreachable
+    ├── ConfigError                   a dataset, phase or option that cannot be used as given
+    │   ├── DatasetError
+    │   └── PhaseError
+    ├── RolloutFailed                 one rollout produced nothing usable; its group is dropped (``kind``)
+    ├── PolicyCallError               a model call gave no usable completion (``kind``: a policy_* kind)
+    ├── BackendFailure                the tool backend failed under a call (worker died): fails the rollout
+    ├── ToolCallError                 a tool call failed; the message is for the model
+    │   └── ToolArgumentError
+    ├── WorkspacePathError            a path that would leave the task's workspace
+    ├── FileTooLargeError             a file over a read/write limit
+    └── SandboxPoolError              the slot pool could not serve a call
+        ├── SlotAcquireTimeout
+        ├── PoolClosedError
+        └── WorkerStartError
+
+The Rust core raises its own ``ValueError`` subclasses (``hermes_env.trajectory``'s
+``TrajectoryDivergence``); they are not part of this tree.
+
+Error kinds are short snake_case strings recorded in results rather than raised: a parser's
+``ParseIssue.kind``, the agent loop's ``ToolError.kind``, a backend's ``ExecResult.error_type``,
+why a rollout failed (``RolloutFailed.kind``, ``AgentResult.failure``, wandb ``train/groups_dropped/<kind>``).
+One name means one thing wherever it appears (``malformed_json`` is JSON that breaks the grammar,
+whether the parser or the loop found it). The parser kinds are defined by the Rust core
+(``hermes_env.parsers.ISSUE_KINDS``, checked against :data:`ParseIssueKind` by the tests).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+
+class HermesEnvError(Exception):
+    """Base of every exception hermes_env raises on purpose."""
+
+
+# -- setup ------------------------------------------------------------------------------------
+class EnvSetupError(HermesEnvError, RuntimeError):
+    """The run cannot start: the backend is unusable or the inference server does not answer."""
+
+
+class BackendUnavailableError(EnvSetupError):
+    """A backend or sandbox cannot run on this machine (missing program, kernel feature); the message says
+    what to install or enable."""
+
+
+class InferenceServerUnreachable(EnvSetupError):
+    """No answer from an inference server named in the configuration."""
+
+
+class ConfigError(HermesEnvError, ValueError):
+    """Configuration or input that cannot be used as given; the message says what to change."""
+
+
+class DatasetError(ConfigError):
+    """A dataset that cannot be used as given (missing file, bad line, missing prompt field)."""
+
+
+class PhaseError(ConfigError):
+    """A phase that the configured inference server cannot provide."""
+
+
+# -- rollouts and tools -----------------------------------------------------------------------
+#: Why a rollout failed; its whole group is dropped and counted under this name.
+RolloutFailureKind = Literal[
+    "policy_http_error",  # the inference server answered with an HTTP error status (500, 404, ...)
+    "policy_bad_response",  # it answered, but not with a usable completion (not JSON, missing or impossible
+    # token ids / logprobs, an aborted request)
+    "policy_timeout",  # no answer within the rollout budget (rollout_timeout) or the request timeout
+    "policy_connection_error",  # the connection could not be made or was dropped
+    "policy_error",  # any other failure of the model call
+    "trajectory_divergence",  # Phase 2: the re-rendered prompt changed earlier tokens (divergence_policy 'raise')
+    "sandbox_failed",  # the tool backend itself failed mid-rollout (a worker died, a sandbox crashed)
+    "workspace_setup_failed",  # setup_trajectory_workspace (e.g. a task's setup command) failed
+    "rollout_lifetime",  # the rollout outlived terminal_lifetime
+    "no_trajectory",  # Phase 2 recorded no trajectory for a rollout that produced output
+    "rollout_error",  # an unexpected exception (a bug); logged with its traceback
+]
+ROLLOUT_FAILURE_KINDS: tuple[RolloutFailureKind, ...] = get_args(RolloutFailureKind)
+
+
+class RolloutFailed(HermesEnvError, RuntimeError):
+    """A rollout that produced no usable trajectory; its whole group is dropped. ``kind`` says why."""
+
+    def __init__(self, message: str, kind: RolloutFailureKind = "rollout_error") -> None:
+        super().__init__(message)
+        self.kind: RolloutFailureKind = kind
+
+
+class PolicyCallError(HermesEnvError, RuntimeError):
+    """A model call that gave no usable completion; ``kind`` is one of the ``policy_*`` failure kinds."""
+
+    def __init__(self, kind: RolloutFailureKind, message: str) -> None:
+        super().__init__(message)
+        self.kind: RolloutFailureKind = kind
+
+
+class BackendFailure(HermesEnvError, RuntimeError):
+    """The backend failed under a tool call (worker died, sandbox crashed): the rollout's workspace is
+    gone or unusable, so the rollout fails instead of telling the model its call went wrong."""
+
+
+class ToolCallError(HermesEnvError):
+    """A tool call failed; the message is written for the model to read."""
+
+
+class ToolArgumentError(ToolCallError, ValueError):
+    """The call's arguments do not match the tool's schema."""
+
+
+# -- workspaces and sandboxes -----------------------------------------------------------------
+class WorkspacePathError(HermesEnvError, PermissionError):
+    """A path that would leave the task's workspace."""
+
+
+class FileTooLargeError(HermesEnvError, OSError):
+    """A file over the backend's read or write limit."""
+
+
+class SandboxPoolError(HermesEnvError):
+    """The sandbox slot pool could not serve a call."""
+
+
+class SlotAcquireTimeout(SandboxPoolError, TimeoutError):
+    """No slot became free in time."""
+
+
+class PoolClosedError(SandboxPoolError, RuntimeError):
+    """The pool was closed."""
+
+
+class WorkerStartError(SandboxPoolError, RuntimeError):
+    """A sandbox server could not be started (the message says why and what to do)."""
+
+
+# -- error kinds ------------------------------------------------------------------------------
+#: What a parser found wrong in the model's output (``ParseIssue.kind``; defined by the Rust core).
+ParseIssueKind = Literal[
+    "malformed_json",  # JSON that breaks the grammar
+    "truncated",  # the output ended inside a call
+    "unknown_tool",  # a call names a tool that was not offered
+    "bad_arguments",  # arguments that are not what the tool takes (not an object, rejected by its schema)
+    "unexpected_text",
+    "missing_name",
+    "missing_arguments",
+    "malformed_markup",
+    "invalid_unicode",
+    "parser_mismatch",  # the configured parser found nothing in output written in another known format
+]
+
+#: Why one tool call of a rollout failed (``ToolError.kind``); the model saw the message.
+ToolErrorKind = Literal["unknown_tool", "malformed_json", "bad_arguments", "tool_failed", "timeout"]
+
+#: Why a backend could not run a call (``ExecResult.error_type``); a command that merely exits
+#: non-zero is not an error.
+ExecErrorKind = Literal[
+    "bad_arguments",  # arguments missing or of the wrong type
+    "unknown_tool",
+    "not_found",  # a file that does not exist
+    "permission_denied",  # a path outside the workspace
+    "too_large",  # a file over the read or write limit
+    "worker_lost",  # the sandbox worker died or stopped answering mid-call
+    "no_slot",  # no sandbox slot could be acquired
+    "sandbox_unavailable",  # isolation required but the sandbox could not be set up
+    "tool_server",  # the external tool server failed or refused
+    "internal",
+]
+
+#: Every kind, each listed once.
+ERROR_KINDS: tuple[str, ...] = tuple(
+    dict.fromkeys(get_args(ParseIssueKind) + get_args(ToolErrorKind) + get_args(ExecErrorKind) + ROLLOUT_FAILURE_KINDS)
+)
+
+__all__ = [
+    "ERROR_KINDS",
+    "ROLLOUT_FAILURE_KINDS",
+    "BackendFailure",
+    "BackendUnavailableError",
+    "ConfigError",
+    "DatasetError",
+    "EnvSetupError",
+    "ExecErrorKind",
+    "FileTooLargeError",
+    "HermesEnvError",
+    "InferenceServerUnreachable",
+    "ParseIssueKind",
+    "PhaseError",
+    "PolicyCallError",
+    "PoolClosedError",
+    "RolloutFailed",
+    "RolloutFailureKind",
+    "SandboxPoolError",
+    "SlotAcquireTimeout",
+    "ToolArgumentError",
+    "ToolCallError",
+    "ToolErrorKind",
+    "WorkerStartError",
+    "WorkspacePathError",
+]
