@@ -91,6 +91,12 @@ fn every_split_of(p: &Parser, name: &str, text: &str) -> ParseResult {
     whole
 }
 
+/// `r` took no call from `text` and kept all of it as content.
+pub fn assert_all_content(r: &ParseResult, text: &str) {
+    assert!(r.tool_calls.is_empty(), "{text:?}: {r:?}");
+    assert_eq!(r.content.as_deref(), Some(text));
+}
+
 /// The arguments of call `i` as a JSON value.
 pub fn args(r: &ParseResult, i: usize) -> serde_json::Value {
     serde_json::from_str(&r.tool_calls[i].arguments).unwrap()
@@ -144,7 +150,7 @@ pub mod untyped {
     use super::{check_events, run};
     use crate::parsers::{get_parser, ParseResult, Parser, Tools};
 
-    pub use super::soup;
+    pub use super::{assert_all_content, soup};
 
     pub fn parser(name: &str) -> Parser {
         get_parser(name, Tools::none()).unwrap()

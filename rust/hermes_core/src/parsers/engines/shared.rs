@@ -849,16 +849,29 @@ impl CallArray {
 /// Append `[{"name": .., "arguments": ..}, ...]` for `calls` to `out`.
 pub(crate) fn render_call_array(calls: &[ToolCall], out: &mut String) -> Result<(), RenderError> {
     out.push('[');
+    render_call_objects(calls, ", ", "arguments", out)?;
+    out.push(']');
+    Ok(())
+}
+
+/// Append `{"name": .., "<args_key>": ..}` for each of `calls` to `out`, joined by `separator`.
+pub(crate) fn render_call_objects(
+    calls: &[ToolCall],
+    separator: &str,
+    args_key: &str,
+    out: &mut String,
+) -> Result<(), RenderError> {
     for (i, call) in calls.iter().enumerate() {
         if i > 0 {
-            out.push_str(", ");
+            out.push_str(separator);
         }
         out.push_str("{\"name\": ");
         out.push_str(&json_string(&call.name));
-        out.push_str(", \"arguments\": ");
+        out.push_str(", \"");
+        out.push_str(args_key);
+        out.push_str("\": ");
         out.push_str(render_args(i, call)?);
         out.push('}');
     }
-    out.push(']');
     Ok(())
 }

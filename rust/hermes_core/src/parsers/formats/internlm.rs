@@ -17,8 +17,7 @@ use crate::parsers::tools::Tools;
 use crate::parsers::types::{RenderError, ToolCall};
 use crate::parsers::{Format, FormatStream};
 
-use crate::parsers::engines::shared::render_args;
-use crate::parsers::json_escape::json_string;
+use crate::parsers::engines::shared::render_call_objects;
 
 const START: &str = "<|action_start|><|plugin|>";
 const END: &str = "<|action_end|>";
@@ -53,11 +52,8 @@ impl Format for InternLm {
         let mut out = String::from(content);
         if let Some(call) = calls.first() {
             out.push_str(START);
-            out.push_str("\n{\"name\": ");
-            out.push_str(&json_string(&call.name));
-            out.push_str(", \"parameters\": ");
-            out.push_str(render_args(0, call)?);
-            out.push('}');
+            out.push('\n');
+            render_call_objects(std::slice::from_ref(call), "", "parameters", &mut out)?;
             out.push_str(END);
         }
         Ok(out)

@@ -40,8 +40,9 @@ use crate::parsers::tools::Tools;
 use crate::parsers::types::{IssueKind, RenderError, ToolCall};
 use crate::parsers::{Emitter, Format, FormatStream};
 
-use crate::parsers::engines::shared::{render_args, skip_ws, truncated_args, CallObject, Driven, Machine, ObjEnd};
-use crate::parsers::json_escape::json_string;
+use crate::parsers::engines::shared::{
+    render_call_objects, skip_ws, truncated_args, CallObject, Driven, Machine, ObjEnd,
+};
 
 const PYTHON_TAG: &str = "<|python_tag|>";
 const ARGS_KEYS: &[&str] = &["parameters", "arguments"];
@@ -318,16 +319,7 @@ impl Format for LlamaJson {
             ));
         }
         let mut out = String::new();
-        for (i, call) in calls.iter().enumerate() {
-            if i > 0 {
-                out.push_str("; ");
-            }
-            out.push_str("{\"name\": ");
-            out.push_str(&json_string(&call.name));
-            out.push_str(", \"parameters\": ");
-            out.push_str(render_args(i, call)?);
-            out.push('}');
-        }
+        render_call_objects(calls, "; ", "parameters", &mut out)?;
         Ok(out)
     }
 }
@@ -339,7 +331,7 @@ pub fn llama3_json() -> Arc<dyn Format> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use crate::parsers::test_support::untyped::{every_split, parser, soup, soup_holds};
+    use crate::parsers::test_support::untyped::{assert_all_content, every_split, parser, soup, soup_holds};
     use crate::parsers::{IssueKind, ToolCall};
     use proptest::prelude::*;
 
@@ -398,9 +390,7 @@ mod tests {
             "Intro <|python_tag|>brave_search.call(q=1)",
             "a < b <|pyth",
         ] {
-            let r = every_split("llama3_json", text);
-            assert!(r.tool_calls.is_empty(), "{text:?}");
-            assert_eq!(r.content.as_deref(), Some(text));
+            assert_all_content(&every_split("llama3_json", text), text);
         }
     }
 

@@ -779,7 +779,9 @@ fn python_string(s: &str, out: &mut String) {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::parsers::test_support::{args, every_prefix, every_split, kinds, parser, soup, soup_holds};
+    use crate::parsers::test_support::{
+        args, assert_all_content, every_prefix, every_split, kinds, parser, soup, soup_holds,
+    };
     use crate::parsers::Event;
     use proptest::prelude::*;
     use serde_json::json;
@@ -843,9 +845,7 @@ mod tests {
             "See [read_file(path='a'",
             "See [read_fi",
         ] {
-            let r = every_split("pythonic", prose);
-            assert!(r.tool_calls.is_empty(), "{prose:?}");
-            assert_eq!(r.content.as_deref(), Some(prose));
+            assert_all_content(&every_split("pythonic", prose), prose);
         }
         // A call is released as soon as its `)` arrives, prose before it as it comes.
         let p = parser("pythonic");
@@ -873,9 +873,7 @@ mod tests {
             "a < b <|python_",
             "a <|python_start|>",
         ] {
-            let r = every_split("llama4_pythonic", prose);
-            assert!(r.tool_calls.is_empty(), "{prose:?}");
-            assert_eq!(r.content.as_deref(), Some(prose));
+            assert_all_content(&every_split("llama4_pythonic", prose), prose);
         }
         // `pythonic` does not know the marker: it stays content around the list.
         let r = every_split("pythonic", text);
