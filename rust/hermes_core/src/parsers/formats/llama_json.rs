@@ -304,9 +304,11 @@ impl Format for LlamaJson {
         let content = content.unwrap_or("");
         if calls.is_empty() {
             let start = content.trim_start_matches([' ', '\t', '\n', '\r']);
-            if start.starts_with('{') || start.starts_with(PYTHON_TAG) {
+            // The tag introduces a call wherever it stands (after prose too).
+            if start.starts_with('{') || content.contains(PYTHON_TAG) {
                 return Err(RenderError(
-                    "content that starts with '{' or <|python_tag|> would be read back as a JSON tool call".into(),
+                    "content that starts with '{' or holds <|python_tag|> would be read back as a JSON tool call"
+                        .into(),
                 ));
             }
             return Ok(content.to_owned());
@@ -414,6 +416,20 @@ mod tests {
         assert_eq!(r.tool_calls[1].arguments, "{}");
         assert!(p.render(&calls, Some("text")).is_err());
         assert!(p.render(&[], Some(" {\"a\": 1}")).is_err());
+        // The tag after prose introduces a call (found by test_properties' round trip).
+        for content in [
+            "0<|python_tag|>",
+            "Use <|python_tag|>{\"name\": \"a\", \"parameters\": {}}",
+        ] {
+            assert!(p.render(&[], Some(content)).is_err(), "{content:?}");
+        }
+        let prose = "Intro {\"name\": \"a\"} and <|python_ta";
+        assert_eq!(
+            every_split("llama3_json", &p.render(&[], Some(prose)).unwrap())
+                .content
+                .as_deref(),
+            Some(prose)
+        );
     }
 
     const FRAGMENTS: &[&str] = &[
