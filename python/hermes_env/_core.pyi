@@ -33,6 +33,7 @@ __all__ = [
     "MASK",
     "PROMPT_LOGPROB",
     "FINISH_REASONS",
+    "ByteLevelBpe",
 ]
 
 __version__: str
@@ -268,3 +269,15 @@ def assistant_token_mask(
 # ---------------------------------------------------------------------------------------------
 # end of trajectory section
 # ---------------------------------------------------------------------------------------------
+
+# ---------------------------------------------------------------------------------------------
+# bpe section (rust/hermes_py/src/bpe.rs; used by hermes_env.managed.tokenization)
+# ---------------------------------------------------------------------------------------------
+@_final
+class ByteLevelBpe:
+    def __new__(cls, tokenizer_json: str, ints: tuple[int, ...] | None = None) -> ByteLevelBpe: ...
+    def encode(self, text: str) -> list[int] | None: ...
+    def encode_unchecked(self, text: str) -> list[int] | None: ...
+    def pre_tokenize(self, text: str) -> list[tuple[int, int]]: ...
+    def unknown_chars(self, text: str) -> str: ...
+    def set_char(self, c: str, ok: bool) -> None: ...
