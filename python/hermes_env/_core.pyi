@@ -9,6 +9,33 @@ from typing import Literal as _Literal  # noqa: E402
 from typing import Self as _Self  # noqa: E402
 from typing import final as _final  # noqa: E402
 
+__all__ = [
+    "__version__",
+    "ToolCall",
+    "ParseIssue",
+    "ParseResult",
+    "ContentDelta",
+    "ToolCallStart",
+    "ToolCallArgsDelta",
+    "ToolCallEnd",
+    "Parser",
+    "ParseStream",
+    "list_parsers",
+    "get_parser",
+    "guess_parser",
+    "MAX_ISSUES",
+    "ISSUE_KINDS",
+    "Trajectory",
+    "assistant_token_mask",
+    "TrajectoryError",
+    "TrajectoryDivergence",
+    "TrajectoryDivergenceWarning",
+    "MASK",
+    "PROMPT_LOGPROB",
+    "FINISH_REASONS",
+    "ByteLevelBpe",
+]
+
 __version__: str
 
 _IssueKind = _Literal[
@@ -242,3 +269,15 @@ def assistant_token_mask(
 # ---------------------------------------------------------------------------------------------
 # end of trajectory section
 # ---------------------------------------------------------------------------------------------
+
+# ---------------------------------------------------------------------------------------------
+# bpe section (rust/hermes_py/src/bpe.rs; used by hermes_env.managed.tokenization)
+# ---------------------------------------------------------------------------------------------
+@_final
+class ByteLevelBpe:
+    def __new__(cls, tokenizer_json: str, ints: tuple[int, ...] | None = None) -> ByteLevelBpe: ...
+    def encode(self, text: str) -> list[int] | None: ...
+    def encode_unchecked(self, text: str) -> list[int] | None: ...
+    def pre_tokenize(self, text: str) -> list[tuple[int, int]]: ...
+    def unknown_chars(self, text: str) -> str: ...
+    def set_char(self, c: str, ok: bool) -> None: ...

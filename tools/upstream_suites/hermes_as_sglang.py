@@ -13,9 +13,18 @@ What SGLang's API means, and how it is met here:
   parameters)``. In ``detect_and_parse`` SGLang's ``tool_index`` is the tool's position in
   ``tools`` (-1 when unknown); while streaming it is the call's position in the output. The
   stand-in does the same.
+- SGLang's pythonic detector sends a call as one item (name and whole arguments); the other
+  detectors send the name, then argument pieces. hermes_env's pythonic parser also releases a
+  call whole, so its stand-in joins the name and arguments of a call started in the same delta.
+- The state SGLang's serving layer reads after a stream (``current_tool_id``,
+  ``prev_tool_call_arr``, ``streamed_args_for_tool``, for its end-of-stream check) is kept as
+  SGLang's base detector keeps it.
+- ``has_tool_call(text)`` is "the text starts a call": calls were parsed, or an issue says a call
+  was begun and broken (SGLang looks for the format's start marker).
 - SGLang's streaming has no end-of-output call either: text hermes_env still holds when a test
   stops feeding (a possible marker prefix, whitespace that may be framing) is not returned.
-- Tests that read a detector's private state (``_buffer``, ``current_tool_id``) cannot pass.
+- Tests that read a detector's other private state (``_buffer``, ``_reset_streaming_state``)
+  cannot pass.
 """
 
 from __future__ import annotations
@@ -25,6 +34,12 @@ import json
 from typing import Any
 
 import hermes_env.parsers as hp
+
+# Issue kinds that mean a call was begun (and broken or cut off).
+CALL_BEGUN = {"truncated", "malformed_markup", "malformed_json", "missing_name", "missing_arguments"}
+
+# SGLang detectors that send a call as one item (name and whole arguments).
+WHOLE_CALL_ITEMS = {"PythonicDetector"}
 
 # SGLang detector (module, class) -> hermes_env parser name.
 DETECTORS = {
@@ -78,7 +93,8 @@ def make_detector(base: type, hermes_name: str, class_name: str) -> type:
             return hp.get_parser(hermes_name, tools=_tool_dicts(tools))
 
         def has_tool_call(self, text: str) -> bool:
-            return bool(self._parser(None).parse(text).tool_calls)
+            r = self._parser(None).parse(text)
+            return bool(r.tool_calls) or any(i.kind in CALL_BEGUN for i in r.issues)
 
         def detect_and_parse(self, text: str, tools: Any) -> Any:
             r = self._parser(tools).parse(text)
@@ -93,14 +109,33 @@ def make_detector(base: type, hermes_name: str, class_name: str) -> type:
             if self._stream is None or key != self._tools_key:
                 self._stream = self._parser(tools).stream()
                 self._tools_key = key
+                self.current_tool_id = -1
+                self.prev_tool_call_arr = []
+                self.streamed_args_for_tool = []
             events = self._stream.feed(new_text)
             text = "".join(e.text for e in events if isinstance(e, hp.ContentDelta))
             calls: list[Any] = []
+            started: dict[int, Any] = {}
             for e in events:
                 if isinstance(e, hp.ToolCallStart):
                     calls.append(ToolCallItem(tool_index=e.index, name=e.name, parameters=""))
+                    started[e.index] = calls[-1]
+                    self.current_tool_id = e.index
+                    self.prev_tool_call_arr.append({"name": e.name, "arguments": {}})
+                    self.streamed_args_for_tool.append("")
                 elif isinstance(e, hp.ToolCallArgsDelta):
-                    calls.append(ToolCallItem(tool_index=e.index, name=None, parameters=e.text))
+                    if class_name in WHOLE_CALL_ITEMS and e.index in started:
+                        started[e.index].parameters += e.text
+                    else:
+                        calls.append(ToolCallItem(tool_index=e.index, name=None, parameters=e.text))
+                    self.streamed_args_for_tool[e.index] += e.text
+                elif isinstance(e, hp.ToolCallEnd):
+                    self.current_tool_id = e.index + 1
+                    try:
+                        args = json.loads(self.streamed_args_for_tool[e.index] or "{}")
+                    except ValueError:
+                        args = {}
+                    self.prev_tool_call_arr[e.index]["arguments"] = args
             return StreamingParseResult(normal_text=text, calls=calls)
 
     Detector.__name__ = Detector.__qualname__ = class_name

@@ -6,13 +6,9 @@
 set -euo pipefail
 oracle=${1:?usage: run_vllm.sh ORACLE_VENV [pytest args...]}; shift
 here=$(cd "$(dirname "$0")" && pwd); repo=$(cd "$here/../.." && pwd)
-src=${UPSTREAM_DIR:-/tmp/hermes-upstream}/vllm-0.33.0
-if [ ! -d "$src/tests/tool_parsers" ]; then
-    mkdir -p "$(dirname "$src")"
-    url=$(curl -fsS -H "Accept: application/vnd.pypi.simple.v1+json" https://pypi.org/simple/vllm/ |
-        "$oracle/bin/python" -c 'import json,sys; print([f["url"] for f in json.load(sys.stdin)["files"] if f["filename"]=="vllm-0.33.0.tar.gz"][0])')
-    curl -fsS "$url" | tar xz -C "$(dirname "$src")" vllm-0.33.0/tests
-fi
+dest=${UPSTREAM_DIR:-/tmp/hermes-upstream}
+"$here/pypi_sdist.sh" "$oracle/bin/python" vllm 0.33.0 "$dest" tests
+src=$dest/vllm-0.33.0
 "$oracle/bin/python" -c "import pytest" 2>/dev/null || "$oracle/bin/pip" install -q pytest
 tok=$("$repo/.venv/bin/python" -c "from hermes_env.testing import qwen3_tokenizer_dir; print(qwen3_tokenizer_dir())")
 files=()

@@ -5,8 +5,8 @@
 //! a streaming client feeds it a few bytes at a time. Calling the format's state machine for each
 //! piece costs a dynamic call, an [`Emitter`](super::Emitter) and the format's own dispatch per
 //! feed, several times the work of scanning the bytes. So a format, at the end of a feed, may
-//! open a lane ([`Emitter::set_lane`](super::Emitter::set_lane)); each following chunk that
-//! [`Lane::pass`] accepts is handled by the driver, and the first chunk it refuses goes to the
+//! open a lane ([`Emitter::set_lane`](super::Emitter::set_lane)); each following chunk the lane's
+//! rule accepts (`Stream::pass_lane`, the one dispatcher of the rules below) is handled by the driver, and the first chunk it refuses goes to the
 //! format as usual. The driver closes the lane before every format call, so a format only says,
 //! after each feed, whether its current state allows one.
 //!
@@ -25,7 +25,7 @@
 //! `tests/lanes.rs` checks that every format opens a lane on a long argument and that streaming
 //! through lanes gives the events and result of `parse` at every chunk size.
 
-use super::formats::schema_values::{escape_json_into, ESCAPE};
+use super::json_escape::{escape_json_into, ESCAPE};
 use super::json_scan::{has_string_stop, word_has_string_stop};
 
 /// The kind of text that passes, with the little state it carries across chunks.
@@ -69,46 +69,6 @@ pub enum Lane {
     /// it refuses), and refuses chunks where that whitespace may continue a run the format
     /// counts differently (after a non-ASCII character, `\x0b` or `\x0c`).
     Content { stop: u8, hold_trailing_ws: bool },
-}
-
-impl Lane {
-    /// The lane after `chunk` when `chunk` passes (it then goes to the open call's arguments
-    /// through [`Lane::write`]); `None` when the format must take it.
-    #[inline]
-    pub fn pass(self, chunk: &[u8]) -> Option<Lane> {
-        match self {
-            Lane::Off => None,
-            Lane::JsonString { escaped } => {
-                json_string_pass(escaped, chunk).map(|escaped| Lane::JsonString { escaped })
-            }
-            Lane::RawString {
-                stop,
-                framed,
-                newline_held,
-            } => raw_string_pass(stop, framed, newline_held, chunk).map(|(newline_held, _)| Lane::RawString {
-                stop,
-                framed,
-                newline_held,
-            }),
-            Lane::Defer { until } => defer_pass(until, chunk).then_some(self),
-            Lane::Content { stop, hold_trailing_ws } => content_pass(stop, hold_trailing_ws, chunk).then_some(self),
-        }
-    }
-
-    /// Append a `chunk` that passed this lane to `args` as the format would have; returns the
-    /// text appended.
-    #[inline]
-    pub fn write<'a>(self, chunk: &'a str, args: &'a mut String) -> &'a str {
-        match self {
-            Lane::Off | Lane::JsonString { .. } | Lane::Defer { .. } | Lane::Content { .. } => {
-                push_short(args, chunk);
-                chunk
-            }
-            Lane::RawString {
-                framed, newline_held, ..
-            } => write_raw_string(framed, newline_held, has_string_stop(chunk.as_bytes()), chunk, args),
-        }
-    }
 }
 
 /// [`Lane::RawString`]'s rule: whether `chunk` passes, and if so whether a newline is held after
@@ -162,7 +122,7 @@ pub(crate) fn content_pass(stop: u8, hold_trailing_ws: bool, chunk: &[u8]) -> bo
     !unclear && !contains_byte(chunk, stop)
 }
 
-/// [`Lane::write`] for [`Lane::RawString`]: the held newline first, then the chunk escaped
+/// What the driver appends for a [`Lane::RawString`] chunk: the held newline first, then the chunk escaped
 /// (`escapes`: whether the chunk holds a byte to escape; false lets it be copied as it is).
 #[inline]
 pub(crate) fn write_raw_string<'a>(
@@ -296,6 +256,46 @@ pub(crate) fn json_string_pass(mut escaped: bool, chunk: &[u8]) -> Option<bool> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The rules as one function, to state them in these tests (the driver reads the lane's
+    /// fields one by one instead, for speed).
+    impl Lane {
+        /// The lane after `chunk` when `chunk` passes (it then goes to the open call's arguments
+        /// through [`Lane::write`]); `None` when the format must take it.
+        pub fn pass(self, chunk: &[u8]) -> Option<Lane> {
+            match self {
+                Lane::Off => None,
+                Lane::JsonString { escaped } => {
+                    json_string_pass(escaped, chunk).map(|escaped| Lane::JsonString { escaped })
+                }
+                Lane::RawString {
+                    stop,
+                    framed,
+                    newline_held,
+                } => raw_string_pass(stop, framed, newline_held, chunk).map(|(newline_held, _)| Lane::RawString {
+                    stop,
+                    framed,
+                    newline_held,
+                }),
+                Lane::Defer { until } => defer_pass(until, chunk).then_some(self),
+                Lane::Content { stop, hold_trailing_ws } => content_pass(stop, hold_trailing_ws, chunk).then_some(self),
+            }
+        }
+
+        /// Append a `chunk` that passed this lane to `args` as the format would have; returns the
+        /// text appended.
+        pub fn write<'a>(self, chunk: &'a str, args: &'a mut String) -> &'a str {
+            match self {
+                Lane::Off | Lane::JsonString { .. } | Lane::Defer { .. } | Lane::Content { .. } => {
+                    push_short(args, chunk);
+                    chunk
+                }
+                Lane::RawString {
+                    framed, newline_held, ..
+                } => write_raw_string(framed, newline_held, has_string_stop(chunk.as_bytes()), chunk, args),
+            }
+        }
+    }
 
     #[test]
     fn json_string_lane_takes_plain_text_and_simple_escapes() {

@@ -5,28 +5,38 @@
 //! `finish` of the same [`Stream`], so whole-text and streamed results cannot drift apart.
 //!
 //! # Layout
-//! - [`types`]: [`ToolCall`], [`ParseIssue`]/[`IssueKind`], [`Event`], [`ParseResult`], [`Pos`].
-//! - [`tools`]: [`Tools`], the request's tool schemas (names, per-parameter JSON-schema types).
-//! - [`stream`]: the [`FormatStream`] / [`Format`] traits every format implements, the
-//!   [`Emitter`] formats write to, and the [`Stream`] driver.
-//! - [`event_sink`]: [`EventSink`], where events go: `Vec<Event>`, [`ForwardSink`], or a consumer
+//! Every module is private; what other crates use is the `pub use` list at the end of this file.
+//! The core (of these, only `registry`, the table of format constructors, imports `formats`):
+//! - `types`: [`ToolCall`], [`ParseIssue`]/[`IssueKind`], [`Event`], [`ParseResult`], [`Pos`].
+//! - `tools`: [`Tools`], the request's tool schemas (names, per-parameter JSON-schema types).
+//! - `stream`: the [`FormatStream`] / [`Format`] traits every format implements and the
+//!   [`Stream`] driver; `emitter`: the [`Emitter`] formats write to; `call_ids`: ids for calls
+//!   whose format has none; `utf8`: [`count_chars`].
+//! - `event_sink`: [`EventSink`], where events go: `Vec<Event>`, [`ForwardSink`], or a consumer
 //!   that forwards text without building event strings.
-//! - [`lane`]: [`Lane`], text the driver passes on without calling the format while the format
+//! - `lane`: [`Lane`], text the driver passes on without calling the format while the format
 //!   says its state allows (inside argument strings, plain prose, text a format holds whole).
-//! - [`marker`]: [`MarkerSet`], marker search with bounded hold-back (memchr-fast).
-//! - [`json_scan`]: [`JsonScanner`] (one JSON value, incrementally, grammar-checked, no
-//!   recursion) and [`ObjectWalker`] (an object's members, raw value text as it arrives).
-//! - [`json_in_markers`]: [`JsonInMarkers`], the *described* format "a JSON object
-//!   `{name, arguments}` between a start and an end marker" (hermes, qwen, longcat are rows).
-//! - [`formats`]: one file per format family, each exposing `fn <name>() -> Arc<dyn Format>`.
-//! - [`registry`]: the name table, [`list_parsers`], [`get_parser`], [`Parser`].
+//! - `marker`: [`MarkerSet`], marker search with bounded hold-back (memchr-fast).
+//! - `json_scan`: [`JsonScanner`] (one JSON value, incrementally, grammar-checked, no
+//!   recursion) and [`ObjectWalker`] (an object's members, raw value text as it arrives);
+//!   `json_escape`: JSON string escaping.
+//! - `registry`: the name table, [`list_parsers`], [`get_parser`], [`Parser`].
+//!
+//! On top of it:
+//! - `engines`: the machinery formats share, one engine per kind of markup (`json_in_markers`:
+//!   [`JsonInMarkers`], "a JSON object `{name, arguments}` between a start and an end marker";
+//!   `xml_params`; `sectioned`; `json_array`; `python_literal`; `shared`).
+//! - `formats`: one file per format family (constants, dialect, render), each exposing
+//!   `fn <name>() -> Arc<dyn Format>`.
+//! - `test_support` (tests only): run a parser over every chunking of a text and check the
+//!   streaming invariants.
 //!
 //! # Adding a format (e.g. `glm45`)
-//! 1. Create `formats/<name>.rs` and add `pub mod <name>;` to `formats/mod.rs`.
+//! 1. Create `formats/<name>.rs` and add `pub(crate) mod <name>;` to `formats/mod.rs`.
 //! 2. If the format is "JSON object between markers", it is a [`JsonInMarkers`] constant: write
 //!    `pub fn <name>() -> Arc<dyn Format> { Arc::new(JsonInMarkers { .. }) }` and you are done.
 //!    If it is "parameters as raw text between XML-ish tags" (qwen3_coder, glm45), describe it to
-//!    `formats::xml_params`: a `Spec` (markers, wording) and a `Dialect` for the call-name and
+//!    `engines::xml_params`: a `Spec` (markers, wording) and a `Dialect` for the call-name and
 //!    key markup; value streaming, end-marker lookahead and truncation are written there once.
 //! 3. Otherwise implement [`Format`] (`stream` builds your state machine, `render` writes calls
 //!    back as raw text or returns a [`RenderError`] saying what the format cannot express) and
@@ -51,7 +61,7 @@
 //!      of the arguments, a raw string value, plain prose, text you hold until a byte arrives), so
 //!      the driver passes the next chunks on without calling you; take over a lane's state with
 //!      [`Emitter::resumed_lane`] at the start of the next feed (see `JimStream` or
-//!      `shared::Driven`'s `Machine::lane`). `tests/lanes.rs` checks every format opens one;
+//!      `engines::shared::Driven`'s `Machine::lane`). `tests/lanes.rs` checks every format opens one;
 //!      `cargo run --release -p hermes_core --example stream_vs_parse -- NAME FILE` measures it.
 //!    - never lose text: whatever is not returned as a call (name/arguments) or consumed as the
 //!      format's own markup must reach `content`, also on malformed and truncated input
@@ -62,7 +72,7 @@
 //!      checks it for every registered format.
 //!
 //!    Unknown-tool issues, ids, event merging and the result are handled by the driver.
-//! 4. Register: add one [`ParserSpec`] row to [`registry::REGISTRY`] under vLLM's
+//! 4. Register: add one [`ParserSpec`] row to [`REGISTRY`] under vLLM's
 //!    `--tool-call-parser` name (aliases are extra rows pointing to the same constructor). If its
 //!    output carries a distinctive start marker, add it to `formats/auto.rs` so `auto` and
 //!    `guess_parser` recognise it.
@@ -74,26 +84,34 @@
 //!    invariance for every name in `list_parsers()`. The Rust proptests in
 //!    `rust/hermes_core/tests/parsers.rs` iterate over `list_parsers()` too.
 
-pub mod event_sink;
-pub mod formats;
-pub mod json_in_markers;
-pub mod json_scan;
-pub mod lane;
-pub mod marker;
-pub mod registry;
-pub mod stream;
-pub mod tools;
-pub mod types;
+mod call_ids;
+mod emitter;
+mod engines;
+mod event_sink;
+mod formats;
+mod json_escape;
+mod json_scan;
+mod lane;
+mod marker;
+mod registry;
+mod stream;
+#[cfg(test)]
+mod test_support;
+mod tools;
+mod types;
+mod utf8;
 
+pub use emitter::Emitter;
+pub use engines::json_in_markers::JsonInMarkers;
 pub use event_sink::{EventSink, ForwardSink};
 pub use formats::auto::guess_parser;
-pub use json_in_markers::JsonInMarkers;
 pub use json_scan::{JsonError, JsonErrorKind, JsonScanner, ObjectWalker, Status, Walk};
 pub use lane::Lane;
 pub use marker::{MarkerHit, MarkerSet};
 pub use registry::{
     get_parser, get_parser_with, list_parsers, Parser, ParserOptions, ParserSpec, UnknownParserError, REGISTRY,
 };
-pub use stream::{count_chars, Emitter, Format, FormatStream, Stream};
+pub use stream::{Format, FormatStream, Stream};
 pub use tools::{ParamSpec, ParamType, ToolSpec, Tools, ToolsError};
 pub use types::{Event, IssueKind, ParseIssue, ParseResult, Pos, RenderError, ToolCall, MAX_ISSUES};
+pub use utf8::count_chars;

@@ -4,11 +4,14 @@
 
 use std::sync::Arc;
 
-pub use super::event_sink::EventSink;
+use super::call_ids::CallIds;
+use super::emitter::{Accum, Emitter};
+use super::event_sink::EventSink;
 use super::lane::{content_pass, defer_pass, json_string_pass, push_short, raw_string_pass, write_raw_string, Lane};
 use super::registry::ParserOptions;
 use super::tools::Tools;
-use super::types::{Event, IssueKind, ParseIssue, ParseResult, Pos, RenderError, ToolCall, MAX_ISSUES};
+use super::types::{Event, IssueKind, ParseResult, Pos, RenderError, ToolCall};
+use super::utf8::count_chars;
 
 /// A format's incremental state machine for one model output.
 ///
@@ -43,345 +46,6 @@ pub trait Format: Send + Sync {
     /// This format with `options` applied, when any of them concerns it (`None`: unchanged).
     fn with_options(&self, _options: &ParserOptions) -> Option<Arc<dyn Format>> {
         None
-    }
-}
-
-/// Number of Unicode code points in `s` (counts the bytes that start a character).
-#[inline]
-pub fn count_chars(s: &[u8]) -> usize {
-    if s.len() < 32 {
-        return count_chars_short(s);
-    }
-    // Per block of 255 bytes the count fits a u8, which lets the loop vectorise 16+ bytes wide.
-    s.chunks(255)
-        .map(|block| block.iter().fold(0u8, |n, &b| n + u8::from((b as i8) >= -0x40)) as usize)
-        .sum()
-}
-
-/// Continuation bytes (`0b10xx_xxxx`) among the 8 bytes of `w`: bit 7 set and bit 6 clear.
-#[inline]
-fn continuation_bytes(w: u64) -> usize {
-    // One bit per continuation byte, moved to bit 0 of its byte; the multiply sums the 8 bytes
-    // into the top byte (at most 8, no carry). `count_ones` is a ~15-instruction software
-    // routine on the baseline x86-64 target (no `popcnt`).
-    let flags = (w & !(w << 1) & 0x8080_8080_8080_8080) >> 7;
-    (flags.wrapping_mul(0x0101_0101_0101_0101) >> 56) as usize
-}
-
-/// [`count_chars`] for the few bytes of a streamed chunk: whole 8-byte words, then the tail as
-/// one word overlapping the last one (its already-counted bytes shifted out), so a 4-byte feed
-/// costs a handful of instructions instead of a loop over bytes.
-#[inline]
-fn count_chars_short(s: &[u8]) -> usize {
-    let n = s.len();
-    if n < 4 {
-        return s.iter().filter(|&&b| (b as i8) >= -0x40).count();
-    }
-    if n <= 8 {
-        // Two overlapping 4-byte words cover 4..=8 bytes; drop the overlap from the second.
-        let (Some(a), Some(b)) = (s.first_chunk::<4>(), s.last_chunk::<4>()) else {
-            return 0;
-        };
-        let lo = u64::from(u32::from_le_bytes(*a));
-        let hi = u64::from(u32::from_le_bytes(*b)) >> (8 * (8 - n));
-        let w = lo | (hi << 32);
-        // ASCII (most code and prose): every byte is a character.
-        if w & 0x8080_8080_8080_8080 == 0 {
-            return n;
-        }
-        return n - continuation_bytes(w);
-    }
-    let mut cont = 0;
-    let words = s.chunks_exact(8);
-    let tail = words.remainder().len();
-    for w in words {
-        if let Some(w) = w.first_chunk::<8>() {
-            cont += continuation_bytes(u64::from_le_bytes(*w));
-        }
-    }
-    if tail > 0 {
-        if let Some(w) = s.last_chunk::<8>() {
-            cont += continuation_bytes(u64::from_le_bytes(*w) >> (8 * (8 - tail)));
-        }
-    }
-    n - cont
-}
-
-/// What the driver accumulates while a stream runs.
-struct Accum {
-    content: String,
-    /// Where `content` came from: byte ranges of the output, in order, while every piece was a
-    /// slice of the fed text (`spans_exact`); lets a binding reuse the input string.
-    spans: Vec<(usize, usize)>,
-    spans_exact: bool,
-    calls: Vec<ToolCall>,
-    issues: Vec<ParseIssue>,
-    /// Issues past [`MAX_ISSUES`] (counted, not stored).
-    issues_omitted: usize,
-    open: Option<usize>,
-    tools: Arc<Tools>,
-    rng: u64,
-    /// Set by the format for the chunks after its last feed (see [`Lane`]); the driver closes it
-    /// before each format call.
-    lane: Lane,
-    /// The lane's state when the driver handed the text back to the format (its last chunk was
-    /// refused); what [`Emitter::resumed_lane`] tells the format.
-    resumed: Lane,
-}
-
-impl Accum {
-    /// Store an issue, or count it once [`MAX_ISSUES`] are stored.
-    fn push_issue(&mut self, kind: IssueKind, at: Pos, message: impl Into<String>) {
-        if self.issues.len() < MAX_ISSUES {
-            self.issues.push(ParseIssue {
-                kind,
-                offset: at.byte,
-                char_offset: at.char,
-                message: message.into(),
-            });
-        } else {
-            self.issues_omitted += 1;
-        }
-    }
-
-    fn next_id(&mut self) -> String {
-        const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-        let mut id = String::with_capacity(29);
-        id.push_str("call_");
-        for _ in 0..24 {
-            // xorshift64*: ids only need to be unique within a conversation, not secret.
-            self.rng ^= self.rng >> 12;
-            self.rng ^= self.rng << 25;
-            self.rng ^= self.rng >> 27;
-            let r = self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D);
-            id.push(ALPHABET[(r >> 58) as usize % ALPHABET.len()] as char);
-        }
-        id
-    }
-}
-
-fn random_seed() -> u64 {
-    use std::collections::hash_map::RandomState;
-    use std::hash::{BuildHasher, Hasher};
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut h = RandomState::new().build_hasher();
-    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    h.finish() | 1
-}
-
-/// What a format writes to while it processes one chunk. Adjacent content (or argument) pieces
-/// are merged into one event, so a feed yields few events however the format slices its work.
-pub struct Emitter<'a> {
-    acc: &'a mut Accum,
-    events: Option<&'a mut (dyn EventSink + 'a)>,
-    chunk: &'a [u8],
-    window: &'a [u8],
-    base: Pos,
-    cursor: (usize, usize),
-}
-
-impl Emitter<'_> {
-    /// Absolute byte offset of the current chunk's first byte in the whole output.
-    pub fn chunk_offset(&self) -> usize {
-        self.base.byte
-    }
-
-    /// The position of absolute byte offset `byte`, with its code-point offset. Exact for offsets
-    /// in the current chunk and in the last 128+ bytes before it; formats that report an issue
-    /// about older text should take its `Pos` when they see it.
-    pub fn pos(&mut self, byte: usize) -> Pos {
-        if byte >= self.base.byte {
-            let rel = (byte - self.base.byte).min(self.chunk.len());
-            // Count only between the last asked position and this one (either direction), so
-            // a format asking for positions in order pays O(chunk) per chunk in total.
-            if rel >= self.cursor.0 {
-                let counted = count_chars(self.chunk.get(self.cursor.0..rel).unwrap_or_default());
-                self.cursor = (rel, self.cursor.1 + counted);
-            } else {
-                let back = count_chars(self.chunk.get(rel..self.cursor.0).unwrap_or_default());
-                self.cursor = (rel, self.cursor.1 - back);
-            }
-            Pos {
-                byte: self.base.byte + rel,
-                char: self.base.char + self.cursor.1,
-            }
-        } else {
-            let back = (self.base.byte - byte).min(self.window.len());
-            let start = self.window.len() - back;
-            let chars = count_chars(self.window.get(start..).unwrap_or_default());
-            Pos {
-                byte: self.base.byte - back,
-                char: self.base.char.saturating_sub(chars),
-            }
-        }
-    }
-
-    /// Run `f` with an emitter whose chunk is `text`: the output's bytes from `at`, verbatim (text
-    /// a format held back, then the rest of the current chunk). For a format that hands what it
-    /// held to another format's stream (`auto`): that stream then sees `text` as the chunk fed,
-    /// with exact positions and content spans.
-    pub fn as_chunk<R>(&mut self, at: Pos, text: &str, f: impl FnOnce(&mut Emitter<'_>) -> R) -> R {
-        let mut sub = Emitter {
-            acc: &mut *self.acc,
-            // Re-borrow for this call only (coercions do not reach inside an Option).
-            events: match self.events.as_deref_mut() {
-                Some(e) => Some(e),
-                None => None,
-            },
-            chunk: text.as_bytes(),
-            window: &[],
-            base: at,
-            cursor: (0, 0),
-        };
-        f(&mut sub)
-    }
-
-    /// Plain text for `content`.
-    pub fn content(&mut self, text: &str) {
-        if text.is_empty() {
-            return;
-        }
-        let offset = (text.as_ptr() as usize).wrapping_sub(self.chunk.as_ptr() as usize);
-        let in_chunk = offset <= self.chunk.len() && text.len() <= self.chunk.len() - offset;
-        self.push_content(in_chunk.then(|| self.base.byte + offset), text);
-    }
-
-    /// Plain text for `content` that is a verbatim copy of the output's bytes
-    /// `byte..byte + text.len()`, kept in the format's own buffer (text it held back while
-    /// undecided). Recorded as that span of the output, so the content can still be cut from the
-    /// caller's string ([`Stream::content_spans`]) as when the format passes chunk slices.
-    pub fn content_from(&mut self, byte: usize, text: &str) {
-        if text.is_empty() {
-            return;
-        }
-        let fed = self.base.byte + self.chunk.len();
-        let verbatim = byte.checked_add(text.len()).is_some_and(|end| end <= fed);
-        self.push_content(verbatim.then_some(byte), text);
-    }
-
-    /// Append content; `start`: where it lies in the output, if it is a slice of it.
-    #[inline]
-    fn push_content(&mut self, start: Option<usize>, text: &str) {
-        self.acc.content.push_str(text);
-        if self.acc.spans_exact {
-            match start {
-                Some(start) => match self.acc.spans.last_mut() {
-                    Some(last) if last.1 == start => last.1 += text.len(),
-                    _ => self.acc.spans.push((start, start + text.len())),
-                },
-                None => self.acc.spans_exact = false,
-            }
-        }
-        if let Some(events) = self.events.as_deref_mut() {
-            events.content(text);
-        }
-    }
-
-    /// Begin a call (ending any open one). `id`: the format's own call id, if it has one;
-    /// otherwise a `call_...` id is generated. `at`: where the call starts (for the unknown-tool
-    /// issue). Returns the call's index.
-    pub fn start_call(&mut self, name: &str, id: Option<String>, at: Pos) -> usize {
-        self.end_call();
-        let index = self.acc.calls.len();
-        let id = id.unwrap_or_else(|| self.acc.next_id());
-        if !self.acc.tools.allows(name) {
-            let msg = format!("call {index} names tool {name:?}, which is not among the request's tools");
-            self.issue(IssueKind::UnknownTool, at, msg);
-        }
-        if let Some(events) = self.events.as_deref_mut() {
-            events.start(index, &id, name);
-        }
-        self.acc.calls.push(ToolCall {
-            id,
-            name: name.to_owned(),
-            arguments: String::new(),
-        });
-        self.acc.open = Some(index);
-        index
-    }
-
-    /// The next piece of the open call's arguments. With no open call the text goes to content
-    /// (a format bug must never lose text).
-    pub fn args(&mut self, text: &str) {
-        if text.is_empty() {
-            return;
-        }
-        let Some(index) = self.acc.open else {
-            self.content(text);
-            return;
-        };
-        if let Some(call) = self.acc.calls.get_mut(index) {
-            call.arguments.push_str(text);
-        }
-        if let Some(events) = self.events.as_deref_mut() {
-            events.args(index, text);
-        }
-    }
-
-    /// End the open call, if any.
-    pub fn end_call(&mut self) {
-        if let Some(index) = self.acc.open.take() {
-            if let Some(events) = self.events.as_deref_mut() {
-                events.end(index);
-            }
-        }
-    }
-
-    /// Let the driver pass the next chunks itself while `lane` accepts them (see [`Lane`] for
-    /// when a format may). Lasts until the format's next call, which closes it.
-    #[inline]
-    pub fn set_lane(&mut self, lane: Lane) {
-        let needs_call = matches!(lane, Lane::JsonString { .. } | Lane::RawString { .. });
-        self.acc.lane = if needs_call && self.acc.open.is_none() {
-            Lane::Off
-        } else {
-            lane
-        };
-    }
-
-    /// The state the lane the format opened ended in, when the driver passed text in it since
-    /// the format's last call ([`Lane::Off`] otherwise). A format that opens a lane whose state
-    /// can change ([`Lane::JsonString`]) must take it over at the start of its next feed.
-    #[inline]
-    pub fn resumed_lane(&self) -> Lane {
-        self.acc.resumed
-    }
-
-    /// Bytes of the open call's arguments so far (`None`: no call is open). Grows also while
-    /// the driver passes a lane, so a format can tell whether a lane passed text since its
-    /// last call.
-    pub fn open_args_len(&self) -> Option<usize> {
-        self.acc
-            .open
-            .and_then(|i| self.acc.calls.get(i))
-            .map(|c| c.arguments.len())
-    }
-
-    /// Whether any content has been emitted so far, by this format or (under `auto`) before it
-    /// took over the output.
-    pub fn content_emitted(&self) -> bool {
-        !self.acc.content.is_empty()
-    }
-
-    /// Index of the open call, if one is open.
-    pub fn open_call(&self) -> Option<usize> {
-        self.acc.open
-    }
-
-    /// Number of calls started so far.
-    pub fn calls_started(&self) -> usize {
-        self.acc.calls.len()
-    }
-
-    /// The request's tools.
-    pub fn tools(&self) -> &Arc<Tools> {
-        &self.acc.tools
-    }
-
-    /// Report a problem at `at`.
-    pub fn issue(&mut self, kind: IssueKind, at: Pos, message: impl Into<String>) {
-        self.acc.push_issue(kind, at, message);
     }
 }
 
@@ -436,7 +100,7 @@ impl Stream {
                 issues_omitted: 0,
                 open: None,
                 tools,
-                rng: random_seed(),
+                ids: CallIds::new(),
                 lane: Lane::Off,
                 resumed: Lane::Off,
             },
@@ -812,7 +476,7 @@ impl Stream {
     }
 
     /// Count `n` more problems found outside the format that are not stored (the caller stopped
-    /// collecting them once [`MAX_ISSUES`] were reported).
+    /// collecting them once [`MAX_ISSUES`](super::MAX_ISSUES) were reported).
     pub fn count_omitted_issues(&mut self, n: usize) {
         self.acc.issues_omitted += n;
     }
@@ -865,24 +529,6 @@ impl Stream {
             tool_calls: self.acc.calls,
             issues: self.acc.issues,
             issues_omitted: self.acc.issues_omitted,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::count_chars;
-
-    #[test]
-    fn count_chars_matches_std_at_every_length() {
-        let text = "aé😀中\u{80}b\u{7ff}\u{800}\u{ffff}\u{10000}xyz".repeat(40);
-        let bytes = text.as_bytes();
-        for start in 0..8 {
-            for end in start..bytes.len().min(start + 600) {
-                let slice = &bytes[start..end];
-                let expected = slice.iter().filter(|&&b| (b & 0xC0) != 0x80).count();
-                assert_eq!(count_chars(slice), expected, "{start}..{end}");
-            }
         }
     }
 }

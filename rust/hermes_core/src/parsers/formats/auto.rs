@@ -31,11 +31,11 @@
 
 use std::sync::Arc;
 
-use super::super::marker::{MarkerHit, MarkerSet};
-use super::super::registry::ParserOptions;
-use super::super::stream::{count_chars, Emitter, Format, FormatStream};
-use super::super::tools::Tools;
-use super::super::types::{Pos, RenderError, ToolCall};
+use crate::parsers::marker::{MarkerHit, MarkerSet};
+use crate::parsers::registry::ParserOptions;
+use crate::parsers::tools::Tools;
+use crate::parsers::types::{Pos, RenderError, ToolCall};
+use crate::parsers::{count_chars, Emitter, Format, FormatStream};
 
 /// Most bytes looked at after a marker before an ambiguous one is decided by default.
 pub const MAX_LOOKAHEAD: usize = 512;
@@ -276,7 +276,7 @@ impl AutoStream {
 
     /// The format `name` takes over from `text`, which is the output's bytes from `at`.
     fn start_inner(&mut self, name: &str, text: &str, at: Pos, out: &mut Emitter<'_>) {
-        let Some(spec) = super::super::registry::REGISTRY.iter().find(|s| s.name == name) else {
+        let Some(spec) = crate::parsers::registry::REGISTRY.iter().find(|s| s.name == name) else {
             out.content(text);
             return;
         };
@@ -323,8 +323,8 @@ impl FormatStream for AutoStream {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::super::test_support::{args, every_split};
     use super::*;
+    use crate::parsers::test_support::{args, every_split};
     use serde_json::json;
 
     #[test]

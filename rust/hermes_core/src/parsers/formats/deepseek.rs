@@ -19,12 +19,12 @@
 
 use std::sync::Arc;
 
-use crate::parsers::stream::{Format, FormatStream};
 use crate::parsers::tools::Tools;
 use crate::parsers::types::{RenderError, ToolCall};
+use crate::parsers::{Format, FormatStream};
 
-use super::sectioned::{Header, SectionSpec, Sectioned};
-use super::shared::{render_args, Driven};
+use crate::parsers::engines::sectioned::{Header, SectionSpec, Sectioned};
+use crate::parsers::engines::shared::{render_args, Driven};
 
 const CALLS_BEGIN: &str = "<｜tool▁calls▁begin｜>";
 const CALLS_END: &str = "<｜tool▁calls▁end｜>";
@@ -120,7 +120,7 @@ pub fn deepseek_v31() -> Arc<dyn Format> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::super::shared::testing::{every_split, soup, soup_holds};
+    use crate::parsers::test_support::untyped::{every_split, soup, soup_holds};
     use crate::parsers::IssueKind;
     use proptest::prelude::*;
 
@@ -198,7 +198,7 @@ mod tests {
             arguments: "{\"path\": \"```\"}".into(),
         }];
         for name in ["deepseek_v3", "deepseek_v31"] {
-            let p = super::super::shared::testing::parser(name);
+            let p = crate::parsers::test_support::untyped::parser(name);
             let text = p.render(&calls, Some("Hi ")).unwrap();
             let r = every_split(name, &text);
             assert_eq!(r.content.as_deref(), Some("Hi "));

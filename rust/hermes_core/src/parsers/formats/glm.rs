@@ -30,7 +30,7 @@
 //! - plain text is held only while it may be the start of `<tool_call>` or `<arg_key>`, plus
 //!   whitespace runs (see [`super::xml_content`]).
 //!
-//! The parser is a description (`formats/xml_params.rs`): the value streaming, end-marker lookahead,
+//! The parser is a description (`engines/xml_params.rs`): the value streaming, end-marker lookahead,
 //! parameter bookkeeping and truncation handling are shared with qwen3_coder; this file holds the
 //! markers, the name/key markup and `render`.
 //!
@@ -52,13 +52,13 @@
 
 use std::sync::Arc;
 
-use super::super::marker::{MarkerHit, MarkerSet};
-use super::super::stream::{Emitter, Format, FormatStream};
-use super::super::tools::Tools;
-use super::super::types::{IssueKind, Pos, RenderError, ToolCall};
-use super::xml_params::{
+use crate::parsers::engines::xml_params::{
     self, args_object, cap, check_content, value_source, ws_len, Core, Dialect, Spec, St, MAX_NAME,
 };
+use crate::parsers::marker::{MarkerHit, MarkerSet};
+use crate::parsers::tools::Tools;
+use crate::parsers::types::{IssueKind, Pos, RenderError, ToolCall};
+use crate::parsers::{Emitter, Format, FormatStream};
 
 const TOOL_CALL: &str = "<tool_call>";
 const TOOL_CALL_END: &str = "</tool_call>";
@@ -414,8 +414,8 @@ fn render(calls: &[ToolCall], content: Option<&str>, compact: bool) -> Result<St
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::super::test_support::{args, every_prefix, every_split, kinds, parser, soup, soup_holds};
     use super::*;
+    use crate::parsers::test_support::{args, every_prefix, every_split, kinds, parser, soup, soup_holds};
     use crate::parsers::Event;
     use proptest::prelude::*;
     use serde_json::json;

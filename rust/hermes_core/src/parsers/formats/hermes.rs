@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use crate::parsers::json_in_markers::JsonInMarkers;
-use crate::parsers::stream::Format;
+use crate::parsers::engines::json_in_markers::JsonInMarkers;
+use crate::parsers::Format;
 
 /// NousResearch Hermes 2/3 (vLLM `hermes`).
 pub const HERMES: JsonInMarkers = JsonInMarkers {

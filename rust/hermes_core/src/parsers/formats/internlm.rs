@@ -12,12 +12,12 @@
 
 use std::sync::Arc;
 
-use crate::parsers::json_in_markers::JsonInMarkers;
-use crate::parsers::stream::{Format, FormatStream};
+use crate::parsers::engines::json_in_markers::JsonInMarkers;
 use crate::parsers::tools::Tools;
 use crate::parsers::types::{RenderError, ToolCall};
+use crate::parsers::{Format, FormatStream};
 
-use super::shared::{json_string, render_args};
+use crate::parsers::engines::shared::render_call_objects;
 
 const START: &str = "<|action_start|><|plugin|>";
 const END: &str = "<|action_end|>";
@@ -52,11 +52,8 @@ impl Format for InternLm {
         let mut out = String::from(content);
         if let Some(call) = calls.first() {
             out.push_str(START);
-            out.push_str("\n{\"name\": ");
-            out.push_str(&json_string(&call.name));
-            out.push_str(", \"parameters\": ");
-            out.push_str(render_args(0, call)?);
-            out.push('}');
+            out.push('\n');
+            render_call_objects(std::slice::from_ref(call), "", "parameters", &mut out)?;
             out.push_str(END);
         }
         Ok(out)
@@ -70,7 +67,7 @@ pub fn internlm() -> Arc<dyn Format> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::super::shared::testing::{every_split, parser, soup, soup_holds};
+    use crate::parsers::test_support::untyped::{every_split, parser, soup, soup_holds};
     use crate::parsers::ToolCall;
     use proptest::prelude::*;
 

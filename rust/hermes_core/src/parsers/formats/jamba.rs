@@ -8,12 +8,12 @@
 
 use std::sync::Arc;
 
-use crate::parsers::stream::{Format, FormatStream};
 use crate::parsers::tools::Tools;
 use crate::parsers::types::{RenderError, ToolCall};
+use crate::parsers::{Format, FormatStream};
 
-use super::json_array::{ArrayRegions, ArraySpec, Region};
-use super::shared::{render_call_array, Driven};
+use crate::parsers::engines::json_array::{ArrayRegions, ArraySpec, Region};
+use crate::parsers::engines::shared::{render_call_array, Driven};
 
 const START: &str = "<tool_calls>";
 const END: &str = "</tool_calls>";

@@ -17,12 +17,12 @@
 
 use std::sync::Arc;
 
-use crate::parsers::stream::{Format, FormatStream};
 use crate::parsers::tools::Tools;
 use crate::parsers::types::{RenderError, ToolCall};
+use crate::parsers::{Format, FormatStream};
 
-use super::sectioned::{Header, SectionSpec, Sectioned};
-use super::shared::{check_stripped_content, render_args, Driven};
+use crate::parsers::engines::sectioned::{Header, SectionSpec, Sectioned};
+use crate::parsers::engines::shared::{check_stripped_content, render_args, Driven};
 
 const SECTION_BEGIN: &str = "<|tool_calls_section_begin|>";
 const SECTION_END: &str = "<|tool_calls_section_end|>";
@@ -106,7 +106,7 @@ pub fn kimi_k2() -> Arc<dyn Format> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::super::shared::testing::{every_split, parser, soup, soup_holds};
+    use crate::parsers::test_support::untyped::{every_split, parser, soup, soup_holds};
     use crate::parsers::{IssueKind, ToolCall};
     use proptest::prelude::*;
 

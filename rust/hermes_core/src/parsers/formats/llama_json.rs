@@ -6,12 +6,15 @@
 //!
 //! # Semantics
 //! - Calls are bare JSON objects at the start of the output (after optional whitespace and an
-//!   optional `<|python_tag|>`), separated by `;` and/or whitespace. The arguments key is
-//!   `parameters` or `arguments`. As in vLLM, `content` is `None` when calls are found (the only
-//!   text around well-formed calls is the tag, separators and whitespace).
-//! - An output that does not start with a call object is plain content. (vLLM decodes JSON at
-//!   every `{` of the text and drops prose around it; the format has no prose before calls, so
-//!   an object after prose stays content here.)
+//!   optional `<|python_tag|>`), separated by `;`, whitespace and/or another `<|python_tag|>`.
+//!   The arguments key is `parameters` or `arguments`. As in vLLM, `content` is `None` when
+//!   calls are found (the only text around well-formed calls is the tag, separators and
+//!   whitespace).
+//! - Text that does not start with a call object is content. (vLLM decodes JSON at every `{`
+//!   of the text and drops prose around it; the format has no prose before calls, so a bare
+//!   object after prose stays content here.) A `<|python_tag|>` in that text is the model's
+//!   tool-call token, so the object after it is read as a call, and the text before it stays
+//!   content (as SGLang does).
 //! - Strings are scanned with a JSON grammar, so `}`, `;` or `{"name": ...}` inside a string
 //!   argument are string text. The raw arguments JSON streams as it arrives.
 //!
@@ -33,11 +36,13 @@ use std::sync::Arc;
 
 use crate::parsers::lane::Lane;
 use crate::parsers::marker::{MarkerHit, MarkerSet};
-use crate::parsers::stream::{Emitter, Format, FormatStream};
 use crate::parsers::tools::Tools;
 use crate::parsers::types::{IssueKind, RenderError, ToolCall};
+use crate::parsers::{Emitter, Format, FormatStream};
 
-use super::shared::{json_string, render_args, skip_ws, truncated_args, CallObject, Driven, Machine, ObjEnd};
+use crate::parsers::engines::shared::{
+    render_call_objects, skip_ws, truncated_args, CallObject, Driven, Machine, ObjEnd,
+};
 
 const PYTHON_TAG: &str = "<|python_tag|>";
 const ARGS_KEYS: &[&str] = &["parameters", "arguments"];
@@ -53,7 +58,7 @@ enum Mode {
     Between,
     /// After `;`: whitespace, then the next object.
     AfterSemicolon,
-    /// Plain content to the end.
+    /// Content: up to a `<|python_tag|>`, which introduces a call again.
     Text,
     /// Raw arguments of a call whose JSON broke, to the end.
     RawArgs,
@@ -113,16 +118,23 @@ impl Machine for LlamaStream {
                         self.begin_object(base + i, out);
                         continue;
                     }
-                    match self.mode {
-                        Mode::Start => match self.tag.find(rest, eof) {
+                    if self.mode != Mode::AfterTag {
+                        match self.tag.find(rest, eof) {
                             MarkerHit::Full { at: 0, end, .. } => {
+                                if self.calls > 0 {
+                                    self.pending.clear();
+                                }
                                 self.pending.push_str(PYTHON_TAG);
                                 i += end;
                                 self.mode = Mode::AfterTag;
+                                continue;
                             }
                             MarkerHit::Partial { at: 0 } => return i,
-                            _ => self.rest_is_text(out),
-                        },
+                            _ => {}
+                        }
+                    }
+                    match self.mode {
+                        Mode::Start => self.rest_is_text(out),
                         Mode::Between if rest.starts_with(';') => {
                             self.pending.push(';');
                             i += 1;
@@ -196,10 +208,22 @@ impl Machine for LlamaStream {
                         }
                     }
                 }
-                Mode::Text => {
-                    out.content(rest);
-                    return input.len();
-                }
+                Mode::Text => match self.tag.find(rest, eof) {
+                    MarkerHit::Full { at, end, .. } => {
+                        out.content(&rest[..at]);
+                        self.pending.push_str(PYTHON_TAG);
+                        i += end;
+                        self.mode = Mode::AfterTag;
+                    }
+                    MarkerHit::Partial { at } => {
+                        out.content(&rest[..at]);
+                        return i + at;
+                    }
+                    MarkerHit::None => {
+                        out.content(rest);
+                        return input.len();
+                    }
+                },
                 Mode::RawArgs => {
                     out.args(rest);
                     return input.len();
@@ -210,10 +234,13 @@ impl Machine for LlamaStream {
     }
 
     fn lane(&self) -> Lane {
-        if self.mode == Mode::Object && self.pending.is_empty() {
-            self.obj.args_lane()
-        } else {
-            Lane::Off
+        match self.mode {
+            Mode::Object if self.pending.is_empty() => self.obj.args_lane(),
+            Mode::Text if self.pending.is_empty() => Lane::Content {
+                stop: b'<',
+                hold_trailing_ws: false,
+            },
+            _ => Lane::Off,
         }
     }
 
@@ -277,9 +304,11 @@ impl Format for LlamaJson {
         let content = content.unwrap_or("");
         if calls.is_empty() {
             let start = content.trim_start_matches([' ', '\t', '\n', '\r']);
-            if start.starts_with('{') || start.starts_with(PYTHON_TAG) {
+            // The tag introduces a call wherever it stands (after prose too).
+            if start.starts_with('{') || content.contains(PYTHON_TAG) {
                 return Err(RenderError(
-                    "content that starts with '{' or <|python_tag|> would be read back as a JSON tool call".into(),
+                    "content that starts with '{' or holds <|python_tag|> would be read back as a JSON tool call"
+                        .into(),
                 ));
             }
             return Ok(content.to_owned());
@@ -292,16 +321,7 @@ impl Format for LlamaJson {
             ));
         }
         let mut out = String::new();
-        for (i, call) in calls.iter().enumerate() {
-            if i > 0 {
-                out.push_str("; ");
-            }
-            out.push_str("{\"name\": ");
-            out.push_str(&json_string(&call.name));
-            out.push_str(", \"parameters\": ");
-            out.push_str(render_args(i, call)?);
-            out.push('}');
-        }
+        render_call_objects(calls, "; ", "parameters", &mut out)?;
         Ok(out)
     }
 }
@@ -313,7 +333,7 @@ pub fn llama3_json() -> Arc<dyn Format> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::super::shared::testing::{every_split, parser, soup, soup_holds};
+    use crate::parsers::test_support::untyped::{assert_all_content, every_split, parser, soup, soup_holds};
     use crate::parsers::{IssueKind, ToolCall};
     use proptest::prelude::*;
 
@@ -347,6 +367,36 @@ mod tests {
     }
 
     #[test]
+    fn python_tag_introduces_calls_after_prose_and_between_calls() {
+        // SGLang's Llama 3.2 suite (and vLLM, which decodes every object): the tag is the
+        // model's tool-call token, wherever it comes.
+        let r = every_split(
+            "llama3_json",
+            "<|python_tag|>{\"name\": \"a\", \"parameters\": {}}<|python_tag|>{\"name\": \"b\", \"parameters\": {}}",
+        );
+        let names: Vec<&str> = r.tool_calls.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
+        assert_eq!(r.content, None);
+        assert!(r.issues.is_empty(), "{:?}", r.issues);
+        let r = every_split(
+            "llama3_json",
+            "Some intro. <|python_tag|>{\"name\": \"a\", \"parameters\": {\"x\": 1}}",
+        );
+        assert_eq!(r.tool_calls.len(), 1);
+        assert_eq!(r.tool_calls[0].arguments, "{\"x\": 1}");
+        assert_eq!(r.content.as_deref(), Some("Some intro. "));
+        assert!(r.issues.is_empty(), "{:?}", r.issues);
+        // Without the tag, or with a tag not followed by a call object, prose stays prose.
+        for text in [
+            "Intro {\"name\": \"a\", \"parameters\": {}}",
+            "Intro <|python_tag|>brave_search.call(q=1)",
+            "a < b <|pyth",
+        ] {
+            assert_all_content(&every_split("llama3_json", text), text);
+        }
+    }
+
+    #[test]
     fn render_round_trip_and_refusals() {
         let p = parser("llama4_json");
         let calls = vec![
@@ -366,6 +416,20 @@ mod tests {
         assert_eq!(r.tool_calls[1].arguments, "{}");
         assert!(p.render(&calls, Some("text")).is_err());
         assert!(p.render(&[], Some(" {\"a\": 1}")).is_err());
+        // The tag after prose introduces a call (found by test_properties' round trip).
+        for content in [
+            "0<|python_tag|>",
+            "Use <|python_tag|>{\"name\": \"a\", \"parameters\": {}}",
+        ] {
+            assert!(p.render(&[], Some(content)).is_err(), "{content:?}");
+        }
+        let prose = "Intro {\"name\": \"a\"} and <|python_ta";
+        assert_eq!(
+            every_split("llama3_json", &p.render(&[], Some(prose)).unwrap())
+                .content
+                .as_deref(),
+            Some(prose)
+        );
     }
 
     const FRAGMENTS: &[&str] = &[

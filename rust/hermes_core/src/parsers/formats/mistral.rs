@@ -32,11 +32,11 @@ use std::sync::Arc;
 use crate::parsers::json_scan::Status;
 use crate::parsers::lane::Lane;
 use crate::parsers::marker::{MarkerHit, MarkerSet};
-use crate::parsers::stream::{Emitter, Format, FormatStream};
 use crate::parsers::tools::Tools;
 use crate::parsers::types::{IssueKind, Pos, RenderError, ToolCall};
+use crate::parsers::{Emitter, Format, FormatStream};
 
-use super::shared::{
+use crate::parsers::engines::shared::{
     check_stripped_content, malformed_args_issue, render_args, skip_ws, truncated_args, ArgsValue, ArrStep, CallArray,
     Driven, Gate, Machine,
 };
@@ -456,7 +456,7 @@ pub fn mistral() -> Arc<dyn Format> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::super::shared::testing::{every_split, parser, soup, soup_holds};
+    use crate::parsers::test_support::untyped::{every_split, parser, soup, soup_holds};
     use crate::parsers::{IssueKind, ToolCall};
     use proptest::prelude::*;
 

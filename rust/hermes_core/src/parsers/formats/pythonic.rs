@@ -27,8 +27,10 @@
 //! content (with an `unexpected_text` issue), as after a list at the start, and later lists are
 //! looked for the same way. A list is not required to end the output: that could only be known
 //! at the end, and its calls must stream as they complete. The first name of a list is decided
-//! before anything of it is released (`[` and at most a 256-byte name are held). Without tools,
-//! or with `calls_after_prose = false` ([`ParserOptions`](super::super::registry::ParserOptions)),
+//! before anything of it is released (`[` and at most a 256-byte name are held); for
+//! `llama4_pythonic` a `<|python_start|>` right before such a list is its wrapper, as at the start
+//! (SGLang reads it so; it is the model's tool-call token). Without tools,
+//! or with `calls_after_prose = false` ([`ParserOptions`](crate::parsers::registry::ParserOptions)),
 //! the output must start with the list, as in vLLM.
 //!
 //! Bad input: a call that is not a literal call (positional argument, variable, nested call,
@@ -40,13 +42,15 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::super::lane::Lane;
-use super::super::registry::ParserOptions;
-use super::super::stream::{count_chars, Emitter, Format, FormatStream};
-use super::super::tools::Tools;
-use super::super::types::{IssueKind, Pos, RenderError, ToolCall};
-use super::python_literal::{is_identifier, is_keyword, parse_args_prefix, parse_call, CallScanner, Scan};
-use super::shared::{Driven, Machine};
+use crate::parsers::engines::python_literal::{
+    is_identifier, is_keyword, parse_args_prefix, parse_call, CallScanner, Scan,
+};
+use crate::parsers::engines::shared::{Driven, Machine};
+use crate::parsers::lane::Lane;
+use crate::parsers::registry::ParserOptions;
+use crate::parsers::tools::Tools;
+use crate::parsers::types::{IssueKind, Pos, RenderError, ToolCall};
+use crate::parsers::{count_chars, Emitter, Format, FormatStream};
 
 const PY_START: &str = "<|python_start|>";
 const PY_END: &str = "<|python_end|>";
@@ -110,8 +114,11 @@ enum St {
     AfterComma,
     /// After `]`: only whitespace (and the llama4 end marker) is expected.
     Done,
-    /// Prose, watched for a list of known tools' calls (`watch`); its `[` leads to `Open`.
+    /// Prose, watched for a list of known tools' calls (`watch`); its `[` leads to `Open`
+    /// (llama4: so does `<|python_start|>` then `[`).
     Prose,
+    /// llama4, after prose: `<|python_start|>` was read; whitespace, then the list's `[`.
+    ProseWrapper,
     /// Plain content to the end.
     Passthrough,
 }
@@ -220,7 +227,8 @@ impl PythonicStream {
                 St::Args => self.on_args(rest, eof, out),
                 St::AfterCall | St::AfterComma => self.on_between(rest, i, out),
                 St::Done => self.on_done(rest, i, eof, out),
-                St::Prose => self.on_prose(rest, i, out),
+                St::Prose => self.on_prose(rest, i, eof, out),
+                St::ProseWrapper => self.on_prose_wrapper(rest, out),
                 St::Passthrough => {
                     out.content_from(self.base + i, rest);
                     Some(rest.len())
@@ -522,24 +530,64 @@ impl PythonicStream {
         Some(0)
     }
 
-    /// Prose: content up to a `[`, which may open a list of known tools' calls.
-    fn on_prose(&mut self, rest: &str, i: usize, out: &mut Emitter<'_>) -> Option<usize> {
-        match memchr::memchr(b'[', rest.as_bytes()) {
-            None => {
-                out.content_from(self.base + i, rest);
-                Some(rest.len())
-            }
-            Some(k) => {
-                out.content_from(self.base + i, &rest[..k]);
-                self.held.clear();
-                self.held.push('[');
-                self.held_at = self.at(out, i + k);
-                self.after_prose_list = true;
-                self.committed = false;
-                self.st = St::Open;
-                Some(k + 1)
-            }
+    /// Prose: content up to a `[`, which may open a list of known tools' calls (llama4: or up
+    /// to the `<|python_start|>` that wraps one).
+    fn on_prose(&mut self, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
+        let bytes = rest.as_bytes();
+        let found = if self.llama4 {
+            memchr::memchr2(b'[', b'<', bytes)
+        } else {
+            memchr::memchr(b'[', bytes)
+        };
+        let Some(k) = found else {
+            out.content_from(self.base + i, rest);
+            return Some(rest.len());
+        };
+        out.content_from(self.base + i, &rest[..k]);
+        let tail = &rest[k..];
+        if tail.starts_with('[') {
+            self.begin_prose_list(out, i + k, "[");
+            self.st = St::Open;
+            return Some(k + 1);
         }
+        if tail.starts_with(PY_START) {
+            self.begin_prose_list(out, i + k, PY_START);
+            self.st = St::ProseWrapper;
+            return Some(k + PY_START.len());
+        }
+        if !eof && PY_START.starts_with(tail) {
+            // A possible start marker: wait for the bytes that decide it.
+            return if k == 0 { None } else { Some(k) };
+        }
+        out.content_from(self.base + i + k, "<");
+        Some(k + 1)
+    }
+
+    /// A list after prose may start at `i` with `opening` (`[` or the llama4 start marker).
+    fn begin_prose_list(&mut self, out: &mut Emitter<'_>, i: usize, opening: &str) {
+        self.held.clear();
+        self.held.push_str(opening);
+        self.held_at = self.at(out, i);
+        self.after_prose_list = true;
+        self.committed = false;
+        self.end_marker_seen = false;
+    }
+
+    /// llama4, after prose and `<|python_start|>`: whitespace, then the list's `[`; anything
+    /// else makes the marker prose again.
+    fn on_prose_wrapper(&mut self, rest: &str, out: &mut Emitter<'_>) -> Option<usize> {
+        let ws = ws_len(rest);
+        if ws > 0 {
+            self.held.push_str(&rest[..ws]);
+            return Some(ws);
+        }
+        if rest.starts_with('[') {
+            self.held.push('[');
+            self.st = St::Open;
+            return Some(1);
+        }
+        self.give_up(out);
+        Some(0)
     }
 }
 
@@ -555,7 +603,7 @@ impl Machine for PythonicStream {
         let end = out.pos(self.base + left.len());
         // `held` and `left` are verbatim output (from `held_at` and `base`), passed on as spans.
         match self.st {
-            St::Start | St::BareName | St::Passthrough | St::Prose => {}
+            St::Start | St::BareName | St::Passthrough | St::Prose | St::ProseWrapper => {}
             // A `[` or name after prose that did not become a call yet: it was prose.
             St::Open | St::Name if self.after_prose_list && !self.committed => {}
             St::Open | St::Name | St::Args => {
@@ -579,7 +627,7 @@ impl Machine for PythonicStream {
     /// Inside a string of a call being held, nothing can be released before the string ends (or
     /// breaks at a line end): the driver may collect the text for the next run.
     fn lane(&self) -> Lane {
-        if self.st == St::Prose {
+        if self.st == St::Prose && !self.llama4 {
             return Lane::Content {
                 stop: b'[',
                 hold_trailing_ws: false,
@@ -730,8 +778,10 @@ fn python_string(s: &str, out: &mut String) {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::super::test_support::{args, every_prefix, every_split, kinds, parser, soup, soup_holds};
     use super::*;
+    use crate::parsers::test_support::{
+        args, assert_all_content, every_prefix, every_split, kinds, parser, soup, soup_holds,
+    };
     use crate::parsers::Event;
     use proptest::prelude::*;
     use serde_json::json;
@@ -795,9 +845,7 @@ mod tests {
             "See [read_file(path='a'",
             "See [read_fi",
         ] {
-            let r = every_split("pythonic", prose);
-            assert!(r.tool_calls.is_empty(), "{prose:?}");
-            assert_eq!(r.content.as_deref(), Some(prose));
+            assert_all_content(&every_split("pythonic", prose), prose);
         }
         // A call is released as soon as its `)` arrives, prose before it as it comes.
         let p = parser("pythonic");
@@ -809,13 +857,40 @@ mod tests {
     }
 
     #[test]
+    fn llama4_wrapper_after_prose_is_the_lists_markup() {
+        // SGLang's pythonic suite: the start marker before a list after prose belongs to the
+        // list, as at the start of the output; text after the end marker is content.
+        let text = "Checking. <|python_start|>[terminal(command='ls')]<|python_end|> Then more.";
+        let r = every_split("llama4_pythonic", text);
+        assert_eq!(r.tool_calls.len(), 1);
+        assert_eq!(args(&r, 0), json!({"command": "ls"}));
+        assert_eq!(r.content.as_deref(), Some("Checking.  Then more."));
+        assert_eq!(kinds(&r), ["unexpected_text"]);
+        // The marker not followed by a list of known tools, and a lone '<', stay prose.
+        for prose in [
+            "a <|python_start|> b",
+            "a <|python_start|>[web_search(q='x')]",
+            "a < b <|python_",
+            "a <|python_start|>",
+        ] {
+            assert_all_content(&every_split("llama4_pythonic", prose), prose);
+        }
+        // `pythonic` does not know the marker: it stays content around the list.
+        let r = every_split("pythonic", text);
+        assert_eq!(
+            r.content.as_deref(),
+            Some("Checking. <|python_start|><|python_end|> Then more.")
+        );
+    }
+
+    #[test]
     fn vllm_strict_option_and_no_tools_keep_prose_lists_as_content() {
         use crate::parsers::{get_parser_with, ParserOptions, Tools};
         let text = "Sure: [read_file(path='a.py')]";
         let strict = ParserOptions {
             calls_after_prose: false,
         };
-        let tools = Tools::from_json(super::super::test_support::TOOLS).unwrap();
+        let tools = Tools::from_json(crate::parsers::test_support::TOOLS).unwrap();
         for p in [
             get_parser_with("pythonic", tools, strict).unwrap(),
             crate::parsers::get_parser("pythonic", Tools::none()).unwrap(),

@@ -12,12 +12,12 @@
 
 use std::sync::Arc;
 
-use crate::parsers::stream::{Format, FormatStream};
 use crate::parsers::tools::Tools;
 use crate::parsers::types::{RenderError, ToolCall};
+use crate::parsers::{Format, FormatStream};
 
-use super::json_array::{ArrayRegions, ArraySpec, Region};
-use super::shared::{check_stripped_content, render_call_array, Driven};
+use crate::parsers::engines::json_array::{ArrayRegions, ArraySpec, Region};
+use crate::parsers::engines::shared::{check_stripped_content, render_call_array, Driven};
 
 const FENCE: &str = "```";
 

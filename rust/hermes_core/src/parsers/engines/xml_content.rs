@@ -8,7 +8,7 @@
 //! hold back more than a marker's length (only ever whitespace). Leading whitespace followed by
 //! prose and then a call is kept (vLLM would strip it; it cannot be known in time).
 
-use super::super::stream::Emitter;
+use crate::parsers::Emitter;
 
 #[derive(Debug, Default)]
 pub struct FramedContent {

@@ -32,8 +32,8 @@
 
 use crate::parsers::lane::Lane;
 use crate::parsers::marker::{MarkerHit, MarkerSet};
-use crate::parsers::stream::Emitter;
 use crate::parsers::types::IssueKind;
+use crate::parsers::Emitter;
 
 use super::shared::{skip_ws, truncated_args, ArrStep, CallArray, Gate, Machine};
 
@@ -493,7 +493,7 @@ impl Machine for ArrayRegions {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::super::shared::testing::{every_split, parser, soup, soup_holds};
+    use crate::parsers::test_support::untyped::{every_split, parser, soup, soup_holds};
     use crate::parsers::{IssueKind, ToolCall};
     use proptest::prelude::*;
 

@@ -29,8 +29,8 @@
 use crate::parsers::json_scan::Status;
 use crate::parsers::lane::Lane;
 use crate::parsers::marker::{MarkerHit, MarkerSet};
-use crate::parsers::stream::Emitter;
 use crate::parsers::types::{IssueKind, Pos};
+use crate::parsers::Emitter;
 
 use super::shared::{malformed_args_issue, skip_ws, ArgsValue, Gate, Machine};
 

@@ -72,20 +72,29 @@ pub fn check_events(events: &[Event], r: &ParseResult) {
 /// Parse `text` whole, then streamed cut at every single point and one character at a time; all
 /// must agree. Returns the whole-text result.
 pub fn every_split(name: &str, text: &str) -> ParseResult {
-    let p = parser(name);
+    every_split_of(&parser(name), name, text)
+}
+
+fn every_split_of(p: &Parser, name: &str, text: &str) -> ParseResult {
     let whole = p.parse(text);
     for cut in 0..=text.len() {
         if text.is_char_boundary(cut) {
-            let (events, r) = run(&p, text, &[cut]);
+            let (events, r) = run(p, text, &[cut]);
             check_events(&events, &r);
             assert!(r.same_as(&whole), "{name}: cut at {cut}:\n{r:?}\nvs\n{whole:?}");
         }
     }
     let all: Vec<usize> = (1..text.len()).collect();
-    let (events, r) = run(&p, text, &all);
+    let (events, r) = run(p, text, &all);
     check_events(&events, &r);
     assert!(r.same_as(&whole), "{name}: one char at a time:\n{r:?}\nvs\n{whole:?}");
     whole
+}
+
+/// `r` took no call from `text` and kept all of it as content.
+pub fn assert_all_content(r: &ParseResult, text: &str) {
+    assert!(r.tool_calls.is_empty(), "{text:?}: {r:?}");
+    assert_eq!(r.content.as_deref(), Some(text));
 }
 
 /// The arguments of call `i` as a JSON value.
@@ -133,4 +142,45 @@ pub fn soup_holds(name: &str, text: &str, mut cuts: Vec<usize>) -> Result<ParseR
         );
     }
     Ok(whole)
+}
+
+/// The same checks for a parser built without tools (the JSON formats' tests: no typed values,
+/// no unknown-tool issues).
+pub mod untyped {
+    use super::{check_events, run};
+    use crate::parsers::{get_parser, ParseResult, Parser, Tools};
+
+    pub use super::{assert_all_content, soup};
+
+    pub fn parser(name: &str) -> Parser {
+        get_parser(name, Tools::none()).unwrap()
+    }
+
+    /// [`super::every_split`] without tools.
+    pub fn every_split(name: &str, text: &str) -> ParseResult {
+        super::every_split_of(&parser(name), name, text)
+    }
+
+    /// The invariants every format keeps on any input: no panic, events in order, split
+    /// invariance, nothing lost when no call was taken.
+    pub fn soup_holds(name: &str, text: &str, cuts: &[usize]) {
+        let p = parser(name);
+        let whole = p.parse(text);
+        let mut cuts: Vec<usize> = cuts.iter().map(|&c| c.min(text.len())).collect();
+        cuts.sort_unstable();
+        let (events, r) = run(&p, text, &cuts);
+        check_events(&events, &r);
+        assert!(
+            r.same_as(&whole),
+            "{name}: {text:?} cut at {cuts:?}: {r:?} vs {whole:?}"
+        );
+        if whole.tool_calls.is_empty() {
+            let nonws = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
+            assert_eq!(
+                nonws(whole.content.as_deref().unwrap_or("")),
+                nonws(text),
+                "{name}: text lost"
+            );
+        }
+    }
 }

@@ -24,14 +24,14 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::super::lane::Lane;
-use super::super::marker::{MarkerHit, MarkerSet};
-use super::super::stream::{Emitter, FormatStream};
-use super::super::tools::Tools;
-use super::super::types::{IssueKind, Pos, RenderError, ToolCall};
 use super::schema_values::{coerce, ArgsWriter, TypeSet};
 use super::shared::{Driven, Machine};
 use super::xml_content::FramedContent;
+use crate::parsers::lane::Lane;
+use crate::parsers::marker::{MarkerHit, MarkerSet};
+use crate::parsers::tools::Tools;
+use crate::parsers::types::{IssueKind, Pos, RenderError, ToolCall};
+use crate::parsers::{Emitter, FormatStream};
 
 /// Longest tool or parameter name accepted before the markup is judged broken.
 pub(crate) const MAX_NAME: usize = 256;

@@ -40,12 +40,12 @@
 
 use std::sync::Arc;
 
-use super::formats::shared::{CallObject, ObjEnd};
-use super::lane::Lane;
-use super::marker::{MarkerHit, MarkerSet};
-use super::stream::{Emitter, Format, FormatStream};
-use super::tools::Tools;
-use super::types::{IssueKind, Pos, RenderError, ToolCall};
+use super::shared::{CallObject, ObjEnd};
+use crate::parsers::lane::Lane;
+use crate::parsers::marker::{MarkerHit, MarkerSet};
+use crate::parsers::tools::Tools;
+use crate::parsers::types::{IssueKind, Pos, RenderError, ToolCall};
+use crate::parsers::{Emitter, Format, FormatStream};
 
 /// The description: markers and the keys of the call object.
 #[derive(Debug, Clone, Copy)]
@@ -76,7 +76,7 @@ impl Format for JsonInMarkers {
             String::with_capacity(content.len() + calls.iter().map(|c| c.arguments.len() + 64).sum::<usize>());
         out.push_str(content);
         for (i, call) in calls.iter().enumerate() {
-            if let Err(e) = super::json_scan::validate(&call.arguments) {
+            if let Err(e) = crate::parsers::json_scan::validate(&call.arguments) {
                 return Err(RenderError(format!(
                     "call {i} ({}) arguments are not valid JSON ({} at byte {}); pass a JSON object",
                     call.name,
@@ -600,7 +600,7 @@ mod tests {
     /// walker skips, wherever the text is cut (also inside that whitespace).
     #[test]
     fn issue_offsets_do_not_depend_on_chunking() {
-        use crate::parsers::formats::shared::testing::every_split;
+        use crate::parsers::test_support::untyped::every_split;
         let cases: &[(&str, &str)] = &[
             (
                 "<tool_call>{\"name\": \"x\", \"arguments\":   \"str\"}</tool_call>",

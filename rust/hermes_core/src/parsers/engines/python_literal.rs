@@ -20,7 +20,8 @@
 //! keyword) is an error with a byte offset and a message. Nesting deeper than [`MAX_DEPTH`] is an
 //! error, not a stack overflow.
 
-use super::schema_values::{clean_digits, escape_json_into};
+use super::schema_values::clean_digits;
+use crate::parsers::json_escape::escape_json_into;
 
 /// Deepest nesting of brackets accepted in one value (CPython's parser stops near 200 too).
 pub const MAX_DEPTH: usize = 200;

@@ -10,12 +10,13 @@
 //!   with the `bad_arguments` check on its first byte.
 //! - [`CallObject`]: one `{"name": ..., "arguments": {...}}` object (P1's [`ObjectWalker`]) for
 //!   formats that carry calls as JSON objects, alone or in a JSON array.
-//! - [`skip_ws`], [`json_string`] and [`render_args`] helpers.
+//! - [`skip_ws`] and [`render_args`] helpers.
 
+use crate::parsers::json_escape::json_string;
 use crate::parsers::json_scan::{validate, JsonError, JsonScanner, ObjectWalker, Status, Walk};
 use crate::parsers::lane::Lane;
-use crate::parsers::stream::{Emitter, FormatStream};
 use crate::parsers::types::{IssueKind, Pos, RenderError, ToolCall};
+use crate::parsers::{Emitter, FormatStream};
 
 /// A format's state machine over "held tail + new chunk".
 pub(crate) trait Machine: Send {
@@ -335,11 +336,6 @@ pub(crate) fn check_stripped_content(content: &str, has_calls: bool, format: &st
         )));
     }
     Ok(())
-}
-
-/// `s` as a JSON string literal.
-pub(crate) fn json_string(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| String::from("\"\""))
 }
 
 /// A call's arguments for rendering: trimmed, checked to be one JSON value (empty means `{}`).
@@ -853,102 +849,29 @@ impl CallArray {
 /// Append `[{"name": .., "arguments": ..}, ...]` for `calls` to `out`.
 pub(crate) fn render_call_array(calls: &[ToolCall], out: &mut String) -> Result<(), RenderError> {
     out.push('[');
-    for (i, call) in calls.iter().enumerate() {
-        if i > 0 {
-            out.push_str(", ");
-        }
-        out.push_str("{\"name\": ");
-        out.push_str(&json_string(&call.name));
-        out.push_str(", \"arguments\": ");
-        out.push_str(render_args(i, call)?);
-        out.push('}');
-    }
+    render_call_objects(calls, ", ", "arguments", out)?;
     out.push(']');
     Ok(())
 }
 
-/// Test helpers for the format files: every-split-point checks (jiter's every-prefix pattern
-/// applied to streaming) and a marker-soup proptest strategy.
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-pub(crate) mod testing {
-    use crate::parsers::{get_parser, Event, ParseResult, Parser, Tools};
-    use proptest::prelude::*;
-
-    pub(crate) fn parser(name: &str) -> Parser {
-        get_parser(name, Tools::none()).unwrap()
-    }
-
-    /// Feed `text` in pieces cut at the char boundaries `cuts`; check the streaming invariants.
-    pub(crate) fn run(p: &Parser, text: &str, cuts: &[usize]) -> ParseResult {
-        let (events, r) = super::super::test_support::run(p, text, cuts);
-        let mut content = String::new();
-        let mut args = vec![String::new(); r.tool_calls.len()];
-        let mut open = None;
-        for e in events {
-            match e {
-                Event::Content(t) => content.push_str(&t),
-                Event::ToolCallStart { index, .. } => {
-                    assert!(open.is_none());
-                    open = Some(index);
-                }
-                Event::ToolCallArgsDelta { index, text } => {
-                    assert_eq!(open, Some(index));
-                    args[index].push_str(&text);
-                }
-                Event::ToolCallEnd { index } => {
-                    assert_eq!(open.take(), Some(index));
-                }
-            }
+/// Append `{"name": .., "<args_key>": ..}` for each of `calls` to `out`, joined by `separator`.
+pub(crate) fn render_call_objects(
+    calls: &[ToolCall],
+    separator: &str,
+    args_key: &str,
+    out: &mut String,
+) -> Result<(), RenderError> {
+    for (i, call) in calls.iter().enumerate() {
+        if i > 0 {
+            out.push_str(separator);
         }
-        assert!(open.is_none());
-        assert_eq!(Some(content).filter(|c| !c.is_empty()), r.content);
-        for (a, c) in args.iter().zip(&r.tool_calls) {
-            assert_eq!(a, &c.arguments);
-        }
-        r
+        out.push_str("{\"name\": ");
+        out.push_str(&json_string(&call.name));
+        out.push_str(", \"");
+        out.push_str(args_key);
+        out.push_str("\": ");
+        out.push_str(render_args(i, call)?);
+        out.push('}');
     }
-
-    /// Parse `text` whole, then streamed in two pieces at every split point and one char at a
-    /// time: every run must give the same result. Returns the whole-text result.
-    pub(crate) fn every_split(name: &str, text: &str) -> ParseResult {
-        let p = parser(name);
-        let whole = p.parse(text);
-        for cut in 0..=text.len() {
-            if text.is_char_boundary(cut) {
-                let r = run(&p, text, &[cut]);
-                assert!(r.same_as(&whole), "{name}: cut at {cut}: {r:?} vs {whole:?}");
-            }
-        }
-        let all: Vec<usize> = (0..text.len()).collect();
-        assert!(run(&p, text, &all).same_as(&whole), "{name}: one char at a time");
-        whole
-    }
-
-    /// Strings made of `fragments` (markers, JSON pieces, text).
-    pub(crate) fn soup(fragments: &'static [&'static str]) -> impl Strategy<Value = String> {
-        prop::collection::vec(prop::sample::select(fragments), 0..30).prop_map(|v| v.concat())
-    }
-
-    /// The invariants every format keeps on any input: no panic, split invariance, nothing lost
-    /// when no call was taken.
-    pub(crate) fn soup_holds(name: &str, text: &str, cuts: &[usize]) {
-        let p = parser(name);
-        let whole = p.parse(text);
-        let mut cuts: Vec<usize> = cuts.iter().map(|&c| c.min(text.len())).collect();
-        cuts.sort_unstable();
-        let r = run(&p, text, &cuts);
-        assert!(
-            r.same_as(&whole),
-            "{name}: {text:?} cut at {cuts:?}: {r:?} vs {whole:?}"
-        );
-        if whole.tool_calls.is_empty() {
-            let nonws = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
-            assert_eq!(
-                nonws(whole.content.as_deref().unwrap_or("")),
-                nonws(text),
-                "{name}: text lost"
-            );
-        }
-    }
+    Ok(())
 }
