@@ -25,7 +25,7 @@ from typing import Any, Literal, Protocol
 
 from hermes_env.agent.reasoning import extract_reasoning, separated_reasoning
 from hermes_env.agent.tool_pool import ToolWorkerPool
-from hermes_env.tools.registry import ToolArgumentError
+from hermes_env.tools.registry import ToolArgumentError, error_json
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +63,20 @@ class ToolError:
     kind: ToolErrorKind
     message: str
 
+    @property
+    def tool_result(self) -> str:
+        """What the model was shown (hermes-agent's ``ToolError.tool_result``)."""
+        return self.message
+
+    @property
+    def error(self) -> str:
+        """The error itself (hermes-agent's ``ToolError.error``): the ``error`` of a JSON result, else the text."""
+        try:
+            value = json.loads(self.message)
+        except ValueError:
+            return self.message
+        return str(value.get("error") or self.message) if isinstance(value, dict) else self.message
+
 
 @dataclass
 class AgentResult:
@@ -83,6 +97,24 @@ class AgentResult:
     def produced_output(self) -> bool:
         """True when the model answered at least once (a reward is only computed then)."""
         return self.turns_used > 0
+
+    @property
+    def final_response(self) -> str:
+        """The content of the last assistant message (seed 004's ``AgentResult.final_response``)."""
+        for message in reversed(self.messages):
+            if message.get("role") == "assistant":
+                return str(message.get("content") or "")
+        return ""
+
+    @property
+    def total_tool_calls(self) -> int:
+        """Seed 004's name for ``tool_calls_made``."""
+        return self.tool_calls_made
+
+    @property
+    def success(self) -> bool:
+        """Seed 004's ``AgentResult.success``: the loop ran without a failed model call."""
+        return self.error is None and self.produced_output
 
 
 def _get(obj: Any, name: str, default: Any = None) -> Any:
@@ -125,6 +157,7 @@ class HermesAgentLoop:
         extra_body: dict[str, Any] | None = None,
         sampling: dict[str, Any] | None = None,
         max_context_tokens: int | None = None,
+        tool_delay_s: float = 0.0,
     ) -> None:
         self.server = server
         self.tools = {tool.name: tool for tool in tools}
@@ -136,6 +169,7 @@ class HermesAgentLoop:
         self.tool_grace = tool_grace
         self.rollout_timeout = rollout_timeout
         self.max_context_tokens = max_context_tokens
+        self.tool_delay_s = tool_delay_s  # seed 004's agent_tool_delay_s: a pause before each tool call
         self.max_tokens = max_tokens
         self.sampling: dict[str, Any] = {"temperature": temperature, **(sampling or {})}
         if max_tokens is not None:
@@ -236,8 +270,10 @@ class HermesAgentLoop:
         raw = call["function"]["arguments"]
 
         def fail(kind: ToolErrorKind, message: str) -> str:
-            result.tool_errors.append(ToolError(turn=turn, tool_name=name, arguments=raw, kind=kind, message=message))
-            return message
+            # The model sees hermes-agent's error shape: {"error": "..."}.
+            shown = error_json(message.removeprefix("Error: "))
+            result.tool_errors.append(ToolError(turn=turn, tool_name=name, arguments=raw, kind=kind, message=shown))
+            return shown
 
         tool = self.tools.get(name)
         if tool is None:
@@ -259,6 +295,8 @@ class HermesAgentLoop:
         timeout = min(self.tool_timeout + self.tool_grace, deadline - time.monotonic())
         if timeout <= 0:
             return fail("timeout", f"Error: {name!r} was not run: the rollout's time budget is used up.")
+        if self.tool_delay_s > 0:
+            await asyncio.sleep(self.tool_delay_s)
         try:
             output = await self.pool.run(lambda: tool.run(args, self.tool_context), timeout)
         except TimeoutError:
@@ -268,4 +306,11 @@ class HermesAgentLoop:
             detail = str(err) or type(err).__name__
             prefix = "invalid arguments for" if kind == "bad_arguments" else "tool failed:"
             return fail(kind, f"Error: {prefix} {name!r}: {detail}")
+        failure = getattr(output, "error", None)
+        if failure:
+            # The tool answered with an error result (file not found, patch did not apply...): the model
+            # sees the JSON as is; the rollout's statistics count it.
+            result.tool_errors.append(
+                ToolError(turn=turn, tool_name=name, arguments=raw, kind="tool_failed", message=str(output))
+            )
         return output if isinstance(output, str) else json.dumps(output)

@@ -127,8 +127,13 @@ class RolloutStats:
         self.window.extend(records)
         self.totals.add(records)
 
-    def add_readable(self, messages: list[dict[str, Any]], score: float) -> None:
-        self.readable.append((render_conversation(messages), score))
+    def add_readable(
+        self, messages: list[dict[str, Any]], score: float, metadata: dict[str, Any] | None = None
+    ) -> None:
+        text = render_conversation(messages)
+        if metadata:
+            text += "\n[score metadata] " + json.dumps(metadata, ensure_ascii=False, default=str)
+        self.readable.append((text, score))
         del self.readable[: -self.keep_readable]
 
     def drain_metrics(self) -> dict[str, float]:

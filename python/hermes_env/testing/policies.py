@@ -180,8 +180,14 @@ def task_from_row(row: Mapping[str, Any]) -> ScriptedTask:
 
 
 def output_answer(output: str) -> str:
-    """The last line of a terminal tool's output, without its ``[exit code ...]`` status line."""
-    lines = [line.strip() for line in output.splitlines() if line.strip() and not line.startswith("[exit code")]
+    """The last line a terminal command printed, from the tool's result (hermes-agent's JSON, or plain text)."""
+    try:
+        result = json.loads(output)
+    except json.JSONDecodeError:
+        result = None
+    if isinstance(result, dict) and isinstance(result.get("output"), str):
+        output = result["output"]
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
     return lines[-1] if lines else ""
 
 
