@@ -224,24 +224,29 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
             background_timeout=self.config.rollout_timeout,
         )
 
-    def _loop(self, server: Any, group: GroupTools, ctx: Any, split: str = "train") -> HermesAgentLoop:
+    def loop_settings(self, item: Any) -> dict[str, Any]:
+        """Per-item overrides of the agent loop's settings (``max_turns``, ``temperature``, ``max_tokens``,
+        ``tool_delay_s``); default: none, the config decides."""
+        return {}
+
+    def _loop(
+        self, server: Any, group: GroupTools, ctx: Any, split: str = "train", settings: dict[str, Any] | None = None
+    ) -> HermesAgentLoop:
         # ServerManager routes split="eval" calls to its eval semaphore (the managed server passes it through).
         sampling: dict[str, Any] = {"split": split}
         ctx.run_context.enabled_tools = tuple(tool.name for tool in group.tools)
-        return HermesAgentLoop(
-            server,
-            group.tools,
-            ctx.run_context,
-            pool=self.tool_pool,
-            max_turns=self.config.max_agent_turns,
-            temperature=self.config.agent_temperature,
-            max_tokens=self.config.max_tokens_per_turn,
-            tool_timeout=self.config.terminal_timeout,
-            rollout_timeout=self.config.rollout_timeout,
-            extra_body=self.request_extra_body(),
-            sampling=sampling,
-            max_context_tokens=self.config.max_token_length if self.config.max_token_length > 0 else None,
-        )
+        kwargs: dict[str, Any] = {
+            "max_turns": self.config.max_agent_turns,
+            "temperature": self.config.agent_temperature,
+            "max_tokens": self.config.max_tokens_per_turn,
+            "tool_timeout": self.config.terminal_timeout,
+            "rollout_timeout": self.config.rollout_timeout,
+            "extra_body": self.request_extra_body(),
+            "sampling": sampling,
+            "max_context_tokens": self.config.max_token_length if self.config.max_token_length > 0 else None,
+        }
+        kwargs.update(settings or {})
+        return HermesAgentLoop(server, group.tools, ctx.run_context, pool=self.tool_pool, **kwargs)
 
     def request_extra_body(self) -> dict[str, Any] | None:
         """``extra_body`` of each model call; ``thinking_mode`` asks the chat template for thinking
@@ -252,9 +257,10 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         return extra or None
 
     async def run_agent_loop(
-        self, messages: list[dict[str, Any]], group: GroupTools, ctx: Any, split: str = "train"
+        self, messages: list[dict[str, Any]], group: GroupTools, ctx: Any, split: str = "train", item: Any = None
     ) -> AgentResult:
         """One agent loop in the configured phase (the managed session lives exactly as long as the loop)."""
+        settings = self.loop_settings(item)
         if self.phase == "managed":
             from hermes_env.managed import managed_server
 
@@ -264,8 +270,8 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
                 tool_parser=self.tool_call_parser,
                 divergence_policy=self.config.divergence_policy,
             ) as managed:
-                return await self._loop(managed, group, ctx, split).run(messages)
-        return await self._loop(self.server, group, ctx, split).run(messages)
+                return await self._loop(managed, group, ctx, split, settings).run(messages)
+        return await self._loop(self.server, group, ctx, split, settings).run(messages)
 
     async def rollout(
         self, item: Any, group: GroupTools, index: int, split: str = "train"
@@ -285,7 +291,7 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
                 ) from None
             workspace_meta = meta if isinstance(meta, dict) else {}
             messages = self.build_messages(item)
-            result = await self.run_agent_loop(messages, group, ctx, split)
+            result = await self.run_agent_loop(messages, group, ctx, split, item)
             if result.error is not None and not result.produced_output:
                 raise RolloutFailed(result.error)
             score, reward_failed, metadata = 0.0, False, {}

@@ -9,9 +9,7 @@ tokenizer, tools sandboxed by bubblewrap (``--backend local`` where bwrap is una
 
 from __future__ import annotations
 
-import argparse
 import sys
-import warnings
 from collections.abc import Sequence
 
 from hermes_env.env.cli import run_cli
@@ -20,67 +18,18 @@ from hermes_env.envs.terminal_tasks.env import CONFIG_PATH, TASKS_PATH, Terminal
 
 
 def demo(argv: Sequence[str]) -> None:
-    parser = argparse.ArgumentParser(
+    from hermes_env.env.dataset import load_rows
+    from hermes_env.testing.demo import run_demo
+
+    run_demo(
+        TerminalTasksEnv,
+        argv,
         prog="python -m hermes_env.envs.terminal_tasks demo",
         description=__doc__,
-        epilog="Any other --env.* / --openai.* flag is passed on to `process`.",
+        tasks=load_rows(str(TASKS_PATH)),
+        default_out="data/terminal_tasks_demo.jsonl",
+        config_path=CONFIG_PATH,
     )
-    parser.add_argument("--groups", type=int, default=8, help="groups to write (default 8)")
-    parser.add_argument("--group-size", type=int, default=4, help="rollouts per group (default 4)")
-    parser.add_argument("--backend", default="bwrap", help="terminal backend: bwrap (default), local or sandbox")
-    parser.add_argument("--out", default="data/terminal_tasks_demo.jsonl", help="jsonl of scored groups")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the scripted policy's choices")
-    args, passthrough = parser.parse_known_args(argv)
-
-    from transformers import AutoTokenizer
-
-    from hermes_env.env.dataset import load_rows
-    from hermes_env.envs import default_tokenizer_name
-    from hermes_env.testing.policies import SolutionPolicy
-    from hermes_env.testing.scripted_vllm import ScriptedVLLMServer
-
-    backend = args.backend
-    if backend == "bwrap":
-        from hermes_env.backends.bwrap import bwrap_problem
-
-        problem = bwrap_problem()
-        if problem is not None:
-            print(f"demo: bubblewrap is unusable here ({problem}); running tools with --backend local", file=sys.stderr)
-            backend = "local"
-    tokenizer_name = default_tokenizer_name()
-    tokenizer = AutoTokenizer.from_pretrained(tokenizer_name)
-    policy = SolutionPolicy(load_rows(str(TASKS_PATH)), seed=args.seed)
-    # The demo prints a short header instead of atroposlib's full config dump and its warning
-    # about a local base URL (the scripted server is local on purpose).
-    import atroposlib.envs.base as atropos_base
-
-    atropos_base.rprint = lambda *a, **k: None
-    warnings.filterwarnings("ignore", message="You are using a local Base URL")
-    with ScriptedVLLMServer(tokenizer, policy.vllm_responder, model_name="scripted-policy") as server:
-        print(
-            f"demo: terminal_tasks `process`, Phase 2 against a SCRIPTED vLLM /generate policy (no model) at "
-            f"{server.url}\ndemo: {args.groups} groups x {args.group_size} rollouts, tools in {backend}, "
-            f"tokenizer {tokenizer_name}",
-            file=sys.stderr,
-        )
-        sys.argv = [
-            f"{sys.argv[0]}",
-            "process",
-            "--config", str(CONFIG_PATH),
-            "--openai.base_url", server.base_url,
-            "--openai.server_type", "vllm",
-            "--openai.model_name", "scripted-policy",
-            "--openai.tokenizer_name", tokenizer_name,
-            "--env.tokenizer_name", tokenizer_name,
-            "--env.terminal_backend", backend,
-            "--env.total_steps", str(args.groups),
-            "--env.group_size", str(args.group_size),
-            "--env.data_path_to_save_groups", args.out,
-            "--env.seed", str(args.seed),
-            "--env.use_wandb", "false",
-            *passthrough,
-        ]  # fmt: skip
-        run_cli(TerminalTasksEnv)
 
 
 def main() -> None:

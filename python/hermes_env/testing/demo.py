@@ -1,0 +1,107 @@
+"""``demo``: an environment's ``process`` run end to end on this machine, with no model.
+
+A SCRIPTED policy server speaking vLLM's ``/generate`` (:mod:`hermes_env.testing.scripted_vllm`)
+answers from the tasks' reference solutions (:class:`~hermes_env.testing.policies.SolutionPolicy`,
+sometimes wrongly, so rewards vary), in Phase 2 with the bundled Qwen3 tokenizer; the environment
+runs atroposlib's ``process`` against it and writes scored groups. The example environments and
+``python -m hermes_env.envs.terminal_tasks demo`` share this runner.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from hermes_env.env.cli import run_cli
+
+
+def run_demo(
+    env_cls: Any,
+    argv: Sequence[str],
+    *,
+    prog: str,
+    description: str | None,
+    tasks: Sequence[Mapping[str, Any]],
+    default_out: str,
+    config_path: Path | None = None,
+    default_backend: str | None = "bwrap",
+    default_groups: int = 8,
+    default_group_size: int = 4,
+    policy_options: Mapping[str, Any] | None = None,
+) -> None:
+    """Parse the demo's flags, start the scripted server and run ``process`` (other flags pass on).
+
+    ``default_backend=None``: the environment picks its own terminal backend (no ``--backend`` flag).
+    """
+    parser = argparse.ArgumentParser(
+        prog=prog, description=description, epilog="Any other --env.* / --openai.* flag is passed on to `process`."
+    )
+    parser.add_argument(
+        "--groups", type=int, default=default_groups, help=f"groups to write (default {default_groups})"
+    )
+    parser.add_argument(
+        "--group-size", type=int, default=default_group_size, help=f"rollouts per group (default {default_group_size})"
+    )
+    if default_backend is not None:
+        parser.add_argument(
+            "--backend",
+            default=default_backend,
+            help=f"terminal backend: {default_backend} (default), local or sandbox",
+        )
+    parser.add_argument("--out", default=default_out, help=f"jsonl of scored groups (default {default_out})")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the scripted policy's choices")
+    args, passthrough = parser.parse_known_args(argv)
+
+    from transformers import AutoTokenizer
+
+    from hermes_env.envs import default_tokenizer_name
+    from hermes_env.testing.policies import SolutionPolicy
+    from hermes_env.testing.scripted_vllm import ScriptedVLLMServer
+
+    backend = getattr(args, "backend", None)
+    if backend == "bwrap":
+        from hermes_env.backends.bwrap import bwrap_problem
+
+        problem = bwrap_problem()
+        if problem is not None:
+            print(f"demo: bubblewrap is unusable here ({problem}); running tools with --backend local", file=sys.stderr)
+            backend = "local"
+    tokenizer_name = default_tokenizer_name()
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_name)
+    policy = SolutionPolicy(tasks, seed=args.seed, **dict(policy_options or {}))
+    # A short header instead of atroposlib's full config dump and its warning about a local base URL
+    # (the scripted server is local on purpose).
+    import atroposlib.envs.base as atropos_base
+
+    atropos_base.rprint = lambda *a, **k: None
+    warnings.filterwarnings("ignore", message="You are using a local Base URL")
+    with ScriptedVLLMServer(tokenizer, policy.vllm_responder, model_name="scripted-policy") as server:
+        print(
+            f"demo: {env_cls.name} `process`, Phase 2 against a SCRIPTED vLLM /generate policy (no model) at "
+            f"{server.url}\ndemo: {args.groups} groups x {args.group_size} rollouts"
+            + (f", tools in {backend}" if backend else "")
+            + f", tokenizer {tokenizer_name}",
+            file=sys.stderr,
+        )
+        sys.argv = [
+            f"{sys.argv[0]}",
+            "process",
+            *(["--config", str(config_path)] if config_path is not None else []),
+            "--openai.base_url", server.base_url,
+            "--openai.server_type", "vllm",
+            "--openai.model_name", "scripted-policy",
+            "--openai.tokenizer_name", tokenizer_name,
+            "--env.tokenizer_name", tokenizer_name,
+            *(["--env.terminal_backend", backend] if backend else []),
+            "--env.total_steps", str(args.groups),
+            "--env.group_size", str(args.group_size),
+            "--env.data_path_to_save_groups", args.out,
+            "--env.seed", str(args.seed),
+            "--env.use_wandb", "false",
+            *passthrough,
+        ]  # fmt: skip
+        run_cli(env_cls)
