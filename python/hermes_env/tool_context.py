@@ -281,7 +281,7 @@ class ToolContext:
             return
         self._closed = True
         try:
-            await kill_all_processes(self.run_context.state)
+            await kill_all_processes(self.run_context.state, self.run_context)
         finally:
             await self.backend.cleanup(self.task_id)
 

@@ -74,3 +74,25 @@ async def test_process_errors_are_hermes_agents(ctx: ToolRunContext) -> None:
         "error": "No process with ID proc_x",
     }
     assert (await run("process", {"action": "dance"}, ctx))["error"].startswith("Unknown process action: dance.")
+
+
+async def test_background_jobs_on_the_slot_pool_do_not_hold_the_slot(pool_ctx: ToolRunContext) -> None:
+    ctx = pool_ctx
+    job = await run("terminal", {"command": "sleep 30", "background": True}, ctx)
+    assert isinstance(job["pid"], int)
+    # The slot runs one call at a time: a job held as a call would make this wait 30 s.
+    quick = await asyncio.wait_for(run("terminal", {"command": "echo free"}, ctx), 10)
+    assert quick["output"] == "free"
+    echo = await run("terminal", {"command": "read x; echo got:$x; exit 4", "background": True}, ctx)
+    await run("process", {"action": "submit", "session_id": echo["session_id"], "data": "hello"}, ctx)
+    assert await run("process", {"action": "wait", "session_id": echo["session_id"], "timeout": 10}, ctx) == {
+        "status": "exited",
+        "exit_code": 4,
+        "output": "got:hello\n",
+    }
+    assert await run("process", {"action": "kill", "session_id": job["session_id"]}, ctx) == {
+        "status": "killed",
+        "session_id": job["session_id"],
+    }
+    left = await ctx.backend.call_tool(ctx.task_id, "bash_stateful", {"command": "pgrep -c -x sleep || true"}, 10)
+    assert left.output.strip() == "0"

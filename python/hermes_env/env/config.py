@@ -156,7 +156,7 @@ class HermesAgentEnvConfig(BaseEnvConfig):
                 f"itself (got enabled_toolsets={self.enabled_toolsets}, distribution={self.distribution!r})"
             )
         from hermes_env.tools.distributions import check_distribution
-        from hermes_env.tools.toolsets import resolve_toolsets, validate_toolset
+        from hermes_env.tools.toolsets import resolve_toolsets, tools_for_toolsets, validate_toolset
 
         if self.distribution is not None:
             # Unknown name, or nothing left to draw once unavailable and disabled toolsets are out: ValueError.
@@ -170,7 +170,17 @@ class HermesAgentEnvConfig(BaseEnvConfig):
                     resolve_toolsets([name])  # raises, listing the valid toolsets
         elif self.enabled_toolsets is not None or self.disabled_toolsets is not None:
             # Unknown toolsets, or enabled ones that cannot run here: ValueError naming them and why.
-            resolve_toolsets(self.enabled_toolsets, self.disabled_toolsets)
+            toolsets = resolve_toolsets(self.enabled_toolsets, self.disabled_toolsets)
+            pool_only = [
+                t.name
+                for t in tools_for_toolsets(toolsets, self.disabled_toolsets)
+                if getattr(t, "needs_slot_pool", False)
+            ]
+            if pool_only and self.terminal_backend != "sandbox":
+                raise ValueError(
+                    f"{', '.join(pool_only)} run in the slot pool's stateful shells, but terminal_backend is "
+                    f"{self.terminal_backend!r}; set terminal_backend: sandbox or drop the terminal_stateful toolset"
+                )
         if self.tool_call_parser is not None:
             from hermes_env.parsers import list_parsers
 

@@ -1,12 +1,19 @@
 """Background processes of one rollout (``terminal(background=true)``) and hermes-agent's ``process`` tool.
 
-A background job is one ``backend.execute`` call the agent does not wait for: it runs as an
-asyncio task next to the rollout, bounded by ``ToolRunContext.background_timeout``, with its
-output redirected to ``.hermes_bg/<id>.log`` in the workspace (so ``poll``/``log`` see it while
-it runs) and its stdin read from a FIFO beside it (so ``write``/``submit`` reach it from later
-calls, which run in their own process). ``kill`` cancels the call, which kills the job's whole
-process group; the rollout's cleanup kills whatever is still running. The result shapes are
-hermes-agent's (``tools/process_registry.py``).
+Every job writes its output to ``.hermes_bg/<id>.log`` in the workspace (so ``poll``/``log`` see
+it while it runs) and reads its stdin from a FIFO beside it, opened read-write so it never sees
+end-of-file (``write``/``submit`` reach it from later calls, which run in their own process).
+How a job is kept alive depends on the backend:
+
+- where each command is its own process (``local``, ``bwrap``): the job is one ``execute`` call
+  the agent does not wait for, an asyncio task bounded by ``background_timeout``; ``kill``
+  cancels it, which kills its process group;
+- on the slot pool, whose slot runs one call at a time: the job is started from the slot's
+  stateful shell (``bash_stateful``) in its own process group, and its status and exit code are
+  asked of that shell; ``kill`` signals the group.
+
+The rollout's cleanup kills whatever is still running. The result shapes are hermes-agent's
+(``tools/process_registry.py``).
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ class BackgroundJob:
     pid: int | None = None
     killed: bool = False
     final_output: str | None = None
+    hidden: bool = False  # a job of another tool (execute_code): not listed by process(action="list")
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -56,15 +64,31 @@ class BackgroundJob:
         return self.exit_code is not None
 
 
-def job_script(job: BackgroundJob) -> str:
-    """The shell text of a background job: its stdin a FIFO, its output the log, its status the call's."""
+def _prepare(job: BackgroundJob) -> str:
     d = f'"$PWD/{BG_DIR}"'
-    cd = f"cd {shlex.quote(job.cwd)} && " if job.cwd else ""
-    return (
-        f"mkdir -p {d} && rm -f {d}/{job.id}.in && mkfifo {d}/{job.id}.in && exec 3<>{d}/{job.id}.in && "
-        f"echo $$ > {d}/{job.id}.pid && {cd}"
-        f"exec bash -c {shlex.quote(job.command)} <&3 >{d}/{job.id}.log 2>&1"
-    )
+    return f"mkdir -p {d} && rm -f {d}/{job.id}.in && mkfifo {d}/{job.id}.in"
+
+
+def _job_command(job: BackgroundJob, launcher: str = "exec") -> str:
+    """The job itself: its stdin the FIFO (read-write, so never at end-of-file), its output the log."""
+    d = f'"$PWD/{BG_DIR}"'
+    command = f"{launcher} bash -c {shlex.quote(job.command)} <>{d}/{job.id}.in >{d}/{job.id}.log 2>&1"
+    return f"cd {shlex.quote(job.cwd)} && {command}" if job.cwd else command
+
+
+def job_script(job: BackgroundJob) -> str:
+    """A job run as one ``execute`` call: its pid written first, its exit status the call's."""
+    return f'{_prepare(job)} && echo $$ > "$PWD/{BG_DIR}/{job.id}.pid" && {_job_command(job)}'
+
+
+def shell_job_script(job: BackgroundJob) -> str:
+    """A job started from a stateful shell, in its own process group; prints its pid."""
+    return f"{_prepare(job)} && {{ {_job_command(job, 'setsid')} & }} && echo $!"
+
+
+def uses_stateful_shell(ctx: ToolRunContext) -> bool:
+    """Whether background jobs live in the backend's stateful shell (the slot pool) rather than in calls."""
+    return callable(getattr(ctx.backend, "call_tool", None))
 
 
 class ProcessRegistry:
@@ -80,8 +104,23 @@ class ProcessRegistry:
             registry = ctx.state[STATE_KEY] = cls()
         return registry
 
-    async def spawn(self, ctx: ToolRunContext, command: str, cwd: str | None = None) -> BackgroundJob:
-        job = BackgroundJob(id=f"proc_{uuid.uuid4().hex[:12]}", command=command, cwd=cwd, started_at=time.time())
+    async def spawn(
+        self, ctx: ToolRunContext, command: str, cwd: str | None = None, *, hidden: bool = False
+    ) -> BackgroundJob:
+        job = BackgroundJob(
+            id=f"proc_{uuid.uuid4().hex[:12]}", command=command, cwd=cwd, started_at=time.time(), hidden=hidden
+        )
+        if uses_stateful_shell(ctx):
+            self.jobs[job.id] = job
+            started = await ctx.backend.call_tool(
+                ctx.task_id, "bash_stateful", {"command": shell_job_script(job)}, STDIN_WRITE_TIMEOUT
+            )
+            pid = started.output.strip().splitlines()[-1:] if started.ok else []
+            if pid and pid[0].isdigit():
+                job.pid = int(pid[0])
+            else:
+                job.exit_code, job.final_output = -1, started.error or started.output
+            return job
 
         async def run() -> ExecResult:
             try:
@@ -123,6 +162,20 @@ class ProcessRegistry:
             text = job.final_output  # the job never got as far as its log (bad cwd, sandbox failure)
         return text[-MAX_OUTPUT_CHARS:]
 
+    async def refresh(self, ctx: ToolRunContext, job: BackgroundJob) -> None:
+        """For a job of the stateful shell: ask the shell whether it still runs, and its exit status."""
+        if job.exited or job.task is not None or job.pid is None:
+            return
+        probe = (
+            f"if kill -0 {job.pid} 2>/dev/null; then echo running; else wait {job.pid} 2>/dev/null; echo exited:$?; fi"
+        )
+        answer = await ctx.backend.call_tool(ctx.task_id, "bash_stateful", {"command": probe}, STDIN_WRITE_TIMEOUT)
+        last = (answer.output.strip().splitlines() or [""])[-1]
+        if last.startswith("exited:"):
+            job.exit_code = int(last.removeprefix("exited:"))
+        elif not answer.ok and answer.error:
+            job.exit_code = -1  # the shell (and with it the job) is gone
+
     def _status(self, job: BackgroundJob) -> str:
         return "exited" if job.exited else "running"
 
@@ -133,6 +186,7 @@ class ProcessRegistry:
         job = self.jobs.get(session_id)
         if job is None:
             return self._not_found(session_id)
+        await self.refresh(ctx, job)
         out = await self.output(ctx, job)
         result: dict[str, Any] = {
             "session_id": job.id,
@@ -150,6 +204,7 @@ class ProcessRegistry:
         job = self.jobs.get(session_id)
         if job is None:
             return self._not_found(session_id)
+        await self.refresh(ctx, job)
         lines = (await self.output(ctx, job)).splitlines()
         selected = lines[-limit:] if offset == 0 and limit > 0 else lines[offset : offset + limit]
         return {
@@ -174,6 +229,11 @@ class ProcessRegistry:
         if job.task is not None and not job.exited:
             with contextlib.suppress(TimeoutError, asyncio.CancelledError, Exception):
                 await asyncio.wait_for(asyncio.shield(job.task), effective)
+        deadline = time.monotonic() + effective
+        await self.refresh(ctx, job)
+        while job.task is None and not job.exited and time.monotonic() < deadline:
+            await asyncio.sleep(min(WAIT_POLL_SECONDS, max(0.0, deadline - time.monotonic())))
+            await self.refresh(ctx, job)
         out = await self.output(ctx, job)
         if job.exited:
             result: dict[str, Any] = {"status": "exited", "exit_code": job.exit_code, "output": out[-2000:]}
@@ -188,13 +248,18 @@ class ProcessRegistry:
         job = self.jobs.get(session_id)
         if job is None:
             return self._not_found(session_id)
+        await self.refresh(ctx, job)
         if job.exited:
             return {"status": "already_exited", "exit_code": job.exit_code}
-        await self._stop(job)
+        await self._stop(job, ctx)
         return {"status": "killed", "session_id": job.id}
 
-    async def _stop(self, job: BackgroundJob) -> None:
+    async def _stop(self, job: BackgroundJob, ctx: ToolRunContext | None = None) -> None:
         job.killed = True
+        if job.task is None and job.pid is not None and ctx is not None and not job.exited:
+            # Reaped here, so the shell's "Killed" notice goes nowhere rather than into the next command's output.
+            stop = f"{{ kill -KILL -- -{job.pid}; wait {job.pid}; }} 2>/dev/null; true"
+            await ctx.backend.call_tool(ctx.task_id, "bash_stateful", {"command": stop}, 10)
         task = job.task
         if task is not None and not task.done():
             if task.get_loop() is asyncio.get_running_loop():
@@ -212,6 +277,7 @@ class ProcessRegistry:
         job = self.jobs.get(session_id)
         if job is None:
             return self._not_found(session_id)
+        await self.refresh(ctx, job)
         if job.exited:
             return {"status": "already_exited", "error": "Process has already finished"}
         # Opened read-write, the FIFO never blocks the writer, even if the job stops reading.
@@ -224,6 +290,9 @@ class ProcessRegistry:
     async def list(self, ctx: ToolRunContext) -> list[dict[str, Any]]:
         out = []
         for job in self.jobs.values():
+            if job.hidden:
+                continue
+            await self.refresh(ctx, job)
             text = await self.output(ctx, job)
             entry: dict[str, Any] = {
                 "session_id": job.id,
@@ -243,18 +312,22 @@ class ProcessRegistry:
     def running(self) -> list[BackgroundJob]:
         return [job for job in self.jobs.values() if not job.exited]
 
-    async def kill_all(self) -> int:
-        """Stop every running job (the rollout ends); returns how many were running."""
+    async def kill_all(self, ctx: ToolRunContext | None = None) -> int:
+        """Stop every running job (the rollout ends); returns how many were running.
+
+        Jobs of a stateful shell die with the slot's shell when the workspace is reset; with ``ctx``
+        they are signalled first.
+        """
         running = self.running()
         for job in running:
-            await self._stop(job)
+            await self._stop(job, ctx)
         return len(running)
 
 
-async def kill_all_processes(state: dict[str, Any]) -> int:
+async def kill_all_processes(state: dict[str, Any], ctx: ToolRunContext | None = None) -> int:
     """Stop the background jobs recorded in a rollout's tool state (none: 0)."""
     registry = state.get(STATE_KEY)
-    return await registry.kill_all() if isinstance(registry, ProcessRegistry) else 0
+    return await registry.kill_all(ctx) if isinstance(registry, ProcessRegistry) else 0
 
 
 ACTIONS = ["list", "poll", "log", "wait", "kill", "write", "submit"]
