@@ -177,3 +177,23 @@ async def test_does_not_block_the_event_loop_when_awaited(backend: ExecutionBack
         stop.set()
         await t
     assert res.ok and res.output == "done" and ticks > 5
+
+
+@needs_bwrap
+async def test_synchronous_calls_reach_the_slot_pool(ws_root: Path) -> None:
+    # The pool's executor batches on the caller's loop, which a synchronous call blocks: such calls go
+    # straight to the slot's worker instead.
+    backend = get_backend("sandbox", slots_per_worker=2, max_workers=1, root_dir=str(ws_root))
+    ctx = ToolContext("pooled", backend, timeout=20)
+    try:
+        await ctx.write_file("seed.txt", "x")  # the rollout's own (awaited) calls lease the slot
+
+        async def compute_reward() -> float:
+            return upstream_reward(ctx)
+
+        assert await asyncio.wait_for(compute_reward(), 60) == 1.0
+        listed = await asyncio.wait_for(asyncio.to_thread(lambda: ctx.list_files("out")), 60)
+        assert listed == ["out/answer.txt"] == await ctx.list_files("out")
+    finally:
+        await ctx.cleanup()
+        await backend.aclose()

@@ -113,6 +113,11 @@ async def test_reaper_destroys_idle_workspaces_and_fails_their_rollout(tmp_path:
     slow.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await slow
+    # A rollout whose background process still runs is kept alive (hermes-agent does the same).
+    jobs = reaper.watch("t3", backend)
+    jobs.keep_alive_while(lambda: True)
+    assert await reaper.reap_idle(now=later + 500) == ["t2"]
+    reaper.forget("t3")
     for task_id in ("t1", "t2"):
         reaper.forget(task_id)
     await backend.aclose()

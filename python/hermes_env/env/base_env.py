@@ -216,13 +216,14 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         is destroyed and its rollout fails.
         """
         from hermes_env.tool_context import ToolContext
+        from hermes_env.tools.process_tool import has_running_processes
 
-        return ToolContext(
-            trajectory_id,
-            self.reaper.watch(trajectory_id, self.backend),
-            timeout=self.config.terminal_timeout,
-            background_timeout=self.config.rollout_timeout,
+        backend = self.reaper.watch(trajectory_id, self.backend)
+        ctx = ToolContext(
+            trajectory_id, backend, timeout=self.config.terminal_timeout, background_timeout=self.config.rollout_timeout
         )
+        backend.keep_alive_while(lambda: has_running_processes(ctx.run_context.state))
+        return ctx
 
     def loop_settings(self, item: Any) -> dict[str, Any]:
         """Per-item overrides of the agent loop's settings (``max_turns``, ``temperature``, ``max_tokens``,

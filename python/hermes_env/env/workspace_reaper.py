@@ -34,12 +34,13 @@ class WorkspaceReaped(RolloutFailed):
 
 
 class _Activity:
-    __slots__ = ("in_flight", "last", "reaped")
+    __slots__ = ("busy", "in_flight", "last", "reaped")
 
     def __init__(self) -> None:
         self.last = time.monotonic()
         self.in_flight = 0
         self.reaped: str | None = None
+        self.busy: Callable[[], bool] | None = None  # e.g. "a background process still runs"
 
 
 class WatchedBackend(ExecutionBackend):
@@ -52,8 +53,19 @@ class WatchedBackend(ExecutionBackend):
         self._lifetime = lifetime
 
     def __getattr__(self, name: str) -> Any:
-        # Backend-specific extras (visible_roots, call_tool, ...) pass through.
-        return getattr(self.inner, name)
+        # Backend-specific extras (visible_roots, call_tool, ...) pass through; call_tool counts as activity.
+        value = getattr(self.inner, name)
+        if name == "call_tool" and callable(value):
+
+            async def call_tool(*args: Any, **kwargs: Any) -> Any:
+                return await self._track(lambda: value(*args, **kwargs))
+
+            return call_tool
+        return value
+
+    def keep_alive_while(self, busy: Callable[[], bool]) -> None:
+        """Never reap this workspace while ``busy()`` is true (a background process still runs)."""
+        self._activity.busy = busy
 
     async def _track(self, fn: Callable[[], Awaitable[T]]) -> T:
         activity = self._activity
@@ -138,6 +150,9 @@ class WorkspaceReaper:
         for task_id, (activity, backend) in list(self._watched.items()):
             idle = now - activity.last
             if activity.reaped or activity.in_flight or idle <= self.lifetime:
+                continue
+            if activity.busy is not None and activity.busy():
+                activity.last = now  # hermes-agent keeps a sandbox with running background processes alive
                 continue
             activity.reaped = (
                 f"workspace of {task_id} was idle for {idle:.0f}s, longer than terminal_lifetime="

@@ -324,6 +324,12 @@ class ProcessRegistry:
         return len(running)
 
 
+def has_running_processes(state: dict[str, Any]) -> bool:
+    """Whether a rollout's tool state holds a background job not known to have ended."""
+    registry = state.get(STATE_KEY)
+    return isinstance(registry, ProcessRegistry) and bool(registry.running())
+
+
 async def kill_all_processes(state: dict[str, Any], ctx: ToolRunContext | None = None) -> int:
     """Stop the background jobs recorded in a rollout's tool state (none: 0)."""
     registry = state.get(STATE_KEY)
