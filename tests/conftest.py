@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from hermes_env.backends import ExecutionBackend, get_backend
-from hermes_env.backends.bwrap import bwrap_problem
+from hermes_env.isolation import bwrap_problem
 from hypothesis import HealthCheck, settings
 
 REPO = Path(__file__).resolve().parents[1]

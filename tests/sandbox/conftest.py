@@ -2,27 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
+from hermes_env.isolation import bwrap_problem
 from hermes_env.sandbox import ExecutorConfig, PoolConfig, ResourceLimits, SandboxPolicy, SlotPool, ToolExecutor
-from hermes_env.sandbox.isolation import probe_bwrap, slot_identity
 
-
-def _bwrap_problem() -> str | None:
-    if shutil.which("bwrap") is None:
-        return "bubblewrap is not installed"
-    import tempfile
-    from pathlib import Path
-
-    with tempfile.TemporaryDirectory() as d:
-        os.chmod(d, 0o755)
-        return probe_bwrap(SandboxPolicy(), Path(d) / "ws", slot_identity(999, 0, 1))
-
-
-BWRAP_PROBLEM = _bwrap_problem()
+BWRAP_PROBLEM = bwrap_problem()
 
 
 @pytest.fixture(autouse=True)
@@ -31,7 +17,7 @@ def _require_bwrap() -> None:
         pytest.skip(f"bubblewrap unusable here: {BWRAP_PROBLEM}")
 
 
-TEST_LIMITS = ResourceLimits(cpu_seconds=10, memory_mb=512, max_processes=32, max_output_bytes=4096)
+TEST_LIMITS = ResourceLimits(cpu_seconds=10, memory_bytes="512MiB", max_processes=32, max_output_bytes=4096)
 
 
 def make_pool(**overrides: object) -> SlotPool:

@@ -63,6 +63,9 @@ class WatchedBackend(ExecutionBackend):
             return call_tool
         return value
 
+    def visible_roots(self, task_id: str) -> tuple[str, ...]:
+        return self.inner.visible_roots(task_id)
+
     def keep_alive_while(self, busy: Callable[[], bool]) -> None:
         """Never reap this workspace while ``busy()`` is true (a background process still runs)."""
         self._activity.busy = busy

@@ -64,7 +64,7 @@ def run_demo(
 
     backend = getattr(args, "backend", None)
     if backend == "bwrap":
-        from hermes_env.backends.bwrap import bwrap_problem
+        from hermes_env.isolation import bwrap_problem
 
         problem = bwrap_problem()
         if problem is not None:

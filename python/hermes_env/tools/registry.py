@@ -27,8 +27,19 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from hermes_env.backends.base import ExecutionBackend
+from hermes_env.errors import ToolArgumentError, ToolCallError
 from hermes_env.tools.schema import schema_errors
 
+__all__ = [
+    "REGISTRY",
+    "Tool",
+    "ToolArgumentError",
+    "ToolCallError",
+    "ToolOutput",
+    "ToolRegistry",
+    "ToolRunContext",
+    "error_json",
+]
 
 def error_json(message: str, **extra: Any) -> str:
     """hermes-agent's error result: ``{"error": message, ...}`` as JSON text."""
@@ -53,14 +64,6 @@ class ToolOutput(str):
             error = result.get("error")
             return cls(json.dumps(result, ensure_ascii=False), str(error) if error else None)
         return cls(str(result))
-
-
-class ToolCallError(Exception):
-    """A tool call failed; the message is written for the model to read."""
-
-
-class ToolArgumentError(ToolCallError, ValueError):
-    """The call's arguments do not match the tool's schema."""
 
 
 @dataclass

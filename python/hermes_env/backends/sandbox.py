@@ -1,8 +1,8 @@
-"""``SandboxBackend``: the slot pool and executor behind the framework's ExecutionBackend seam.
+"""``sandbox`` backend: the slot pool and executor (``hermes_env.sandbox``) behind the ExecutionBackend seam.
 
 Selected with ``terminal_backend: sandbox``; ``terminal_backend_options`` may hold nested
-``pool`` / ``policy`` / ``executor`` sections or flat keys of any of them, e.g.
-``{"slots_per_worker": 16, "max_workers": 8, "allow_network": false}``.
+``pool`` / ``policy`` / ``executor`` / ``limits`` sections or flat keys of any of them, e.g.
+``{"slots_per_worker": 16, "max_workers": 8, "allow_network": false, "launcher": "ray"}``.
 """
 
 from __future__ import annotations
@@ -15,11 +15,17 @@ from typing import Any
 import aiohttp
 from pydantic import BaseModel
 
-from hermes_env.backends.base import ExecResult, ExecutionBackend
-from hermes_env.sandbox.config import ExecutorConfig, PoolConfig, ResourceLimits, SandboxPolicy
+from hermes_env.backends.base import ExecutionBackend
+from hermes_env.errors import FileTooLargeError, WorkspacePathError
+from hermes_env.isolation.limits import ResourceLimits
+from hermes_env.isolation.result import ExecResult
+from hermes_env.sandbox.config import ExecutorConfig, PoolConfig, SandboxPolicy
 from hermes_env.sandbox.executor import ToolExecutor, decode_content
 from hermes_env.sandbox.pool import SlotPool
-from hermes_env.sandbox.protocol import ToolCall, ToolResult
+from hermes_env.sandbox.protocol import SlotCall
+
+# Regular files under a workspace path, workspace-relative, for callers on a foreign loop (see ``_direct``).
+_LIST_FILES = "test -e {path} && find {path} -type f -printf '%p\\n' | sed 's|^\\./||'"
 
 
 def _split_options(options: dict[str, Any]) -> tuple[PoolConfig, SandboxPolicy, ExecutorConfig]:
@@ -38,9 +44,9 @@ def _split_options(options: dict[str, Any]) -> tuple[PoolConfig, SandboxPolicy, 
                 raise ValueError(f"sandbox option {key!r} must be a mapping, got {type(value).__name__}")
             sections[key].update(value)
             continue
-        owner = next((name for name, model in models.items() if key in model.model_fields), None)
+        owner = next((name for name, model in models.items() if key in _option_names(model)), None)
         if owner is None:
-            known = sorted({f for m in models.values() for f in m.model_fields})
+            known = sorted({f for m in models.values() for f in m.model_fields} - {"limits"})
             raise ValueError(f"unknown sandbox backend option {key!r}; valid options: {', '.join(known)}")
         sections[owner][key] = value
     if sections["limits"]:
@@ -52,25 +58,27 @@ def _split_options(options: dict[str, Any]) -> tuple[PoolConfig, SandboxPolicy, 
     )
 
 
-# Regular files under a workspace path, workspace-relative (the artifacts API's answer, for foreign-loop callers).
-_LIST_FILES = "test -e {path} && find {path} -type f -printf '%p\\n' | sed 's|^\\./||'"
+def _option_names(model: type[BaseModel]) -> set[str]:
+    names = set(model.model_fields)
+    if model is ResourceLimits:
+        names = ResourceLimits.option_names()
+    elif model is PoolConfig:
+        names |= PoolConfig.RENAMED.keys()
+    return names
 
 
-def _as_exec_result(r: ToolResult) -> ExecResult:
-    return ExecResult(
-        output=r.output, exit_code=r.exit_code, timed_out=r.timed_out, truncated=r.truncated, error=r.error
-    )
-
-
-def _raise_file_error(r: ToolResult, path: str) -> None:
-    if r.error_type == "not_found":
-        raise FileNotFoundError(r.error or f"{path!r} does not exist in the workspace")
+def _raise_file_error(r: ExecResult, path: str) -> None:
+    """The exception a host-workspace backend raises for the same failure."""
+    if r.error is None:
+        return
     if r.error_type == "permission_denied":
-        raise PermissionError(r.error or f"{path!r} is outside the workspace")
+        raise WorkspacePathError(r.error)
     if r.error_type == "too_large":
-        raise OSError(r.error)
-    if r.error is not None:
-        raise OSError(f"sandbox {r.error_type or 'error'} for {path!r}: {r.error}")
+        raise FileTooLargeError(r.error)
+    code = r.data.get("errno")
+    if isinstance(code, int):
+        raise OSError(code, r.error)  # FileNotFoundError, IsADirectoryError ... as the worker saw it
+    raise OSError(f"sandbox {r.error_type or 'error'} for {path!r}: {r.error}")
 
 
 class SandboxBackend(ExecutionBackend):
@@ -115,18 +123,18 @@ class SandboxBackend(ExecutionBackend):
         """True when called from another event loop than the executor's (a synchronous ToolContext call)."""
         return self._home is not None and asyncio.get_running_loop() is not self._home
 
-    async def _direct(self, task_id: str, tool: str, args: dict[str, Any], timeout: float | None) -> ToolResult:
+    async def _direct(self, task_id: str, tool: str, args: dict[str, Any], timeout: float | None) -> ExecResult:
         """One call straight to the slot's worker, for callers on another loop: the executor's batching
         runs on its own loop, which such a caller is blocking."""
         lease = self.pool.lease_of(task_id)
         if lease is None:
-            return ToolResult.failure(
+            return ExecResult.failure(
                 "no_slot",
                 f"{task_id} holds no sandbox slot yet; a synchronous ToolContext call reaches the slot the rollout "
                 "already uses (await the call to acquire one)",
             )
         limit = timeout or self.executor.config.default_timeout_s
-        call = ToolCall(slot=lease.slot, tool=tool, args=args, timeout=limit)
+        call = SlotCall(slot=lease.slot, tool=tool, args=args, timeout=limit)
         grace = self.executor.config.transport_grace_s
         try:
             async with (
@@ -139,12 +147,12 @@ class SandboxBackend(ExecutionBackend):
                 ) as resp,
             ):
                 if resp.status != 200:
-                    return ToolResult.failure("internal", f"worker answered {resp.status}: {(await resp.text())[:500]}")
-                return ToolResult.model_validate_json(await resp.read())
+                    return ExecResult.failure("internal", f"worker answered {resp.status}: {(await resp.text())[:500]}")
+                return ExecResult.model_validate_json(await resp.read())
         except (aiohttp.ClientError, TimeoutError) as exc:
-            return ToolResult.failure("worker_lost", f"sandbox worker {lease.worker_id} did not answer: {exc}")
+            return ExecResult.failure("worker_lost", f"sandbox worker {lease.worker_id} did not answer: {exc}")
 
-    async def _call(self, task_id: str, tool: str, args: dict[str, Any], timeout: float | None = None) -> ToolResult:
+    async def _call(self, task_id: str, tool: str, args: dict[str, Any], timeout: float | None = None) -> ExecResult:
         if self._foreign_loop():
             return await self._direct(task_id, tool, args, timeout)
         await self._ready()
@@ -154,12 +162,12 @@ class SandboxBackend(ExecutionBackend):
         args: dict[str, Any] = {"command": command}
         if stdin is not None:
             args["stdin"] = stdin
-        return _as_exec_result(await self._call(task_id, "bash", args, timeout))
+        return await self._call(task_id, "bash", args, timeout)
 
     async def call_tool(
         self, task_id: str, tool: str, args: dict[str, Any], timeout: float | None = None
-    ) -> ToolResult:
-        """Any sandbox tool (``bash_stateful``, ``tmux`` ...) or external tool, as a raw ToolResult."""
+    ) -> ExecResult:
+        """Any sandbox tool (``bash_stateful``, ``tmux`` ...) or external tool, as an ExecResult."""
         return await self._call(task_id, tool, args, timeout)
 
     async def read_file(self, task_id: str, path: str) -> bytes:
@@ -190,8 +198,3 @@ class SandboxBackend(ExecutionBackend):
     async def aclose(self) -> None:
         await self.executor.close()
         await self.pool.close()
-
-
-def create_backend(**options: Any) -> SandboxBackend:
-    """Factory for ``get_backend("sandbox", **options)``."""
-    return SandboxBackend.from_options(**options)
