@@ -23,7 +23,7 @@ def test_seed_004_fields_map_onto_the_pool_and_loop() -> None:
     assert config.enabled_toolsets == ["default"] and config.terminal_backend == "sandbox"
     options = config.pool_options()
     assert (options["slots_per_worker"], options["min_workers"], options["max_workers"]) == (3, 1, 2)
-    assert (options["backend"], options["batch_window_ms"], options["max_batch_size"]) == ("local", 20.0, 200)
+    assert (options["launcher"], options["batch_window_ms"], options["max_batch_size"]) == ("local", 20.0, 200)
     assert AgentEnvConfig(max_agent_turns=4).max_agent_turns == 4  # the hermes_env name wins when given
 
 
@@ -87,7 +87,7 @@ def policy(messages: list[dict[str, Any]], call: int) -> Any:
 
 
 @pytest.mark.skipif(BWRAP_PROBLEM is not None, reason=f"bubblewrap unusable here: {BWRAP_PROBLEM}")
-async def test_a_group_through_seed_004s_hooks(tmp_path: Path) -> None:
+async def test_a_group_through_seed_004s_hooks(ws_root: Path) -> None:
     config = AgentEnvConfig(
         tokenizer_name=str(qwen3_tokenizer_dir()),
         group_size=2,
@@ -96,7 +96,7 @@ async def test_a_group_through_seed_004s_hooks(tmp_path: Path) -> None:
         slots_per_container=2,
         max_containers=1,
         agent_max_steps=3,
-        terminal_backend_options={"root_dir": str(tmp_path / "pool")},
+        terminal_backend_options={"root_dir": str(ws_root)},
     )
     server = APIServerConfig(base_url="http://127.0.0.1:9/v1", server_type="openai", api_key="x", model_name="m")
     env = SeedEnv(config, [server])

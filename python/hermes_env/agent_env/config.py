@@ -169,7 +169,7 @@ class AgentEnvConfig(HermesAgentEnvConfig):
     def pool_options(self) -> dict[str, Any]:
         """``terminal_backend_options`` of the slot pool these fields describe."""
         return {
-            "backend": self.tool_pool_mode,
+            "launcher": self.tool_pool_mode,
             "slots_per_worker": self.slots_per_container,
             "min_workers": self.min_containers,
             "max_workers": self.max_containers,

@@ -35,6 +35,7 @@ MAX_OUTPUT_CHARS = 200_000  # the rolling window hermes-agent keeps per process
 WAIT_POLL_SECONDS = 0.2
 STDIN_WRITE_TIMEOUT = 10.0
 KILLED_EXIT_CODE = -9
+PID_WAIT_SECONDS = 10.0
 
 
 @dataclass
@@ -137,8 +138,8 @@ class ProcessRegistry:
 
         job.task = asyncio.create_task(run(), name=f"hermes-bg-{job.id}")
         self.jobs[job.id] = job
-        # The job writes its pid as its first act; give it a moment so the answer can carry it.
-        job.pid = await self._read_pid(ctx, job, wait=1.0)
+        # The job writes its pid as its first act (a sandbox may take a while to start): the answer carries it.
+        job.pid = await self._read_pid(ctx, job, wait=PID_WAIT_SECONDS)
         return job
 
     async def _read_pid(self, ctx: ToolRunContext, job: BackgroundJob, wait: float) -> int | None:

@@ -41,6 +41,7 @@ __all__ = [
     "error_json",
 ]
 
+
 def error_json(message: str, **extra: Any) -> str:
     """hermes-agent's error result: ``{"error": message, ...}`` as JSON text."""
     return json.dumps({"error": message, **extra}, ensure_ascii=False)
