@@ -10,7 +10,9 @@ called, it looks at the caller's next bytecode instruction:
   runs to completion on a helper event loop in a dedicated thread while the caller blocks,
   and the result comes back directly. The caller's loop is blocked for that time (as it is in
   hermes-agent, whose tools are synchronous), but nothing it runs is needed by the helper, so
-  it cannot deadlock. Backends used this way must not be bound to the caller's loop.
+  it cannot deadlock. A backend must therefore work from the helper loop too: ``local`` and
+  ``bwrap`` start a process per call; the slot pool, whose executor batches on the caller's
+  loop, sends such calls straight to the slot's worker.
 
 Results returned the synchronous way are still awaitable (awaiting one gives it back), so a
 call passed to ``asyncio.wait_for``/``gather`` works either way.

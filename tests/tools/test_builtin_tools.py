@@ -12,7 +12,7 @@ from hermes_env.tools import REGISTRY, ToolArgumentError, ToolRunContext
 
 @pytest.fixture
 def ctx(backend: ExecutionBackend) -> ToolRunContext:
-    return ToolRunContext("task", backend, timeout=10, max_timeout=20, max_output_chars=2000)
+    return ToolRunContext("task", backend, timeout=10, max_timeout=20)
 
 
 async def run(name: str, args: dict[str, Any], ctx: ToolRunContext) -> dict[str, Any]:

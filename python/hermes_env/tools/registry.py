@@ -83,7 +83,6 @@ class ToolRunContext:
     backend: ExecutionBackend
     timeout: float = 60.0
     max_timeout: float | None = None
-    max_output_chars: int = 20_000
     state: dict[str, Any] = field(default_factory=dict)
     enabled_tools: tuple[str, ...] = ()
     background_timeout: float = 3600.0
@@ -96,8 +95,6 @@ class ToolRunContext:
             self.max_timeout = self.timeout
         if self.max_timeout < self.timeout:
             raise ValueError(f"max_timeout ({self.max_timeout}) must be >= timeout ({self.timeout})")
-        if self.max_output_chars < 200:
-            raise ValueError(f"max_output_chars must be at least 200, got {self.max_output_chars}")
         if self.background_timeout <= 0:
             raise ValueError(f"background_timeout must be positive, got {self.background_timeout}")
 
