@@ -154,7 +154,10 @@ class ToolContext:
     async def search(self, query: str, path: str = ".", *, limit: int = 50) -> ResultDict:
         """hermes-agent's search_files result for a regex: ``{"total_count", "matches": [{path, line, content}]}``."""
         self._check_open()
-        return ResultDict(await file_tools.search_content(self.run_context, query, path, limit=limit))
+        try:
+            return ResultDict(await file_tools.search_content(self.run_context, query, path, limit=limit))
+        except ToolCallError as exc:  # an invalid regex: hermes-agent finds nothing; here it also says why
+            return ResultDict(total_count=0, error=str(exc))
 
     @awaitable_or_sync
     async def upload_file(self, local_path: str | os.PathLike[str], remote_path: str) -> ResultDict:

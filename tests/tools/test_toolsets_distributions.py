@@ -98,3 +98,15 @@ def test_register_distribution_takes_percent_weights() -> None:
     with pytest.raises(ValueError, match="unknown toolset"):
         register_distribution("bad", {"nope": 50})
     DISTRIBUTIONS.pop("mine")
+
+
+def test_toolset_helpers_answer_like_hermes_agents() -> None:
+    from hermes_env.tools import get_all_toolsets, get_toolset, get_toolset_names, resolve_multiple_toolsets
+
+    for name, spec in UPSTREAM["toolsets"].items():
+        assert get_toolset(name) == spec and get_all_toolsets()[name] == spec
+    assert get_toolset("nope") is None
+    assert set(UPSTREAM["toolsets"]) <= set(get_toolset_names())
+    assert resolve_multiple_toolsets(["terminal", "file"]) == sorted(
+        {"terminal", "process", "read_file", "write_file", "patch", "search_files"}
+    )

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from hermes_env.tools import builtin as _builtin  # noqa: F401 - registers the built-in tools
 from hermes_env.tools.registry import REGISTRY, Tool, ToolRegistry
@@ -149,10 +150,23 @@ UNAVAILABLE_TOOLS: dict[str, str] = {
 }
 
 
-def toolset_names(registry: ToolRegistry = REGISTRY) -> list[str]:
+def get_toolset_names(registry: ToolRegistry = REGISTRY) -> list[str]:
     """Every toolset name: the table's and those only registered tools name."""
     extra = sorted({tool.toolset for tool in registry} - set(TOOLSETS))
     return [*TOOLSETS, *extra]
+
+
+def get_toolset(name: str) -> dict[str, Any] | None:
+    """hermes-agent's ``get_toolset``: ``{"description", "tools", "includes"}`` of a table toolset, or None."""
+    spec = TOOLSETS.get(name)
+    if spec is None:
+        return None
+    return {"description": spec.description, "tools": list(spec.tools), "includes": list(spec.includes)}
+
+
+def get_all_toolsets() -> dict[str, dict[str, Any]]:
+    """hermes-agent's ``get_all_toolsets``: every table toolset as ``get_toolset`` gives it."""
+    return {name: get_toolset(name) for name in TOOLSETS}  # type: ignore[misc]
 
 
 def validate_toolset(name: str, registry: ToolRegistry = REGISTRY) -> bool:
@@ -163,7 +177,7 @@ def resolve_toolset(name: str, registry: ToolRegistry = REGISTRY, _seen: frozens
     """The tool names of a toolset, included toolsets followed (``all``/``*``: every hermes-agent toolset)."""
     if name in ALL_ALIASES:
         out: set[str] = set()
-        for ts in toolset_names(registry):
+        for ts in get_toolset_names(registry):
             if TOOLSETS.get(ts, Toolset("", upstream=True)).upstream:
                 out.update(resolve_toolset(ts, registry, _seen | {name}))
         return sorted(out)
@@ -175,6 +189,11 @@ def resolve_toolset(name: str, registry: ToolRegistry = REGISTRY, _seen: frozens
     for included in spec.includes if spec else ():
         tools.update(resolve_toolset(included, registry, _seen | {name}))
     return sorted(tools)
+
+
+def resolve_multiple_toolsets(names: Iterable[str], registry: ToolRegistry = REGISTRY) -> list[str]:
+    """The tool names of several toolsets together (hermes-agent's ``resolve_multiple_toolsets``)."""
+    return sorted({tool for name in names for tool in resolve_toolset(name, registry)})
 
 
 def missing_tools(names: Iterable[str], registry: ToolRegistry = REGISTRY) -> dict[str, str]:
@@ -198,7 +217,7 @@ def available_toolsets(registry: ToolRegistry = REGISTRY) -> list[str]:
     """hermes-agent's toolsets (and registered ones) whose tools can all be offered here."""
     return [
         name
-        for name in toolset_names(registry)
+        for name in get_toolset_names(registry)
         if TOOLSETS.get(name, Toolset("")).upstream
         and resolve_toolset(name, registry)
         and is_toolset_available(name, registry)
@@ -214,7 +233,7 @@ def _check_names(label: str, names: Sequence[str] | None, registry: ToolRegistry
     if unknown:
         raise ValueError(
             f"unknown toolset(s) in {label}: {', '.join(map(repr, unknown))}; "
-            f"valid toolsets: {', '.join(toolset_names(registry))}"
+            f"valid toolsets: {', '.join(get_toolset_names(registry))}"
         )
 
 
