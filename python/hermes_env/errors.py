@@ -65,9 +65,21 @@ class PhaseError(ConfigError):
     """A phase that the configured inference server cannot provide."""
 
 
+class ToolsetUnavailableError(ConfigError):
+    """A toolset whose tools cannot run here (they need the network, a human or a service)."""
+
+
+class ToolServerError(EnvSetupError):
+    """The tool server could not be reached or would not list its tools."""
+
+
 # -- rollouts and tools -----------------------------------------------------------------------
 class RolloutFailed(HermesEnvError, RuntimeError):
     """A rollout that produced no usable trajectory; its whole group is dropped."""
+
+
+class WorkspaceReaped(RolloutFailed):
+    """A rollout's workspace was destroyed because it sat idle longer than ``terminal_lifetime``."""
 
 
 class ToolCallError(HermesEnvError):
@@ -158,7 +170,10 @@ __all__ = [
     "SlotAcquireTimeout",
     "ToolArgumentError",
     "ToolCallError",
+    "ToolServerError",
+    "ToolsetUnavailableError",
     "ToolErrorKind",
     "WorkerStartError",
+    "WorkspaceReaped",
     "WorkspacePathError",
 ]

@@ -20,17 +20,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from hermes_env.backends.base import ExecResult, ExecutionBackend
-from hermes_env.env.errors import RolloutFailed
+from hermes_env.errors import WorkspaceReaped
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 # The reaper looks this often (at most), and at least 4 times per lifetime.
 MAX_SCAN_INTERVAL = 30.0
-
-
-class WorkspaceReaped(RolloutFailed):
-    """A rollout's workspace was destroyed because it sat idle longer than ``terminal_lifetime``."""
 
 
 class _Activity:

@@ -18,15 +18,12 @@ from typing import Any
 
 import httpx
 
+from hermes_env.errors import ToolServerError
 from hermes_env.tools.registry import REGISTRY, Tool, ToolRegistry, ToolRunContext
 from hermes_env.tools.toolsets import TOOLSETS
 
 INPROCESS = "inprocess"
 TRANSPORT_GRACE_S = 10.0
-
-
-class ToolServerError(RuntimeError):
-    """The tool server could not be reached or refused to list its tools."""
 
 
 @dataclass

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from hermes_env.errors import ToolsetUnavailableError
 from hermes_env.tools import builtin as _builtin  # noqa: F401 - registers the built-in tools
 from hermes_env.tools.registry import REGISTRY, Tool, ToolRegistry
 
@@ -29,10 +30,6 @@ class Toolset:
     includes: tuple[str, ...] = ()
     #: hermes-agent's own table (``None`` enables these); seed 004's groups are opt-in.
     upstream: bool = True
-
-
-class ToolsetUnavailableError(ValueError):
-    """A toolset whose tools cannot run here (they need the network, a human or a service)."""
 
 
 _BROWSER = (
