@@ -10,7 +10,9 @@ callers catch, e.g. ``WorkspacePathError`` is a ``PermissionError``)::
     ├── ConfigError                   a dataset, phase or option that cannot be used as given
     │   ├── DatasetError
     │   └── PhaseError
-    ├── RolloutFailed                 one rollout produced nothing usable; its group is dropped
+    ├── RolloutFailed                 one rollout produced nothing usable; its group is dropped (``kind``)
+    ├── PolicyCallError               a model call gave no usable completion (``kind``: a policy_* kind)
+    ├── BackendFailure                the tool backend failed under a call (worker died): fails the rollout
     ├── ToolCallError                 a tool call failed; the message is for the model
     │   └── ToolArgumentError
     ├── WorkspacePathError            a path that would leave the task's workspace
@@ -24,7 +26,8 @@ The Rust core raises its own ``ValueError`` subclasses (``hermes_env.trajectory`
 ``TrajectoryDivergence``); they are not part of this tree.
 
 Error kinds are short snake_case strings recorded in results rather than raised: a parser's
-``ParseIssue.kind``, the agent loop's ``ToolError.kind``, a backend's ``ExecResult.error_type``.
+``ParseIssue.kind``, the agent loop's ``ToolError.kind``, a backend's ``ExecResult.error_type``,
+why a rollout failed (``RolloutFailed.kind``, ``AgentResult.failure``, wandb ``train/groups_dropped/<kind>``).
 One name means one thing wherever it appears (``malformed_json`` is JSON that breaks the grammar,
 whether the parser or the loop found it). The parser kinds are defined by the Rust core
 (``hermes_env.parsers.ISSUE_KINDS``, checked against :data:`ParseIssueKind` by the tests).
@@ -74,12 +77,53 @@ class ToolServerError(EnvSetupError):
 
 
 # -- rollouts and tools -----------------------------------------------------------------------
+#: Why a rollout failed; its whole group is dropped and counted under this name.
+RolloutFailureKind = Literal[
+    "policy_http_error",  # the inference server answered with an HTTP error status (500, 404, ...)
+    "policy_bad_response",  # it answered, but not with a usable completion (not JSON, missing or impossible
+    # token ids / logprobs, an aborted request)
+    "policy_timeout",  # no answer within the rollout budget (rollout_timeout) or the request timeout
+    "policy_connection_error",  # the connection could not be made or was dropped
+    "policy_error",  # any other failure of the model call
+    "trajectory_divergence",  # Phase 2: the re-rendered prompt changed earlier tokens (divergence_policy 'raise')
+    "sandbox_failed",  # the tool backend itself failed mid-rollout (a worker died, a sandbox crashed)
+    "workspace_setup_failed",  # setup_trajectory_workspace (e.g. a task's setup command) failed
+    "rollout_lifetime",  # the rollout's workspace sat idle longer than terminal_lifetime and was destroyed
+    "no_trajectory",  # Phase 2 recorded no trajectory for a rollout that produced output
+    "rollout_error",  # an unexpected exception (a bug); logged with its traceback
+]
+ROLLOUT_FAILURE_KINDS: tuple[RolloutFailureKind, ...] = get_args(RolloutFailureKind)
+
+
 class RolloutFailed(HermesEnvError, RuntimeError):
-    """A rollout that produced no usable trajectory; its whole group is dropped."""
+    """A rollout that produced no usable trajectory; its whole group is dropped. ``kind`` says why."""
+
+    def __init__(self, message: str, kind: RolloutFailureKind = "rollout_error") -> None:
+        super().__init__(message)
+        self.kind: RolloutFailureKind = kind
 
 
-class WorkspaceReaped(RolloutFailed):
-    """A rollout's workspace was destroyed because it sat idle longer than ``terminal_lifetime``."""
+class PolicyCallError(HermesEnvError, RuntimeError):
+    """A model call that gave no usable completion; ``kind`` is one of the ``policy_*`` failure kinds."""
+
+    def __init__(self, kind: RolloutFailureKind, message: str) -> None:
+        super().__init__(message)
+        self.kind: RolloutFailureKind = kind
+
+
+class BackendFailure(HermesEnvError, RuntimeError):
+    """The backend failed under a tool call (worker died, sandbox crashed): the rollout's workspace is
+    gone or unusable, so the rollout fails instead of telling the model its call went wrong."""
+
+
+class WorkspaceReaped(RolloutFailed, BackendFailure):
+    """A rollout's workspace was destroyed because it sat idle longer than ``terminal_lifetime``.
+
+    A :class:`BackendFailure` too, so a tool call that meets the destroyed workspace fails its rollout.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "rollout_lifetime")
 
 
 class ToolCallError(HermesEnvError):
@@ -149,11 +193,13 @@ ExecErrorKind = Literal[
 
 #: Every kind, each listed once.
 ERROR_KINDS: tuple[str, ...] = tuple(
-    dict.fromkeys(get_args(ParseIssueKind) + get_args(ToolErrorKind) + get_args(ExecErrorKind))
+    dict.fromkeys(get_args(ParseIssueKind) + get_args(ToolErrorKind) + get_args(ExecErrorKind) + ROLLOUT_FAILURE_KINDS)
 )
 
 __all__ = [
     "ERROR_KINDS",
+    "ROLLOUT_FAILURE_KINDS",
+    "BackendFailure",
     "BackendUnavailableError",
     "ConfigError",
     "DatasetError",
@@ -164,8 +210,10 @@ __all__ = [
     "InferenceServerUnreachable",
     "ParseIssueKind",
     "PhaseError",
+    "PolicyCallError",
     "PoolClosedError",
     "RolloutFailed",
+    "RolloutFailureKind",
     "SandboxPoolError",
     "SlotAcquireTimeout",
     "ToolArgumentError",

@@ -54,6 +54,15 @@ def run_demo(
         )
     parser.add_argument("--out", default=default_out, help=f"jsonl of scored groups (default {default_out})")
     parser.add_argument("--seed", type=int, default=0, help="seed of the scripted policy's choices")
+    parser.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="KIND@TURN",
+        help="make the scripted server misbehave on model turn TURN (0: the first) of some tasks, to see failed "
+        "rollouts dropped with their cause (repeatable; e.g. http_500@1 nan_logprob@2). KIND is one of "
+        "hermes_env.testing.scripted_vllm.FAULT_KINDS",
+    )
     args, passthrough = parser.parse_known_args(argv)
 
     from transformers import AutoTokenizer
@@ -73,13 +82,17 @@ def run_demo(
     tokenizer_name = default_tokenizer_name()
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_name)
     policy = SolutionPolicy(tasks, seed=args.seed, **dict(policy_options or {}))
+    responder = policy.vllm_responder
+    for j, spec in enumerate(args.fault):
+        prompts = [str(t["prompt"]) for t in list(tasks)[j :: len(args.fault) + 1]]
+        responder = _fault(responder, spec, prompts, parser)
     # A short header instead of atroposlib's full config dump and its warning about a local base URL
     # (the scripted server is local on purpose).
     import atroposlib.envs.base as atropos_base
 
     atropos_base.rprint = lambda *a, **k: None
     warnings.filterwarnings("ignore", message="You are using a local Base URL")
-    with ScriptedVLLMServer(tokenizer, policy.vllm_responder, model_name="scripted-policy") as server:
+    with ScriptedVLLMServer(tokenizer, responder, model_name="scripted-policy") as server:
         print(
             f"demo: {env_cls.name} `process`, Phase 2 against a SCRIPTED vLLM /generate policy (no model) at "
             f"{server.url}\ndemo: {args.groups} groups x {args.group_size} rollouts"
@@ -105,3 +118,18 @@ def run_demo(
             *passthrough,
         ]  # fmt: skip
         run_cli(env_cls)
+
+
+def _fault(responder: Any, spec: str, prompts: list[str], parser: argparse.ArgumentParser) -> Any:
+    """``responder`` failing as ``KIND@TURN`` says for the tasks whose prompt is in ``prompts``."""
+    from hermes_env.testing.scripted_vllm import FAULT_KINDS, FaultAtTurn
+
+    kind, _, turn = spec.partition("@")
+    if kind not in FAULT_KINDS or not turn.isdigit():
+        parser.error(f"--fault {spec!r}: expected KIND@TURN with KIND one of {', '.join(FAULT_KINDS)}")
+    return FaultAtTurn(
+        responder,
+        kind,
+        turn=int(turn),
+        when=lambda r: any(p in r.prompt_text for p in prompts),  # type: ignore[arg-type]
+    )

@@ -15,12 +15,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from hermes_env.errors import BackendFailure
 from hermes_env.tools.registry import Tool, ToolRunContext
 
 NEEDS_POOL = "{name} runs in the slot pool's stateful shells; set --env.terminal_backend sandbox (AgentEnv always does)"
 
 
+# Failures of the pool itself (not of the command): the rollout fails, as for any tool.
+_BACKEND_FAILURES = frozenset({"worker_lost", "no_slot", "sandbox_unavailable"})
+
+
 def _answer(result: Any) -> dict[str, Any]:
+    if result.error and result.error_type in _BACKEND_FAILURES:
+        raise BackendFailure(result.error)
     error = result.error if result.error else None
     return {"output": result.output.rstrip("\n"), "exit_code": result.exit_code, "error": error}
 

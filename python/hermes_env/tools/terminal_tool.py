@@ -2,7 +2,8 @@
 
 Foreground commands return ``{"output", "exit_code", "error"}`` (output stripped, cut to 50,000
 characters keeping 40% head / 60% tail, as hermes-agent does); a command that hits its time limit
-answers exit code 124 and an ``error``; a sandbox failure answers exit code -1. ``background=true``
+answers exit code 124 and an ``error``; a sandbox that fails under the call fails the rollout
+(``BackendFailure``; hermes-agent answers exit code -1). ``background=true``
 starts a job managed with the ``process`` tool. ``pty`` and ``check_interval`` are accepted
 (hermes-agent's schema has them) but have no effect here: commands run without a pseudo-terminal,
 and there is no gateway to report progress to.
@@ -14,7 +15,7 @@ import os
 import shlex
 from typing import Any
 
-from hermes_env.backends.base import ExecResult
+from hermes_env.backends.base import BackendFailure, ExecResult
 from hermes_env.tools.process_tool import ProcessRegistry
 from hermes_env.tools.registry import Tool, ToolRunContext
 
@@ -56,10 +57,15 @@ def with_workdir(command: str, workdir: str | None) -> str:
 
 
 def terminal_answer(result: ExecResult, timeout: float) -> dict[str, Any]:
-    """hermes-agent's answer for one finished foreground command (also what ToolContext.terminal returns)."""
-    output = cut_output(result.output.strip())
+    """hermes-agent's answer for one finished foreground command (also what ToolContext.terminal returns).
+
+    A backend that could not run the command (a dead worker, a sandbox that failed) raises
+    :class:`BackendFailure` instead: the rollout fails rather than showing the model hermes-agent's
+    ``exit_code -1`` answer for a crash that was not its doing.
+    """
     if result.error is not None:
-        return {"output": output, "exit_code": -1, "error": f"Command execution failed: {result.error}"}
+        raise BackendFailure(result.error)
+    output = cut_output(result.output.strip())
     if result.timed_out:
         return {"output": output, "exit_code": 124, "error": f"Command timed out after {timeout:g} seconds"}
     return {"output": output, "exit_code": result.exit_code, "error": None}
