@@ -43,8 +43,8 @@ def test_old_import_paths_name_the_same_classes() -> None:
     from hermes_env.backends import WorkspacePathError
     from hermes_env.backends.base import BackendFailure
     from hermes_env.env import EnvSetupError, RolloutFailed
-    from hermes_env.env.errors import PolicyCallError
     from hermes_env.env.dataset import DatasetError
+    from hermes_env.env.errors import PolicyCallError
     from hermes_env.env.phases import PhaseError
     from hermes_env.env.preflight import InferenceServerUnreachable
     from hermes_env.sandbox import PoolClosedError, SlotAcquireTimeout, WorkerStartError
