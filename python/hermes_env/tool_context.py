@@ -15,19 +15,27 @@ runs on the caller's loop; called directly, it blocks the caller while a helper 
 Results are hermes-agent's dicts (``r["exit_code"]``, ``r["output"]``) that also read as objects
 (``r.exit_code``, ``r.ok``). hermes_env's extras: ``read_text``, ``read_bytes``, ``list_files``,
 ``exists``, ``async with``, and calling the context with a seed-004 ``ToolCall`` (``exec_tool``).
+
+A backend that fails under a call (a sandbox worker died) raises :class:`BackendFailure` from that
+call, and the context keeps the first one in ``backend_failure``: the rollout then fails (its group
+is dropped with cause ``sandbox_failed``) even if the reward caught the exception and returned a
+score, since a score computed against a dead sandbox says nothing about the model.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import posixpath
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path, PurePosixPath
 from types import TracebackType
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from hermes_env.backends.base import ExecutionBackend
+from hermes_env.errors import BackendFailure
 from hermes_env.sync_bridge import AwaitableResult, awaitable_or_sync
 from hermes_env.tools import REGISTRY, ToolCallError, ToolOutput, ToolRegistry, ToolRunContext, file_tools
 from hermes_env.tools.process_tool import kill_all_processes
@@ -73,6 +81,27 @@ def _json_dict(text: str) -> ResultDict:
     return ResultDict(value) if isinstance(value, dict) else ResultDict(result=value)
 
 
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def _notes_backend_failure(
+    method: Callable[Concatenate[ToolContext, P], Awaitable[T]],
+) -> Callable[Concatenate[ToolContext, P], Coroutine[Any, Any, T]]:
+    """Keep the first BackendFailure a call raised on the context (see the module doc), then re-raise it."""
+
+    @functools.wraps(method)
+    async def call(self: ToolContext, *args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return await method(self, *args, **kwargs)
+        except BackendFailure as exc:
+            if self.backend_failure is None:
+                self.backend_failure = exc
+            raise
+
+    return call
+
+
 class ToolContext:
     """Tool access to one task's workspace; safe to share between coroutines of that task."""
 
@@ -103,9 +132,11 @@ class ToolContext:
             background_timeout=background_timeout,
         )
         self._closed = False
+        self.backend_failure: BackendFailure | None = None  # the first one any call raised
 
     # -- commands --------------------------------------------------------------------------
     @awaitable_or_sync
+    @_notes_backend_failure
     async def terminal(
         self, command: str, timeout: float | None = None, *, workdir: str | None = None, stdin: str | None = None
     ) -> CommandResult:
@@ -118,6 +149,7 @@ class ToolContext:
         return answer
 
     @awaitable_or_sync
+    @_notes_backend_failure
     async def call_tool(self, tool_name: str, arguments: dict[str, Any]) -> ToolText:
         """Run any registered tool as the model would; its raw result text (JSON for hermes-agent's tools)."""
         return await self._call_tool(tool_name, arguments)
@@ -139,18 +171,21 @@ class ToolContext:
 
     # -- files (hermes-agent's results) -------------------------------------------------------
     @awaitable_or_sync
+    @_notes_backend_failure
     async def read_file(self, path: str, offset: int = 1, limit: int = file_tools.DEFAULT_READ_LIMIT) -> ResultDict:
         """hermes-agent's read_file result: ``content`` (numbered ``LINE|text``), ``total_lines``, ... or ``error``."""
         self._check_open()
         return ResultDict(await file_tools.read_file(self.run_context, path, offset, limit))
 
     @awaitable_or_sync
+    @_notes_backend_failure
     async def write_file(self, path: str, content: str | bytes) -> ResultDict:
         """Create or replace a file (str as UTF-8, bytes as is): ``{"bytes_written", "dirs_created"}``."""
         self._check_open()
         return ResultDict(await file_tools.write_file(self.run_context, path, content))
 
     @awaitable_or_sync
+    @_notes_backend_failure
     async def search(self, query: str, path: str = ".", *, limit: int = 50) -> ResultDict:
         """hermes-agent's search_files result for a regex: ``{"total_count", "matches": [{path, line, content}]}``."""
         self._check_open()
@@ -160,6 +195,7 @@ class ToolContext:
             return ResultDict(total_count=0, error=str(exc))
 
     @awaitable_or_sync
+    @_notes_backend_failure
     async def upload_file(self, local_path: str | os.PathLike[str], remote_path: str) -> ResultDict:
         """Copy a host file into the workspace (binary safe): ``{"exit_code", "output"}``."""
         return await self._upload_file(local_path, remote_path)
@@ -176,6 +212,7 @@ class ToolContext:
         return ResultDict(exit_code=0, output="")
 
     @awaitable_or_sync
+    @_notes_backend_failure
     async def upload_dir(self, local_dir: str | os.PathLike[str], remote_dir: str = ".") -> ResultList:
         """Copy a host directory tree into the workspace: one ``upload_file`` result per file."""
         root = Path(local_dir)
@@ -189,6 +226,7 @@ class ToolContext:
         return results
 
     @awaitable_or_sync
+    @_notes_backend_failure
     async def download_file(self, remote_path: str, local_path: str | os.PathLike[str]) -> ResultDict:
         """Copy a workspace file to the host (parents created): ``{"success", "bytes"}`` or ``{"success", "error"}``."""
         return await self._download_file(remote_path, local_path)
@@ -203,6 +241,7 @@ class ToolContext:
         return ResultDict(success=True, bytes=len(data))
 
     @awaitable_or_sync
+    @_notes_backend_failure
     async def download_dir(self, remote_dir: str, local_dir: str | os.PathLike[str]) -> ResultList:
         """Copy a workspace directory tree to the host: one ``download_file`` result per file."""
         self._check_open()
@@ -223,28 +262,34 @@ class ToolContext:
 
     # -- hermes-agent's network tools: answered by the tool server when one serves them ---------
     @awaitable_or_sync
+    @_notes_backend_failure
     async def web_search(self, query: str) -> ResultDict:
         return _json_dict(await self._call_tool("web_search", {"query": query}))
 
     @awaitable_or_sync
+    @_notes_backend_failure
     async def web_extract(self, urls: list[str]) -> ResultDict:
         return _json_dict(await self._call_tool("web_extract", {"urls": urls}))
 
     @awaitable_or_sync
+    @_notes_backend_failure
     async def browser_navigate(self, url: str) -> ResultDict:
         return _json_dict(await self._call_tool("browser_navigate", {"url": url}))
 
     @awaitable_or_sync
+    @_notes_backend_failure
     async def browser_snapshot(self) -> ResultDict:
         return _json_dict(await self._call_tool("browser_snapshot", {}))
 
     # -- hermes_env's extras ------------------------------------------------------------------
     @awaitable_or_sync
+    @_notes_backend_failure
     async def read_text(self, path: str, *, errors: str = "replace") -> str:
         """A workspace file decoded as UTF-8 (undecodable bytes replaced unless ``errors='strict'``)."""
         return (await self._read_bytes(path)).decode("utf-8", errors=errors)
 
     @awaitable_or_sync
+    @_notes_backend_failure
     async def read_bytes(self, path: str) -> bytes:
         """A workspace file's bytes, unchanged (FileNotFoundError / PermissionError as usual)."""
         return await self._read_bytes(path)
@@ -254,6 +299,7 @@ class ToolContext:
         return await self.backend.read_file(self.task_id, file_tools.model_path(path))
 
     @awaitable_or_sync
+    @_notes_backend_failure
     async def list_files(self, path: str = ".") -> list[str]:
         """Workspace-relative paths of the regular files under ``path``, recursively, sorted."""
         return await self._list_files(path)
@@ -263,6 +309,7 @@ class ToolContext:
         return await self.backend.list_files(self.task_id, file_tools.model_path(path))
 
     @awaitable_or_sync
+    @_notes_backend_failure
     async def exists(self, path: str) -> bool:
         """Whether ``path`` is a regular file (or a directory holding files) in the workspace."""
         try:
@@ -270,6 +317,7 @@ class ToolContext:
         except (FileNotFoundError, NotADirectoryError):
             return False
 
+    @_notes_backend_failure
     async def __call__(self, call: Any) -> Any:
         """Seed 004's ``exec_tool``: run a ``ToolCall`` (``.name``, ``.arguments``), answer a ``ToolResult``."""
         from hermes_env.agent_env.calls import run_seed_call

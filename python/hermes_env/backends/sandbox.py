@@ -186,8 +186,9 @@ class SandboxBackend(ExecutionBackend):
         if self._foreign_loop():
             # The listing route is the worker's artifacts API; a synchronous caller lists through the shell.
             r = await self._direct(task_id, "bash", {"command": _LIST_FILES.format(path=shlex.quote(path))}, 30)
-            if r.exit_code != 0 or r.error:
-                raise FileNotFoundError(r.error or r.output.strip() or f"{path!r} does not exist in the workspace")
+            _raise_file_error(r, path)  # a lost worker is the backend's failure, not a missing path
+            if r.exit_code != 0:
+                raise FileNotFoundError(r.output.strip() or f"{path!r} does not exist in the workspace")
             return sorted(line for line in r.output.splitlines() if line)
         await self._ready()
         r = await self.executor.list_artifacts(task_id, path)

@@ -73,6 +73,13 @@ def split_score(scored: Any) -> tuple[float, dict[str, Any]]:
     return float(scored), {}
 
 
+def _raise_backend_failure(ctx: Any) -> None:
+    """Re-raise the BackendFailure a ToolContext call met, if any (a caller may have caught it)."""
+    failure = getattr(ctx, "backend_failure", None)
+    if failure is not None:
+        raise failure
+
+
 class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
     """Base class of hermes_env environments (DESIGN.md §4)."""
 
@@ -304,6 +311,7 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
                     f"terminal_lifetime={self.config.terminal_lifetime:g}s",
                     "workspace_setup_failed",
                 ) from None
+            _raise_backend_failure(ctx)  # setup caught the failure itself; the workspace is still unusable
             workspace_meta = meta if isinstance(meta, dict) else {}
             messages = self.build_messages(item)
             result = await self.run_agent_loop(messages, group, ctx, split, item)
@@ -345,6 +353,7 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         except BackendFailure:
             raise  # the sandbox died under the reward: the rollout fails, it does not score 0.0
         except TimeoutError:
+            _raise_backend_failure(ctx)
             logger.error(
                 "compute_reward for %s did not finish within reward_timeout=%gs; scoring it 0.0",
                 trajectory_id,
@@ -352,8 +361,12 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
             )
             return 0.0, True, {}
         except Exception:  # noqa: BLE001 - a broken reward scores 0.0; the run goes on
+            _raise_backend_failure(ctx)  # ... unless it broke because the sandbox died under it
             logger.exception("compute_reward raised for %s; scoring it 0.0", trajectory_id)
             return 0.0, True, {}
+        # A reward that caught the backend's failure (upstream rewards often catch everything) and
+        # scored anyway scored a dead sandbox: the rollout fails.
+        _raise_backend_failure(ctx)
         if not math.isfinite(score):
             logger.error("compute_reward returned %r for %s; scoring it 0.0", score, trajectory_id)
             return 0.0, True, metadata
