@@ -43,6 +43,18 @@ def test_nomad_and_modal_are_refused_and_their_fields_warned_about(caplog: pytes
     assert "Nomad/Modal" not in caplog.text
 
 
+def test_tool_pool_mode_names_one_of_the_pools_launchers() -> None:
+    from hermes_env.sandbox.config import LAUNCHERS
+
+    for mode in LAUNCHERS:
+        assert AgentEnvConfig(tool_pool_mode=mode).pool_options()["launcher"] == mode
+    if "container" not in LAUNCHERS:
+        with pytest.raises(ValidationError, match="'container' needs the slot pool's container launcher"):
+            AgentEnvConfig(tool_pool_mode="container")
+    with pytest.raises(ValidationError, match="unknown tool_pool_mode 'k8s'; use one of local, ray"):
+        AgentEnvConfig(tool_pool_mode="k8s")
+
+
 class SeedEnv(AgentEnv):
     name = "seed"
     calls: list[tuple[str, Any]]

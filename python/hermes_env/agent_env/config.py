@@ -29,10 +29,12 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from hermes_env.env.config import HermesAgentEnvConfig
+from hermes_env.sandbox.config import LAUNCHERS
 
 logger = logging.getLogger(__name__)
 
-POOL_MODES = ("local", "ray", "container")
+# tool_pool_mode names one of the pool's launchers (local, ray, and container where that launcher exists).
+POOL_MODES = tuple(LAUNCHERS)
 
 # Seed 004's Nomad/Modal fields and defaults: accepted, without effect here.
 _NOMAD_FIELDS: dict[str, Any] = {
@@ -70,7 +72,7 @@ class AgentEnvConfig(HermesAgentEnvConfig):
 
     tool_pool_mode: str = Field(
         default="local",
-        description="Where sandbox workers run: local (processes), ray (actors), container (when available).",
+        description="Where sandbox workers run: local (processes), ray (actors), container (where it exists).",
     )
     allow_network: bool = Field(default=True, description="Whether sandbox commands may access the network.")
     require_sandbox: bool = Field(
@@ -145,6 +147,11 @@ class AgentEnvConfig(HermesAgentEnvConfig):
             raise ValueError(
                 f"tool_pool_mode {self.tool_pool_mode!r} (seed 004's {self.tool_pool_mode.capitalize()} backend) is "
                 f"not available in hermes_env; use one of {', '.join(POOL_MODES)}"
+            )
+        if self.tool_pool_mode == "container" and "container" not in POOL_MODES:
+            raise ValueError(
+                "tool_pool_mode 'container' needs the slot pool's container launcher, which this version of "
+                f"hermes_env does not have; use one of {', '.join(POOL_MODES)}"
             )
         if self.tool_pool_mode not in POOL_MODES:
             raise ValueError(f"unknown tool_pool_mode {self.tool_pool_mode!r}; use one of {', '.join(POOL_MODES)}")
