@@ -48,18 +48,23 @@ def _parent(pid: int) -> int | None:
     return None
 
 
+def _kill_workers_once(marker: str, pool: Any, killed: list[int]) -> None:
+    """SIGKILL every pool worker with ``marker`` running beneath it (each worker once)."""
+    workers = {w.pid for w in pool.workers if w.pid is not None}
+    for pid in _pids_running(marker):
+        ancestor: int | None = pid
+        while ancestor not in (None, 0, 1) and ancestor not in workers:
+            ancestor = _parent(ancestor)  # type: ignore[arg-type]
+        if ancestor in workers and ancestor not in killed:
+            killed.append(ancestor)  # type: ignore[arg-type]
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(ancestor, signal.SIGKILL)  # type: ignore[arg-type]
+
+
 async def _kill_workers_running(marker: str, pool: Any, killed: list[int]) -> None:
-    """SIGKILL every pool worker with ``marker`` running beneath it, for as long as the run lasts."""
+    """:func:`_kill_workers_once`, for as long as the run lasts."""
     while True:
-        workers = {w.pid for w in pool.workers if w.pid is not None}
-        for pid in _pids_running(marker):
-            ancestor: int | None = pid
-            while ancestor not in (None, 0, 1) and ancestor not in workers:
-                ancestor = _parent(ancestor)  # type: ignore[arg-type]
-            if ancestor in workers and ancestor not in killed:
-                killed.append(ancestor)  # type: ignore[arg-type]
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(ancestor, signal.SIGKILL)  # type: ignore[arg-type]
+        _kill_workers_once(marker, pool, killed)
         await asyncio.sleep(0.1)
 
 
@@ -110,15 +115,7 @@ REWARD_MARKER = "sleep 29.4"  # the victim's reward check; its worker is killed 
 def _kill_workers_running_in_a_thread(marker: str, pool: Any, killed: list[int], stop: threading.Event) -> None:
     """:func:`_kill_workers_running` from a thread: a synchronous reward call blocks the event loop."""
     while not stop.is_set():
-        workers = {w.pid for w in pool.workers if w.pid is not None}
-        for pid in _pids_running(marker):
-            ancestor: int | None = pid
-            while ancestor not in (None, 0, 1) and ancestor not in workers:
-                ancestor = _parent(ancestor)  # type: ignore[arg-type]
-            if ancestor in workers and ancestor not in killed:
-                killed.append(ancestor)  # type: ignore[arg-type]
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(ancestor, signal.SIGKILL)  # type: ignore[arg-type]
+        _kill_workers_once(marker, pool, killed)
         stop.wait(0.1)
 
 
