@@ -1,4 +1,4 @@
-"""Parser throughput (issue 2 targets), printed as tables.
+"""Parser throughput against the parser targets, printed as tables.
 
     .venv/bin/python benches/parse_bench.py [--parsers hermes,qwen,longcat] [--quick]
 

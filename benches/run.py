@@ -3,9 +3,10 @@
     python benches/run.py --full --vllm-python .vllm-oracle/bin/python     # publishing run
     python benches/run.py --quick                                           # CI smoke (seconds)
 
-Writes ``benches/results/<date>-<host>.json``, ``.md`` (tables, machine in the header, goals met
-or missed) and ``-whole.png`` / ``-stream.png`` (time vs output size, log-log, one line per
-implementation). Columns:
+Writes ``<date>-<host>.json``, ``.md`` (tables, machine in the header, each target met, missed or not
+measured at the size it is set for) and ``-whole.png`` / ``-stream.png`` (time vs output size, log-log, one line per
+implementation) to ``benches/results`` (``--full``) or to a temp folder (``--quick``; ``--out-dir`` for
+elsewhere). Columns:
 
 - hermes_env through its Python API: ``parse`` and token-by-token ``feed`` (benches/hermes_side.py);
 - vLLM 0.33.0's Python parsers in the ``--vllm-python`` interpreter (benches/vllm_side.py); skipped
@@ -103,6 +104,11 @@ def _optional_bench(module: str, quick: bool) -> dict[str, Any]:
         return {"error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc(limit=5)}
 
 
+def default_out_dir(quick: bool) -> Path:
+    """benches/results for a publishing run; outside the repository for a smoke run (nothing to commit)."""
+    return Path(tempfile.gettempdir()) / "hermes_env-bench" if quick else HERE / "results"
+
+
 def parser_formats(only: list[str] | None) -> list[str]:
     from hermes_env.parsers import list_parsers
 
@@ -134,7 +140,11 @@ def main(argv: list[str] | None = None) -> int:
         help="columns not to run",
     )
     ap.add_argument("--reuse", metavar="JSON", help="copy the --skip'ped columns from this earlier results file")
-    ap.add_argument("--out-dir", default=str(HERE / "results"), help="where results go (default benches/results)")
+    ap.add_argument(
+        "--out-dir",
+        default=None,
+        help="where results go (default: benches/results for --full, a folder in the system's temp dir for --quick)",
+    )
     ap.add_argument("--dump-workloads", metavar="DIR", help="only write the Rust bench inputs to DIR and exit")
     ap.add_argument("--report-only", metavar="JSON", help="re-render the .md and plots of a results file and exit")
     args = ap.parse_args(argv)
@@ -288,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
     # 5. Report.
     res["goals"] = report.goals(res)
     res["wall_seconds"] = (dt.datetime.now(dt.UTC) - started).total_seconds()
-    out_dir = Path(args.out_dir)
+    out_dir = Path(args.out_dir) if args.out_dir else default_out_dir(quick)
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = out_dir / f"{started.strftime('%Y-%m-%d')}-{res['machine']['host']}{'-quick' if quick else ''}"
     pngs = report.plots(res, stem)

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 import workloads
-from hermes_env.testing import qwen3_tokenizer
+from hermes_env.resources import qwen3_tokenizer
 from hermes_env.testing.scripted_vllm import scripted_logprob
 from hermes_env.trajectory import Trajectory, assistant_token_mask, render_with_assistant_spans
 

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from hermes_env.testing import qwen3_tokenizer_dir
+from hermes_env.resources import bundled_tokenizer_dir
 
 SIZES: dict[str, int] = {"20KB": 20_000, "100KB": 100_000, "400KB": 400_000, "1MB": 1_000_000}
 
@@ -384,7 +384,7 @@ def qwen3_tokenizer() -> Any:
     """The real Qwen3 tokenizer with :data:`MARKER_TOKENS` added as special tokens."""
     from transformers import AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(str(qwen3_tokenizer_dir()))
+    tok = AutoTokenizer.from_pretrained(str(bundled_tokenizer_dir("qwen3")))
     tok.add_tokens(MARKER_TOKENS, special_tokens=True)
     return tok
 

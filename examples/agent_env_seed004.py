@@ -182,7 +182,7 @@ def main() -> None:
             policy_options={"prefer_tool_calls": True},
         )
     else:
-        run_cli(BugFixEnv)
+        run_cli(BugFixEnv, extra_commands={"demo": "run process against a scripted policy server (no model)"})
 
 
 if __name__ == "__main__":

@@ -138,7 +138,7 @@ def main() -> None:
             default_groups=6,
         )
     else:
-        run_cli(UpstreamStyleEnv)
+        run_cli(UpstreamStyleEnv, extra_commands={"demo": "run process against a scripted policy server (no model)"})
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 The default hypothesis profile (``ci``) is derandomized, so ``bash scripts/test.sh`` passes or fails the same
 way on every run and machine; random exploration is a separate command (README, "Tests"):
-``HYPOTHESIS_PROFILE=explore .venv/bin/python -m pytest tests/parsers``.
+``HYPOTHESIS_PROFILE=explore .venv/bin/python -m pytest --timeout 0 tests/parsers``.
 """
 
 from __future__ import annotations

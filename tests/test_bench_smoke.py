@@ -62,11 +62,35 @@ def test_quick_run_writes_json_markdown_and_plots(tmp_path: Path) -> None:
         assert entry["stream"]["stream_equals_parse"], fmt
         assert entry["whole"]["mb_per_s"] > 0
     assert res["hermes_env"]["hermes/free/20KB"]["whole"]["tool_calls"] == 0
-    assert any(g["goal"].startswith("parse, call-dense") for g in res["goals"])
+    assert any(g["goal"].startswith("parse, call-dense 1MB") for g in res["goals"])
+    # Targets are set for 1 MB outputs and full workloads: a quick run measures none, so none is MISSED.
+    assert all(g["met"] is None and g["measured"] is None for g in res["goals"])
     md = result.with_suffix(".md").read_text()
-    assert res["machine"]["cpu"] in md and "| goal | target | measured | status |" in md
+    assert res["machine"]["cpu"] in md and "MISSED" not in md and "targets not measured by this run" in md
     assert len(list(tmp_path.glob("*.png"))) == 2
     longroll = res["longroll"]
     assert set(longroll["per_turn_ms"]) == {"hermes_env", "atroposlib"}, longroll.get("error")
     assert any(g["goal"].startswith("managed server per turn") for g in res["goals"])
     assert "## Longroll" in md
+
+
+def test_quick_runs_write_outside_the_repository_unless_asked() -> None:
+    import run
+
+    assert not run.default_out_dir(quick=True).resolve().is_relative_to(BENCHES.parent)
+    assert run.default_out_dir(quick=False) == BENCHES / "results"
+
+
+def test_full_run_targets_use_their_own_sizes() -> None:
+    import report
+
+    res = json.loads((BENCHES / "results" / "2026-11-26-vm.json").read_text())
+    goals = {g["goal"]: g for g in report.goals(res)}
+    dense = goals["parse, call-dense 1MB (hermes)"]
+    assert dense["measured"] == res["hermes_env"]["hermes/dense/1MB"]["whole"]["mb_per_s"] and dense["met"]
+    res["sizes"] = {"20KB": res["sizes"]["20KB"]}  # the same run seen as if only 20 KB had been measured
+    assert all(
+        g["met"] is None
+        for g in report.goals(res)
+        if not g["goal"].startswith(("trajectory", "sandbox", "managed server"))
+    )

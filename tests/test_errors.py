@@ -37,6 +37,8 @@ def test_every_exception_is_a_hermes_env_error_and_keeps_its_builtin_base() -> N
     assert issubclass(errors.SlotAcquireTimeout, TimeoutError)
     assert issubclass(errors.ToolArgumentError, ValueError)
     assert issubclass(errors.BackendUnavailableError, errors.EnvSetupError)
+    assert issubclass(errors.TokenizerUnavailable, OSError)
+    assert issubclass(errors.TokenizerUnavailable, errors.ConfigError)
 
 
 def test_old_import_paths_name_the_same_classes() -> None:
@@ -47,12 +49,13 @@ def test_old_import_paths_name_the_same_classes() -> None:
     from hermes_env.env.errors import PolicyCallError
     from hermes_env.env.phases import PhaseError
     from hermes_env.env.preflight import InferenceServerUnreachable
+    from hermes_env.resources import TokenizerUnavailable
     from hermes_env.sandbox import PoolClosedError, SlotAcquireTimeout, WorkerStartError
     from hermes_env.tools.registry import ToolArgumentError, ToolCallError
 
     for cls in (WorkspacePathError, EnvSetupError, RolloutFailed, DatasetError, PhaseError, InferenceServerUnreachable,
                 PoolClosedError, SlotAcquireTimeout, WorkerStartError, ToolArgumentError, ToolCallError,
-                BackendFailure, PolicyCallError):  # fmt: skip
+                BackendFailure, PolicyCallError, TokenizerUnavailable):  # fmt: skip
         assert getattr(errors, cls.__name__) is cls
 
 

@@ -7,7 +7,19 @@ the environment framework is imported lazily so that ``import hermes_env.parsers
 from __future__ import annotations
 
 import importlib
+import logging
 from typing import TYPE_CHECKING, Any
+
+
+class _NoTorchNotice(logging.Filter):
+    """Drops transformers' import-time "PyTorch was not found" notice: hermes_env only needs tokenizers."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("PyTorch was not found")
+
+
+# Installed before anything imports transformers (atroposlib does, on import).
+logging.getLogger("transformers").addFilter(_NoTorchNotice())
 
 if TYPE_CHECKING:  # type checkers and IDEs see the real classes; at runtime they load on first access
     from hermes_env.agent.loop import AgentResult, HermesAgentLoop, ToolError

@@ -9,7 +9,8 @@ callers catch, e.g. ``WorkspacePathError`` is a ``PermissionError``)::
     │   └── InferenceServerUnreachable
     ├── ConfigError                   a dataset, phase or option that cannot be used as given
     │   ├── DatasetError
-    │   └── PhaseError
+    │   ├── PhaseError
+    │   └── TokenizerUnavailable      also an OSError, as Hugging Face's own loading errors are
     ├── RolloutFailed                 one rollout produced nothing usable; its group is dropped (``kind``)
     ├── PolicyCallError               a model call gave no usable completion (``kind``: a policy_* kind)
     ├── BackendFailure                the tool backend failed under a call (worker died): fails the rollout
@@ -74,6 +75,10 @@ class ToolsetUnavailableError(ConfigError):
 
 class ToolServerError(EnvSetupError):
     """The tool server could not be reached or would not list its tools."""
+
+
+class TokenizerUnavailable(ConfigError, OSError):
+    """A tokenizer could not be found or loaded; the message says what to pass instead."""
 
 
 # -- rollouts and tools -----------------------------------------------------------------------

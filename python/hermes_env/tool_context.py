@@ -34,7 +34,7 @@ from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from hermes_env.backends.base import ExecutionBackend
+from hermes_env.backends.base import ExecResult, ExecutionBackend
 from hermes_env.errors import BackendFailure
 from hermes_env.sync_bridge import AwaitableResult, awaitable_or_sync
 from hermes_env.tools import REGISTRY, ToolCallError, ToolOutput, ToolRegistry, ToolRunContext, file_tools
@@ -133,6 +133,9 @@ class ToolContext:
         )
         self._closed = False
         self.backend_failure: BackendFailure | None = None  # the first one any call raised
+        #: When a list, every ``terminal`` call appends (command, result) to it: the environment sets
+        #: one while the reward runs, so a view can show why a rollout scored what it did.
+        self.command_log: list[tuple[str, ExecResult]] | None = None
 
     # -- commands --------------------------------------------------------------------------
     @awaitable_or_sync
@@ -144,6 +147,8 @@ class ToolContext:
         self._check_open()
         limit = float(timeout or self.timeout)
         result = await self.backend.execute(self.task_id, with_workdir(command, workdir), limit, stdin=stdin)
+        if self.command_log is not None:
+            self.command_log.append((command, result))
         answer = CommandResult(terminal_answer(result, limit))
         answer.timed_out, answer.truncated = result.timed_out, result.truncated
         return answer

@@ -70,7 +70,12 @@ def test_demo_writes_aligned_phase2_groups_with_right_rewards(tmp_path: Path) ->
             scores.append(score)
     assert 0.0 in scores and 1.0 in scores
     html = out.with_suffix(".html")
-    assert html.is_file() and "tool_call" in html.read_text()
+    page = html.read_text()  # hermes_env.html_view: one section per group, task ids in the headers
+    assert page.count('<section class="group"') == 5 and 'class="call"' in page
+    for group in groups:
+        task_id = tasks[group["messages"][0][1]["content"]].id
+        assert [info["task_id"] for info in group["rollout_info"]] == [task_id] * 4
+        assert f"task <code>{task_id}</code>" in page
     for label in ("groups written", "mean reward", "mean turns", "tool calls / rollout", "trained tokens"):
         assert label in proc.stdout
     assert "5/5" in proc.stderr and "mean reward" in proc.stderr  # the progress bar

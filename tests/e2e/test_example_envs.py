@@ -4,10 +4,11 @@ metrics.json and samples.jsonl), both against the scripted vLLM ``/generate`` po
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
-from e2e_helpers import read_groups, run_env
+from e2e_helpers import TASKS, read_groups, run_env, write_tasks
 from hermes_env.backends.bwrap import bwrap_problem
 from hermes_env.env.dataset import load_rows
 from hermes_env.envs.bench_eval.env import QUESTIONS_PATH
@@ -73,6 +74,24 @@ def test_bench_eval_evaluate_writes_metrics_and_samples(tmp_path: Path) -> None:
     accuracy = sum(s["score"] for s in samples) / len(samples)
     assert metrics["eval/accuracy"] == pytest.approx(accuracy) and 0.0 < accuracy < 1.0
     assert any(key.startswith("eval/accuracy/") for key in metrics)
+    # The results are also printed, with where they were saved.
+    assert re.search(rf"eval/accuracy +{metrics['eval/accuracy']:.4g}\n", proc.stdout), proc.stdout
+    assert f"saved: {evals / 'metrics.json'}" in proc.stdout
+
+
+def test_scripted_evaluate_without_an_eval_dir_prints_the_results(tmp_path: Path) -> None:
+    tasks = write_tasks(tmp_path / "tasks.jsonl")
+    policy = SolutionPolicy(TASKS, seed=4)
+    with ScriptedVLLMServer(qwen3_tokenizer(), policy.vllm_responder) as server:
+        proc = run_env(
+            "hermes_env.envs.terminal_tasks", "evaluate", "--env.dataset_name", str(tasks),
+            "--openai.base_url", server.base_url, "--openai.server_type", "vllm",
+            "--env.terminal_backend", BACKEND, cwd=tmp_path,
+        )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert re.search(r"eval/accuracy +[0-9.]+\n", proc.stdout) and re.search(r"eval/items +3\n", proc.stdout)
+    assert "not saved: pass --env.data_dir_to_save_evals DIR" in proc.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tasks.jsonl"]  # nothing written
 
 
 def test_bench_eval_is_evaluation_only() -> None:

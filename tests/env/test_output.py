@@ -1,4 +1,4 @@
-"""GroupJsonlWriter (whole lines only) and the HTML view with visible tool calls."""
+"""GroupJsonlWriter (whole lines only) and the run statistics."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from hermes_env.env.output import GroupJsonlWriter, read_groups, repair_torn_tail, replace_atropos_writer, write_html
+from hermes_env.env.output import GroupJsonlWriter, read_groups, repair_torn_tail, replace_atropos_writer
 from hermes_env.env.stats import RolloutRecord, RolloutStats, format_summary_table, summarize
 
 
@@ -88,26 +88,6 @@ def test_replacing_atroposlibs_writer_leaves_no_empty_file_and_repairs_earlier_r
     writer.write({"c": 3})
     writer.close()
     assert read_groups(target) == [{"c": 3}]
-
-
-def test_html_shows_reasoning_tool_calls_and_results(tmp_path: Path) -> None:
-    path = tmp_path / "g.jsonl"
-    conversation = [
-        {"role": "user", "content": "make a file"},
-        {
-            "role": "assistant",
-            "content": "",
-            "reasoning_content": "touch it",
-            "tool_calls": [
-                {"id": "c", "type": "function", "function": {"name": "terminal", "arguments": '{"command": "touch a"}'}}
-            ],
-        },
-        {"role": "tool", "tool_call_id": "c", "content": "[exit code 0]"},
-        {"role": "assistant", "content": "done"},
-    ]
-    path.write_text(json.dumps({"scores": [1.0], "messages": [conversation], "tokens": [[1]], "masks": [[1]]}) + "\n")
-    html = write_html(path).read_text()
-    assert "terminal(" in html and "touch a" in html and "touch it" in html and "[exit code 0]" in html
 
 
 def test_summary_table_lists_the_run() -> None:

@@ -130,6 +130,7 @@ class AgentResult:
     turns_used: int
     finished_naturally: bool
     reasoning_per_turn: list[str | None] = field(default_factory=list)
+    finish_reasons: list[str | None] = field(default_factory=list)  # the server's finish_reason, per turn
     tool_errors: list[ToolError] = field(default_factory=list)
     managed_state: Any = None
     tool_calls_made: int = 0
@@ -320,6 +321,7 @@ class HermesAgentLoop:
                 )
             result.turns_used += 1
             result.reasoning_per_turn.append(extract_reasoning(message))
+            result.finish_reasons.append(_get(choice, "finish_reason"))
             server_issues = _get(message, "parse_issues")
             for issue in server_issues or []:
                 result.parse_issues.append(

@@ -39,10 +39,16 @@ from hermes_env.agent.loop import AgentResult, HermesAgentLoop
 from hermes_env.agent.tool_pool import ToolWorkerPool
 from hermes_env.backends.base import BackendFailure
 from hermes_env.env.config import HermesAgentEnvConfig
-from hermes_env.env.defaults import default_server_config, default_tokenizer_name
+from hermes_env.env.defaults import (
+    default_server_config,
+    default_tokenizer_name,
+    resolve_tokenizer_names,
+    tokenizer_load_error,
+)
 from hermes_env.env.errors import EnvSetupError, RolloutFailed, RolloutFailureKind
 from hermes_env.env.output import replace_atropos_writer
 from hermes_env.env.phases import ResolvedPhase, phase1_item, phase2_item, prompt_only_item, resolve_phase
+from hermes_env.env.rollout_info import rollout_info
 from hermes_env.env.run_modes import RunModesMixin
 from hermes_env.env.stats import RolloutRecord, RolloutStats, wandb_table
 from hermes_env.env.wandb_extras import ScoreMetadataLog, ToolErrorLog
@@ -88,19 +94,35 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
 
     @classmethod
     def config_init(cls) -> tuple[HermesAgentEnvConfig, list[Any]]:
-        """Defaults for the command line: the local Qwen3 tokenizer, wandb off, a local vLLM server.
+        """Defaults for the command line: the bundled Qwen3 tokenizer, wandb off, a local vLLM server, groups
+        of 4, and ``total_steps=-1``: ``serve`` runs as many steps as the trainer registered for, ``process``
+        writes PROCESS_DEFAULT_GROUPS groups (``--env.total_steps`` sets either).
 
         Subclasses override this to change defaults; returning a list of ``APIServerConfig`` (not
         atroposlib's ``ServerBaseline``) is what lets ``--openai.*`` flags apply.
         """
-        config = cls.env_config_cls(tokenizer_name=default_tokenizer_name(), use_wandb=False, wandb_name=cls.name)
+        config = cls.env_config_cls(
+            tokenizer_name=default_tokenizer_name(), use_wandb=False, wandb_name=cls.name, total_steps=-1, group_size=4
+        )
         return config, [default_server_config()]
+
+    @classmethod
+    def cli(cls) -> None:
+        """``serve``/``process``/``evaluate`` from the command line, with one-line errors (see env/cli.py)."""
+        from hermes_env.env.cli import configure_logging, run_cli
+
+        configure_logging()
+        run_cli(cls)
 
     def __init__(
         self, config: HermesAgentEnvConfig, server_configs: Any, slurm: bool = False, testing: bool = False
     ) -> None:
         requested_output = config.data_path_to_save_groups  # atroposlib may move on to <stem>_1.jsonl
-        super().__init__(config, server_configs, slurm=slurm, testing=testing)
+        tokenizer_names = resolve_tokenizer_names(config, server_configs)
+        try:
+            super().__init__(config, server_configs, slurm=slurm, testing=testing)
+        except OSError as err:  # transformers' "couldn't connect to huggingface.co" / "not a folder"
+            raise tokenizer_load_error(err, tokenizer_names) from None
         self.phase: ResolvedPhase = resolve_phase(config.phase, self.server)
         self.tool_call_parser = config.tool_call_parser or self._detect_parser()
         self.tool_pool = ToolWorkerPool(config.tool_pool_size)
@@ -319,11 +341,21 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
             if result.failure is not None:
                 # A rollout cut short by a failure is never scored or trained on, whatever it produced.
                 raise RolloutFailed(result.failure.message, result.failure.kind)
-            score, reward_failed, metadata = 0.0, False, {}
+            score, reward_error, metadata = 0.0, None, {}
             if result.produced_output:
-                score, reward_failed, metadata = await self._score(item, result, ctx, trajectory_id, workspace_meta)
+                ctx.command_log = []  # what the reward runs, for the HTML view
+                score, reward_error, metadata = await self._score(item, result, ctx, trajectory_id, workspace_meta)
             self.reaper.check(trajectory_id)
-            return self._scored_item(result, group, score, reward_failed, metadata)
+            scored, record = self._scored_item(result, group, score, reward_error is not None, metadata)
+            scored["rollout_info"] = rollout_info(
+                item,
+                result,
+                score=score,
+                toolsets=group.toolsets,
+                checks=getattr(ctx, "command_log", None) or (),
+                reward_error=reward_error,
+            )
+            return scored, record
         except RolloutFailed:
             raise
         except BackendFailure as err:  # workspace setup or reward on a backend that failed
@@ -343,7 +375,8 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
 
     async def _score(
         self, item: Any, result: AgentResult, ctx: Any, trajectory_id: str, workspace_meta: dict[str, Any]
-    ) -> tuple[float, bool, dict[str, Any]]:
+    ) -> tuple[float, str | None, dict[str, Any]]:
+        """(score, why the reward failed or None, score metadata); a failed reward scores 0.0."""
         try:
             async with asyncio.timeout(self.config.reward_timeout):
                 scored = await self.score_rollout(
@@ -359,18 +392,18 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
                 trajectory_id,
                 self.config.reward_timeout,
             )
-            return 0.0, True, {}
-        except Exception:  # noqa: BLE001 - a broken reward scores 0.0; the run goes on
+            return 0.0, f"did not finish within reward_timeout={self.config.reward_timeout:g}s", {}
+        except Exception as err:  # noqa: BLE001 - a broken reward scores 0.0; the run goes on
             _raise_backend_failure(ctx)  # ... unless it broke because the sandbox died under it
             logger.exception("compute_reward raised for %s; scoring it 0.0", trajectory_id)
-            return 0.0, True, {}
+            return 0.0, f"raised {type(err).__name__}: {err}", {}
         # A reward that caught the backend's failure (upstream rewards often catch everything) and
         # scored anyway scored a dead sandbox: the rollout fails.
         _raise_backend_failure(ctx)
         if not math.isfinite(score):
             logger.error("compute_reward returned %r for %s; scoring it 0.0", score, trajectory_id)
-            return 0.0, True, metadata
-        return score, False, metadata
+            return 0.0, f"returned {score!r}", metadata
+        return score, None, metadata
 
     def _scored_item(
         self,
@@ -415,6 +448,7 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
             self._drop_group(number, item, failures, len(outcomes))
             return None, []
         group = ScoredDataGroup(tokens=[], masks=[], scores=[], messages=[], overrides=[])
+        group["rollout_info"] = []  # type: ignore[typeddict-unknown-key]  # see hermes_env.env.rollout_info
         if self.phase == "managed" or any("inference_logprobs" in o[0] for o in outcomes):
             group["inference_logprobs"] = []
         group["end_reasons"] = []  # type: ignore[typeddict-unknown-key]  # why each rollout ended; trainers ignore it
@@ -426,6 +460,7 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
             group["messages"].append(scored["messages"])
             # Score metadata (verify_and_score_trajectory's second value) travels with the group.
             group["overrides"].append({"score_metadata": scored.get("score_metadata") or {}})
+            group["rollout_info"].append(scored["rollout_info"])
             if "inference_logprobs" in group:
                 group["inference_logprobs"].append(
                     scored.get("inference_logprobs") or [PROMPT_LOGPROB] * len(scored["tokens"])
@@ -451,6 +486,7 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
             f.kind if isinstance(f, RolloutFailed) else "rollout_error" for f in failures
         ]
         self.rollout_stats.drop_group(kinds[0])
+        self.last_drop_reason = f"{kinds[0]}: {failures[0]}"  # the stop line of process quotes it
         label = item.get("id") if isinstance(item, dict) and "id" in item else None
         where = f"group {number}" + (f" (item {label!r})" if label is not None else "")
         others = sorted(set(kinds[1:]) - {kinds[0]})

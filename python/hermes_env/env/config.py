@@ -36,17 +36,17 @@ class HermesAgentEnvConfig(BaseEnvConfig):
     enabled_toolsets: list[str] | str | None = Field(
         default=None,
         description="hermes-agent toolsets offered to the model (e.g. terminal, file, todo). None: every available "
-        "toolset. Mutually exclusive with `distribution`. Toolsets that need the network (web, browser, vision...) "
+        "toolset. Mutually exclusive with distribution. Toolsets that need the network (web, browser, vision...) "
         "are an error unless the tool server provides them.",
     )
     disabled_toolsets: list[str] | str | None = Field(
-        default=None, description="Toolsets removed after `enabled_toolsets`/`distribution` are resolved."
+        default=None, description="Toolsets removed after enabled_toolsets/distribution are resolved."
     )
     distribution: str | None = Field(
         default=None,
         description="hermes-agent toolset distribution (development, terminal_tasks, ...) sampled once per group: "
         "each toolset included with its weight/100. Toolsets that cannot run here are left out of the draw. "
-        "Mutually exclusive with `enabled_toolsets`.",
+        "Mutually exclusive with enabled_toolsets.",
     )
     tool_pool_size: int = Field(
         default=128, ge=1, description="Tool calls executing at once across all rollouts of this process."

@@ -1,9 +1,7 @@
-"""Writing scored groups: a jsonl of whole lines only, and its readable HTML.
+"""Writing scored groups: a jsonl of whole lines only (its HTML view: :mod:`hermes_env.html_view`).
 
 atroposlib's process mode writes groups through ``jsonlines`` (buffered: a crash can leave half
-a line) and renders HTML from ``messages`` showing only role and content. Here each group is
-one ``os.write`` of a complete line on an ``O_APPEND`` descriptor, and the HTML is rendered by
-atroposlib's own ``generate_html`` from a display copy in which tool calls are visible.
+a line). Here each group is one ``os.write`` of a complete line on an ``O_APPEND`` descriptor.
 
 Torn lines. A write that fails part-way (disk full) is rolled back: the file is cut back to
 where the line began. A process killed by SIGKILL in the middle of a write can still leave a
@@ -22,7 +20,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -138,40 +135,3 @@ def read_groups(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     data = Path(path).read_bytes()
     whole = data[: data.rfind(b"\n") + 1]
     return [json.loads(line) for line in whole.decode("utf-8").splitlines() if line.strip()]
-
-
-def _display_message(message: dict[str, Any]) -> dict[str, Any]:
-    """Role + content with reasoning and tool calls written into the content, for the HTML view."""
-    parts = []
-    reasoning = message.get("reasoning_content")
-    if reasoning:
-        parts.append(f"<think>{reasoning}</think>")
-    if message.get("content"):
-        parts.append(str(message["content"]))
-    for call in message.get("tool_calls") or []:
-        function = call.get("function", {})
-        parts.append(f"```tool_call\n{function.get('name')}({function.get('arguments')})\n```")
-    role = message.get("role", "unknown")
-    if role == "tool":
-        parts = [f"```\n{message.get('content', '')}\n```"]
-    return {"role": role, "content": "\n\n".join(parts)}
-
-
-def write_html(jsonl_path: str | os.PathLike[str], html_path: str | os.PathLike[str] | None = None) -> Path:
-    """Render the groups in ``jsonl_path`` to HTML (default: same stem, ``.html``) and return its path."""
-    from atroposlib.frontend.jsonl2html import generate_html
-
-    source = Path(jsonl_path)
-    target = Path(html_path) if html_path is not None else source.with_suffix(".html")
-    with tempfile.TemporaryDirectory() as tmp:
-        display = Path(tmp) / source.name
-        with display.open("w", encoding="utf-8") as fout:
-            for group in read_groups(source):
-                messages = group.get("messages") or [[] for _ in group.get("scores", [])]
-                shown = {
-                    "scores": group.get("scores", []),
-                    "messages": [[_display_message(m) for m in conv] for conv in messages],
-                }
-                fout.write(json.dumps(shown) + "\n")
-        generate_html(str(display), str(target))
-    return target

@@ -30,12 +30,14 @@ from atroposlib.envs.server_handling.server_harness import ServerHarness
 
 from hermes_env.env.dataset import DatasetError
 from hermes_env.env.errors import EnvSetupError, RolloutFailed
-from hermes_env.env.output import write_html
 from hermes_env.env.preflight import InferenceServerUnreachable, check_servers
 from hermes_env.env.progress import GroupProgress
-from hermes_env.env.stats import RolloutRecord, format_summary_table, summarize
+from hermes_env.env.stats import RolloutRecord, format_summary_table, format_table, summarize
 
 logger = logging.getLogger(__name__)
+
+#: Groups ``process`` writes when ``total_steps`` is -1 (the default of HermesAgentBaseEnv.config_init).
+PROCESS_DEFAULT_GROUPS = 8
 
 # One evaluated item: (item, scored item or None, its record or None, why it failed or None).
 EvalOutcome = tuple[Any, dict[str, Any] | None, RolloutRecord | None, str | None]
@@ -54,6 +56,21 @@ def _wandb_configured() -> bool:
         return "api.wandb.ai" in netrc.read_text()
     except OSError:
         return False
+
+
+def _drop_waiting_for_trainer(record: logging.LogRecord) -> bool:
+    return not str(record.msg).startswith("Waiting to register the env")
+
+
+def _asked_for_wandb(argv: list[str]) -> bool:
+    """Whether the command line itself turns wandb on (``--env.use_wandb true``)."""
+    for i, arg in enumerate(argv):
+        value = arg.split("=", 1)[1] if arg.startswith("--env.use_wandb=") else None
+        if arg == "--env.use_wandb" and i + 1 < len(argv):
+            value = argv[i + 1]
+        if value is not None:
+            return value.strip().lower() in ("true", "1", "yes", "on")
+    return False
 
 
 class RunModesMixin:
@@ -113,7 +130,9 @@ class RunModesMixin:
             }
             for item, scored, record, err in outcomes
         ]
-        await self.evaluate_log(metrics, start_time=started, end_time=time.time(), samples=samples)
+        self.last_eval_metrics = metrics
+        if self.config.data_dir_to_save_evals is not None:
+            await self.evaluate_log(metrics, start_time=started, end_time=time.time(), samples=samples, verbose=False)
         if self.config.use_wandb:
             import wandb
 
@@ -124,8 +143,12 @@ class RunModesMixin:
     async def preflight(self, *, wait_forever: bool = False) -> None:
         """Fail fast, with a message, when the backend cannot start or an inference server does not answer
         (``wait_forever``: keep waiting for the server, warning every 30 s)."""
+        probe = f"preflight-{os.getpid()}"
         try:
-            _ = self.backend
+            # Open and drop one workspace: a slot pool starts its workers here (a missing Ray cluster, a
+            # worker that cannot start) instead of failing every rollout of the run.
+            await self.backend.start(probe)
+            await self.backend.cleanup(probe)
         except Exception as err:  # noqa: BLE001 - unknown name, bwrap missing, bad options: all user-fixable
             raise EnvSetupError(f"terminal backend {self.config.terminal_backend!r} cannot be used: {err}") from err
         await self.connect_tool_server()
@@ -148,6 +171,14 @@ class RunModesMixin:
     async def env_manager(self) -> None:
         # serve: the inference server may still be loading its model; wait for it (with reminders).
         await self._setup_or_exit(wait_for_server=True)
+        # atroposlib logs "Waiting to register the env ..." every second until a trainer registers; say it once.
+        logging.getLogger().addFilter(_drop_waiting_for_trainer)
+        print(
+            f"serve: registering with run-api at {self.config.rollout_server_url} (this waits until a trainer has "
+            "registered there; python -m hermes_env.testing.trainer_stub stands in for one)",
+            file=sys.stderr,
+            flush=True,
+        )
         setup, self.setup = self.setup, _already_set_up  # type: ignore[method-assign]
         try:
             await super().env_manager()
@@ -158,10 +189,27 @@ class RunModesMixin:
     async def _run_evaluate(self) -> None:
         await self._setup_or_exit()
         self._init_process_wandb()
+        started = time.monotonic()
         try:
-            await self.evaluate()
+            returned = await self.evaluate()
         finally:
             await self.close()
+        metrics = returned if isinstance(returned, dict) else getattr(self, "last_eval_metrics", None)
+        self._report_eval(metrics, time.monotonic() - started)
+
+    def _report_eval(self, metrics: dict[str, Any] | None, elapsed: float) -> None:
+        """``evaluate``'s results on stdout, and where they were saved (or how to save them)."""
+        if not metrics:
+            print("evaluate: the environment's evaluate() reported no metrics (evaluate_items returns them)")
+            return
+        rows = [(k, f"{v:.4g}" if isinstance(v, float) else str(v)) for k, v in metrics.items()]
+        print(format_table([*rows, ("elapsed", f"{elapsed:.1f}s")]))
+        where = self.config.data_dir_to_save_evals
+        if where is not None:
+            print(f"saved: {Path(where) / 'metrics.json'} and {Path(where) / 'samples.jsonl'}")
+        else:
+            print("not saved: pass --env.data_dir_to_save_evals DIR to keep metrics.json and samples.jsonl")
+        sys.stdout.flush()
 
     async def close(self) -> None:
         """Release the backend and close the jsonl (idempotent)."""
@@ -173,14 +221,19 @@ class RunModesMixin:
         await self.disconnect_tool_server()
 
     def _init_process_wandb(self) -> None:
-        """wandb for process/evaluate (no trainer to ask for a project): only when a login exists."""
+        """wandb for process/evaluate (no trainer to ask for a project): only when a login exists.
+
+        atroposlib turns ``use_wandb`` on for these modes whatever the configuration says; without a
+        login that is silently undone, and only a user who asked for wandb on the command line is warned.
+        """
         if not self.config.use_wandb:
             return
         if not _wandb_configured():
-            logger.warning(
-                "wandb logging is on but no wandb login was found (WANDB_API_KEY, WANDB_MODE or ~/.netrc): "
-                "continuing without wandb; pass --env.use_wandb false to silence this"
-            )
+            if _asked_for_wandb(sys.argv):
+                logger.warning(
+                    "--env.use_wandb is on but no wandb login was found (WANDB_API_KEY, WANDB_MODE or ~/.netrc): "
+                    "continuing without wandb"
+                )
             self.config.use_wandb = False
             return
         import wandb
@@ -191,7 +244,8 @@ class RunModesMixin:
         """``process``: ``total_steps`` complete groups to jsonl + HTML, with a progress bar and a summary."""
         await self._setup_or_exit()
         self._init_process_wandb()
-        total = self.n_groups_to_process
+        # total_steps=-1 means "as many as the trainer asks" (serve); with no trainer, a short run.
+        total = self.n_groups_to_process if self.n_groups_to_process > 0 else PROCESS_DEFAULT_GROUPS
         self.config.group_size = self.group_size_to_process
         if self.max_token_len <= 0:
             self.max_token_len = self.config.max_token_length  # no trainer: use our own limit
@@ -240,8 +294,8 @@ class RunModesMixin:
                         if failures_in_a_row >= self.config.max_failed_groups_in_a_row:
                             causes = ", ".join(self.rollout_stats.dropped_by_cause) or "unknown"
                             stop_reason = (
-                                f"{failures_in_a_row} groups in a row failed ({causes}; see the warnings above); "
-                                "stopping. Check the inference server and --env.rollout_timeout"
+                                f"{failures_in_a_row} groups in a row were dropped ({causes}); the last because: "
+                                f"{getattr(self, 'last_drop_reason', None) or 'see the warnings above'}"
                             )
                         continue
                     failures_in_a_row = 0
@@ -280,7 +334,9 @@ class RunModesMixin:
         print(format_summary_table(summary, elapsed=time.monotonic() - started), file=out)
         written = self.jsonl_writer.lines_written if self.jsonl_writer is not None else 0
         if path and written > 0:
-            html = write_html(path)
+            from hermes_env.html_view import write_html
+
+            html = write_html(path, tokenizer=self.tokenizer)
             print(f"scored groups: {path}\nhtml view:     {html}", file=out)
         if stop_reason:
             print(f"stopped early: {stop_reason}", file=out)

@@ -251,6 +251,11 @@ def format_summary_table(summary: dict[str, Any], *, elapsed: float | None = Non
         rows.append(("end reasons", ", ".join(f"{r} {n}" for r, n in summary["end_reasons"].items())))
     if elapsed is not None:
         rows.append(("elapsed", f"{elapsed:.1f}s"))
+    return format_table(rows)
+
+
+def format_table(rows: list[tuple[str, str]]) -> str:
+    """Label/value rows between two rules, labels aligned (the end-of-run tables)."""
     width = max(len(k) for k, _ in rows)
     body = "\n".join(f"  {k.ljust(width)}  {v}" for k, v in rows)
     rule = "-" * (width + 4 + max(len(v) for _, v in rows))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from hermes_env.testing import qwen3_tokenizer_dir
+from hermes_env.resources import bundled_tokenizer_dir
 
 #: Marker strings a model family's tokenizer has as single special tokens; added to the Qwen3
 #: tokenizer so markers are one token each, as in the real vocabularies.
@@ -29,7 +29,7 @@ def char_chunks(text: str, size: int) -> list[str]:
 def qwen3_tokenizer() -> Any:
     from transformers import AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(str(qwen3_tokenizer_dir()))
+    tok = AutoTokenizer.from_pretrained(str(bundled_tokenizer_dir("qwen3")))
     tok.add_tokens(MARKER_TOKENS, special_tokens=True)
     return tok
 

@@ -249,17 +249,35 @@ async def _run_tool(tool: ExternalTool, args: dict[str, Any], timeout: float) ->
 
 
 def load_tools(spec: str) -> list[ExternalTool]:
-    """``module:attribute`` naming a list of ExternalTool (or a function returning one)."""
+    """``module:attribute`` naming a list of ExternalTool (or a function returning one).
+
+    Every way this can go wrong (no such module, no such attribute, the module itself failing to
+    import, not a list of ExternalTool) is a ValueError saying which.
+    """
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
-        raise ValueError(f"--tools expects module:attribute, got {spec!r}")
-    obj = getattr(importlib.import_module(module_name), attr)
+        raise ValueError(f"--tools expects module:attribute (e.g. mypkg.tools:TOOLS), got {spec!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as err:
+        raise ValueError(
+            f"--tools {spec}: no module {err.name!r} importable from here; install the package that defines it "
+            "or run from the folder that holds it (PYTHONPATH)"
+        ) from None
+    except Exception as err:  # noqa: BLE001 - the user's module failed while importing
+        raise ValueError(f"--tools {spec}: importing {module_name} raised {type(err).__name__}: {err}") from err
+    if not hasattr(module, attr):
+        raise ValueError(f"--tools {spec}: module {module_name} has no attribute {attr!r}")
+    obj = getattr(module, attr)
     tools = obj() if callable(obj) else obj
     # Under ``python -m`` this module is __main__; user code imports the real module's class.
     canonical = importlib.import_module("hermes_env.sandbox.tool_server").ExternalTool
-    if not all(isinstance(t, ExternalTool | canonical) for t in tools):
-        raise ValueError(f"{spec} must be a list of ExternalTool")
-    return list(tools)
+    if isinstance(tools, str | bytes) or not isinstance(tools, Iterable):
+        raise ValueError(f"--tools {spec} is a {type(tools).__name__}; it must be a list of ExternalTool")
+    tools = list(tools)
+    if not tools or not all(isinstance(t, ExternalTool | canonical) for t in tools):
+        raise ValueError(f"--tools {spec} must be a non-empty list of ExternalTool (hermes_env.sandbox.tool_server)")
+    return tools
 
 
 def log_config(secret: str) -> dict[str, Any]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -38,7 +37,9 @@ def run_demo(
     ``default_backend=None``: the environment picks its own terminal backend (no ``--backend`` flag).
     """
     parser = argparse.ArgumentParser(
-        prog=prog, description=description, epilog="Any other --env.* / --openai.* flag is passed on to `process`."
+        prog=prog,
+        description=description,
+        epilog="Any other --env.* / --openai.* flag (and --verbose) is passed on to process.",
     )
     parser.add_argument(
         "--groups", type=int, default=default_groups, help=f"groups to write (default {default_groups})"
@@ -65,9 +66,8 @@ def run_demo(
     )
     args, passthrough = parser.parse_known_args(argv)
 
-    from transformers import AutoTokenizer
-
     from hermes_env.envs import default_tokenizer_name
+    from hermes_env.resources import load_tokenizer
     from hermes_env.testing.policies import SolutionPolicy
     from hermes_env.testing.scripted_vllm import ScriptedVLLMServer
 
@@ -80,18 +80,12 @@ def run_demo(
             print(f"demo: bubblewrap is unusable here ({problem}); running tools with --backend local", file=sys.stderr)
             backend = "local"
     tokenizer_name = default_tokenizer_name()
-    tokenizer = AutoTokenizer.from_pretrained(tokenizer_name)
+    tokenizer = load_tokenizer(tokenizer_name)
     policy = SolutionPolicy(tasks, seed=args.seed, **dict(policy_options or {}))
     responder = policy.vllm_responder
     for j, spec in enumerate(args.fault):
         prompts = [str(t["prompt"]) for t in list(tasks)[j :: len(args.fault) + 1]]
         responder = _fault(responder, spec, prompts, parser)
-    # A short header instead of atroposlib's full config dump and its warning about a local base URL
-    # (the scripted server is local on purpose).
-    import atroposlib.envs.base as atropos_base
-
-    atropos_base.rprint = lambda *a, **k: None
-    warnings.filterwarnings("ignore", message="You are using a local Base URL")
     with ScriptedVLLMServer(tokenizer, responder, model_name="scripted-policy") as server:
         print(
             f"demo: {env_cls.name} `process`, Phase 2 against a SCRIPTED vLLM /generate policy (no model) at "

@@ -21,7 +21,8 @@ Usage::
         ...
 
 ``responder`` is a callable ``(ScriptedRequest) -> str | ScriptedCompletion | ScriptedFault`` or a
-sequence of texts served in order. ``KeyedScript`` serves one script per conversation.
+sequence of texts served in order. ``KeyedScript`` serves one script per conversation, ``TurnScript`` the
+same script to every conversation.
 
 Faults, for testing what a client does with a server that misbehaves: a responder may return a
 ``ScriptedFault`` instead of an answer, and ``FaultAtTurn(responder, kind, turn=k)`` does so on
@@ -32,7 +33,11 @@ the k-th model turn of the conversations it selects. The kinds (``FAULT_KINDS``)
 ``drop_connection`` (the socket is closed without an answer), ``slow`` (the normal answer after
 ``seconds``) and ``hang`` (no answer for ``seconds``, by default until the server stops).
 
-Command line: ``python -m hermes_env.testing.scripted_vllm --port 9001 --texts replies.json``.
+Command line (127.0.0.1, port 9000 by default, the bundled Qwen3 tokenizer)::
+
+    python -m hermes_env.testing.scripted_vllm --policy terminal_tasks   # answers terminal_tasks' tasks
+    python -m hermes_env.testing.scripted_vllm --turns replies.json      # turn i of every conversation: text i
+    python -m hermes_env.testing.scripted_vllm --texts replies.json --cycle   # texts in order, wrapping
 """
 
 from __future__ import annotations
@@ -59,6 +64,7 @@ __all__ = [
     "ScriptedFault",
     "ScriptedRequest",
     "ScriptedVLLMServer",
+    "TurnScript",
     "scripted_logprob",
 ]
 
@@ -175,6 +181,23 @@ class KeyedScript:
         if not 0 <= turn < len(script):
             raise LookupError(f"script {matches[0]!r} has {len(script)} turns; the prompt asks for turn {turn}")
         return script[turn]
+
+
+@dataclass
+class TurnScript:
+    """The same script for every conversation: its i-th model turn gets ``texts[i]`` (the last text repeats).
+
+    Turns are counted like :class:`KeyedScript`'s, so concurrent conversations never share a position.
+    """
+
+    texts: Sequence[str]
+    turn_marker: str = "<|im_start|>assistant"
+
+    def __call__(self, request: ScriptedRequest) -> str:
+        if not self.texts:
+            raise LookupError("the turn script is empty")
+        turn = max(request.prompt_text.count(self.turn_marker) - 1, 0)
+        return self.texts[min(turn, len(self.texts) - 1)]
 
 
 class _SequenceResponder:
@@ -409,29 +432,94 @@ class ScriptedVLLMServer(ThreadedHTTPServer):
         return _Sample(text=text, token_ids=ids, logprobs=logprobs, finish_reason=finish)
 
 
+POLICY_TASK_FILES = {"terminal_tasks": "hermes_env.envs.terminal_tasks:tasks.jsonl"}
+
+
+def _read_texts(path: Path, flag: str) -> list[str]:
+    try:
+        texts = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as err:
+        raise SystemExit(f"error: {flag} {path}: {err}; pass a JSON file holding a list of strings") from None
+    if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
+        raise SystemExit(f"error: {flag} {path} must hold a non-empty JSON list of strings")
+    return texts
+
+
+def _policy_responder(name: str, seed: int) -> Responder:
+    from importlib import resources
+
+    from hermes_env.env.dataset import load_rows
+    from hermes_env.testing.policies import SolutionPolicy
+
+    if name in POLICY_TASK_FILES:
+        package, _, filename = POLICY_TASK_FILES[name].partition(":")
+        path = str(resources.files(package).joinpath(filename))
+    elif Path(name).is_file():
+        path = name
+    else:
+        known = ", ".join(POLICY_TASK_FILES)
+        raise SystemExit(
+            f"error: --policy {name!r} is neither {known} nor a task file (.jsonl with id/prompt/solution)"
+        )
+    try:
+        return SolutionPolicy(load_rows(path), seed=seed).vllm_responder
+    except ValueError as err:
+        raise SystemExit(f"error: --policy {name}: {err}") from None
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Serve a scripted vLLM ``/generate`` on 127.0.0.1 until interrupted."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--port", type=int, default=9001)
-    parser.add_argument("--tokenizer", default=None, help="tokenizer folder or hub name (default: bundled Qwen3)")
-    parser.add_argument("--texts", type=Path, default=None, help="JSON file with a list of completion texts")
-    parser.add_argument("--cycle", action="store_true", help="wrap around when the texts are used up")
+    parser = argparse.ArgumentParser(
+        prog="python -m hermes_env.testing.scripted_vllm",
+        description="A SCRIPTED stand-in for vLLM's /generate server (no model) on 127.0.0.1. Answers come from "
+        "one of --policy, --turns or --texts (default: one fixed reply).",
+    )
+    parser.add_argument("--port", type=int, default=9000, help="port on 127.0.0.1 (default %(default)s)")
+    parser.add_argument(
+        "--tokenizer", default="bundled:qwen3", help="tokenizer folder, Hub id or bundled:NAME (default %(default)s)"
+    )
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument(
+        "--policy",
+        help="answer tasks from their reference solutions, sometimes wrongly (rewards vary): terminal_tasks, or a "
+        ".jsonl of tasks with id, prompt and solution",
+    )
+    source.add_argument("--turns", type=Path, help="JSON list: text i answers turn i of every conversation")
+    source.add_argument("--texts", type=Path, help="JSON list of texts served in order, across conversations")
+    parser.add_argument("--cycle", action="store_true", help="with --texts: wrap around when the texts are used up")
+    parser.add_argument("--seed", type=int, default=0, help="with --policy: seed of its choices")
+    parser.add_argument("--model-name", default="scripted", help="model name it reports (default %(default)s)")
     args = parser.parse_args(argv)
-    from transformers import AutoTokenizer
 
-    from hermes_env.testing import qwen3_tokenizer_dir
+    from hermes_env.resources import TokenizerUnavailable, load_tokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(args.tokenizer or str(qwen3_tokenizer_dir()))
-    texts = json.loads(args.texts.read_text()) if args.texts else ["This is a scripted reply."]
-    if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
-        raise SystemExit(f"{args.texts} must hold a JSON list of strings")
-    server = ScriptedVLLMServer(tokenizer, texts, port=args.port, cycle=args.cycle or args.texts is None)
-    with server:
-        print(f"scripted vLLM (no model) on {server.url}: POST /generate, GET /health; Ctrl-C to stop", flush=True)
-        try:
-            threading.Event().wait()
-        except KeyboardInterrupt:
-            pass
+    try:
+        tokenizer = load_tokenizer(args.tokenizer)
+    except (TokenizerUnavailable, ModuleNotFoundError) as err:
+        raise SystemExit(f"error: {err}") from None
+    responder: Responder | Sequence[str]
+    if args.policy:
+        responder, what = _policy_responder(args.policy, args.seed), f"policy {args.policy}"
+    elif args.turns:
+        responder, what = TurnScript(_read_texts(args.turns, "--turns")), f"turn script {args.turns}"
+    elif args.texts:
+        responder, what = _read_texts(args.texts, "--texts"), f"texts {args.texts}"
+    else:
+        responder, what = ["This is a scripted reply."], "one fixed reply"
+    server = ScriptedVLLMServer(
+        tokenizer, responder, port=args.port, model_name=args.model_name, cycle=args.cycle or not args.texts
+    )
+    try:
+        server.start()
+    except RuntimeError as err:
+        raise SystemExit(f"error: {err}; pick another --port") from None
+    try:
+        print(f"scripted vLLM /generate (no model, {what}) on {server.base_url}; Ctrl-C to stop", flush=True)
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ CONFIG_PATH = HERE / "config.yaml"
 
 SYSTEM_PROMPT = (
     "You answer questions about files in your current directory. Use the tools to find out, then reply with "
-    "a final line of the form `ANSWER: <answer>` and no tool call."
+    'a final line of the form "ANSWER: <answer>" and no tool call.'
 )
 _ANSWER = re.compile(r"^\s*\**ANSWER\**\s*:\s*(.+?)\s*$", re.IGNORECASE | re.MULTILINE)
 

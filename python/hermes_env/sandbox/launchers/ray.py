@@ -196,7 +196,7 @@ class RayLauncher(WorkerLauncher):
                 except Exception as exc:
                     raise WorkerStartError(
                         f"could not connect to the Ray cluster at {address!r}: {exc}; start one with "
-                        "`ray start --head` or set pool.ray_address"
+                        "`ray start --head`, or name a running one with ray_address (in env.terminal_backend_options)"
                     ) from exc
                 self._connected_here = True
             self._actor_class = ray.remote(_SandboxWorkerActor)

@@ -1,0 +1,424 @@
+"""Render scored groups (a ``process`` jsonl) as one self-contained HTML page.
+
+Everything the page needs is inside the file (its CSS and script are inlined; nothing is fetched),
+and every piece of model or tool text is HTML-escaped, so ``</script>``, backticks or markup in a
+rollout show as text and cannot break the layout. The conversation is rendered here, in Python; the
+page's script only adds the filters and the token view, which it builds from a JSON block when a
+rollout's "tokens" button is pressed (token text is the tokenizer's decode of each token id).
+
+Shared text is shown once: the system prompt (on top, when every rollout has the same one) and
+each group's user prompt (in the group header, when all its rollouts share it). Token data is
+stored compactly: the prompt tokens every rollout of the file starts with, then those every rollout
+of a group starts with, then each rollout's own tokens, trained flags and logprobs.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from hermes_env.env.output import read_groups
+
+MASKED = -100
+#: Token data stops being embedded after this many tokens (the page says so); conversations are always shown.
+DEFAULT_MAX_TOKENS = 3_000_000
+
+_THINK = re.compile(r"<think>(.*?)(?:</think>|$)", re.DOTALL)
+
+
+def _e(text: Any) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _json_for_script(value: Any) -> str:
+    """JSON that is safe inside ``<script type="application/json">`` (no ``</script>``, no ``<!--``)."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return (
+        text.replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
+
+
+def _score_class(score: float) -> str:
+    if score >= 1.0:
+        return "good"
+    if score <= 0.0:
+        return "bad"
+    return "mid"
+
+
+def _fmt_score(score: float) -> str:
+    return f"{score:.3g}"
+
+
+def split_reasoning(content: str) -> tuple[list[str], str]:
+    """``<think>`` blocks left inside the content (reasoning not separated by the server), and the rest."""
+    thoughts = [m.group(1).strip() for m in _THINK.finditer(content)]
+    return thoughts, _THINK.sub("", content).strip() if thoughts else content
+
+
+def _common_prefix(seqs: Sequence[Sequence[int]], masks: Sequence[Sequence[int]]) -> int:
+    """Length of the prompt prefix (masked everywhere) that all ``seqs`` share."""
+    if not seqs:
+        return 0
+    limit = min(len(s) for s in seqs)
+    first = seqs[0]
+    n = 0
+    while n < limit and all(s[n] == first[n] for s in seqs) and all(m[n] == MASKED for m in masks):
+        n += 1
+    return n
+
+
+@dataclass
+class _TokenData:
+    """What the page's token view reads; ids are decoded once each into ``text``."""
+
+    budget: int
+    used: int = 0
+    file_prefix: list[int] | None = None
+    groups: list[dict[str, Any]] = field(default_factory=list)
+    omitted_rollouts: int = 0
+
+    def add_group(self, tokens: list[list[int]], masks: list[list[int]], logprobs: list[list[float]] | None) -> int:
+        """Store one group's tokens; returns its index, or -1 when over budget."""
+        total = sum(len(t) for t in tokens)
+        if self.used + total > self.budget or not tokens:
+            self.omitted_rollouts += len(tokens)
+            return -1
+        self.used += total
+        if self.file_prefix is None:
+            self.file_prefix = list(tokens[0][: _common_prefix(tokens, masks)])
+        fp = self.file_prefix
+        # The file prefix only shrinks: later groups may share less of it.
+        keep = 0
+        while keep < len(fp) and all(
+            keep < len(t) and t[keep] == fp[keep] and m[keep] == MASKED for t, m in zip(tokens, masks, strict=True)
+        ):
+            keep += 1
+        if keep < len(fp):
+            for g in self.groups:
+                g["prefix"] = fp[keep:] + g["prefix"]
+            del fp[keep:]
+        group_len = _common_prefix([t[keep:] for t in tokens], [m[keep:] for m in masks])
+        group_prefix = list(tokens[0][keep : keep + group_len])
+        start = keep + group_len
+        rollouts = []
+        for i, (t, m) in enumerate(zip(tokens, masks, strict=True)):
+            own = t[start:]
+            trained = "".join("1" if x != MASKED else "0" for x in m[start:])
+            lps = logprobs[i][start:] if logprobs else []
+            rollouts.append(
+                {
+                    "ids": own,
+                    "trained": trained,
+                    # logprobs only where trained (elsewhere they are the 1.0 placeholder)
+                    "lp": [round(float(lp), 4) for lp, f in zip(lps, trained, strict=False) if f == "1"],
+                }
+            )
+        self.groups.append({"prefix": group_prefix, "rollouts": rollouts})
+        return len(self.groups) - 1
+
+    def payload(self, tokenizer: Any) -> dict[str, Any]:
+        seen = set(self.file_prefix or [])
+        for group in self.groups:
+            seen.update(group["prefix"])
+            for rollout in group["rollouts"]:
+                seen.update(rollout["ids"])
+        ids = sorted(seen)
+        text: dict[str, str] = {}
+        if tokenizer is not None and ids:
+            pieces = tokenizer.batch_decode([[i] for i in ids], skip_special_tokens=False)
+            text = {str(i): piece for i, piece in zip(ids, pieces, strict=True)}
+        return {
+            "filePrefix": self.file_prefix or [],
+            "groups": self.groups,
+            "text": text,
+            "decoded": tokenizer is not None,
+        }
+
+
+def _tool_call_html(call: Mapping[str, Any]) -> str:
+    function = call.get("function") or {}
+    name = function.get("name") or "?"
+    raw = function.get("arguments")
+    raw_text = raw if isinstance(raw, str) else json.dumps(raw)
+    try:
+        args = json.loads(raw_text) if raw_text.strip() else {}
+        shown = json.dumps(args, indent=2, ensure_ascii=False)
+        bad = not isinstance(args, dict)
+    except json.JSONDecodeError:
+        shown, bad = raw_text, True
+    flag = ' <span class="flag">arguments are not a JSON object</span>' if bad else ""
+    return (
+        f'<div class="call"><div class="call-head">tool call <span class="name">{_e(name)}</span>{flag}</div>'
+        f'<pre class="args">{_e(shown)}</pre></div>'
+    )
+
+
+#: AgentResult.end_reason, in words.
+ENDED = {
+    "stop": "answered",
+    "length": "cut at max tokens",
+    "turn_limit": "out of turns",
+    "context_limit": "context full",
+    "rollout_budget": "out of time",
+    "repeated_tool_calls": "repeated the same tool call",
+}
+
+
+def _assistant_html(
+    message: Mapping[str, Any], turn: int, finish: str | None, issues: Sequence[Mapping[str, Any]] = ()
+) -> str:
+    content = str(message.get("content") or "")
+    thoughts, content = split_reasoning(content)
+    if message.get("reasoning_content"):
+        thoughts.insert(0, str(message["reasoning_content"]))
+    parts = [f'<div class="msg assistant"><div class="label">assistant · turn {turn}']
+    if finish:
+        parts.append(f' · <span class="finish finish-{_e(finish)}">finish: {_e(finish)}</span>')
+    parts.append("</div>")
+    for thought in thoughts:
+        parts.append(f'<details class="reasoning" open><summary>reasoning</summary><pre>{_e(thought)}</pre></details>')
+    if content.strip():
+        parts.append(f'<pre class="content">{_e(content)}</pre>')
+    for call in message.get("tool_calls") or []:
+        parts.append(_tool_call_html(call))
+    for issue in issues:
+        parts.append(
+            f'<div class="issue"><span class="flag">parse issue: {_e(issue.get("kind"))}</span> '
+            f"{_e(issue.get('message') or '')}</div>"
+        )
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def _tool_html(message: Mapping[str, Any], name: str | None, error_kind: str | None) -> str:
+    cls = "msg tool error" if error_kind else "msg tool"
+    label = f"tool result · {_e(name)}" if name else "tool result"
+    if error_kind:
+        label += f' · <span class="flag">error: {_e(error_kind)}</span>'
+    return f'<div class="{cls}"><div class="label">{label}</div><pre>{_e(message.get("content") or "")}</pre></div>'
+
+
+def _reward_html(info: Mapping[str, Any], score: float) -> str:
+    reward = info.get("reward") or {}
+    parts = [f'<div class="reward {_score_class(score)}"><div class="label">reward {_e(_fmt_score(score))}']
+    if reward.get("error"):
+        parts.append(f' · <span class="flag">reward failed: {_e(reward["error"])}</span>')
+    parts.append("</div>")
+    checks = reward.get("checks") or []
+    if not checks and not reward.get("error"):
+        parts.append('<div class="note">the reward ran no shell command (ctx.terminal)</div>')
+    for check in checks:
+        ok = check.get("exit_code") == 0 and not check.get("timed_out")
+        status = "timed out" if check.get("timed_out") else f"exit {check.get('exit_code')}"
+        parts.append(
+            f'<div class="check {"ok" if ok else "failed"}"><div class="check-head">$ <code>{_e(check.get("command"))}'
+            f'</code> <span class="status">{_e(status)}</span></div>'
+        )
+        output = check.get("output") or ""
+        if output:
+            cut = "… (earlier output cut)\n" if check.get("output_cut") else ""
+            parts.append(f"<pre>{_e(cut + output)}</pre>")
+        parts.append("</div>")
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def _rollout_html(
+    messages: list[Mapping[str, Any]],
+    skip: int,
+    info: Mapping[str, Any],
+    ended: str | None,
+    score: float,
+    masks: list[int] | None,
+    index: int,
+    token_ref: str | None,
+) -> str:
+    errors = {(e.get("turn"), e.get("message")) for e in info.get("tool_errors") or []}
+    error_kinds = {(e.get("turn"), e.get("message")): e.get("kind") for e in info.get("tool_errors") or []}
+    finishes = info.get("finish_reasons") or []
+    trained = sum(1 for m in masks if m != MASKED) if masks is not None else None
+    n_errors = len(info.get("tool_errors") or [])
+    summary = [f'<span class="score {_score_class(score)}">{_e(_fmt_score(score))}</span> rollout {index + 1}']
+    if ended:
+        words = ENDED.get(ended, ended)
+        summary.append(f'<span class="ended ended-{_e(ended)}">ended: {_e(words)}</span>')
+    if "turns" in info:
+        summary.append(f"{info['turns']} turn{'s' if info['turns'] != 1 else ''}")
+    if "tool_calls" in info:
+        summary.append(f"{info['tool_calls']} tool call{'s' if info['tool_calls'] != 1 else ''}")
+    if n_errors:
+        summary.append(f'<span class="flag">{n_errors} tool error{"s" if n_errors != 1 else ""}</span>')
+    if trained is not None and masks is not None:
+        summary.append(f"{trained} of {len(masks)} tokens trained")
+    attrs = f'class="rollout" data-score="{score}" data-errors="{n_errors}"' + (" data-zero" if score == 0 else "")
+    out = [f"<details {attrs} open><summary>{' · '.join(summary)}</summary>"]
+    if token_ref is not None:
+        out.append(
+            f'<div class="tools-row"><button type="button" class="tokens-toggle" data-ref="{token_ref}">'
+            "show tokens</button></div>"
+        )
+    out.append('<div class="tokens" hidden></div><div class="conversation">')
+    turn, call_names = 0, {}
+    for message in messages[skip:]:
+        role = message.get("role")
+        if role == "assistant":
+            turn += 1
+            for call in message.get("tool_calls") or []:
+                call_names[call.get("id")] = (call.get("function") or {}).get("name")
+            finish = finishes[turn - 1] if turn - 1 < len(finishes) else None
+            issues = [i for i in info.get("parse_issues") or [] if i.get("turn") == turn - 1]
+            out.append(_assistant_html(message, turn, finish, issues))
+        elif role == "tool":
+            key = (turn - 1, message.get("content"))
+            out.append(
+                _tool_html(
+                    message,
+                    call_names.get(message.get("tool_call_id")),
+                    error_kinds.get(key) if key in errors else None,
+                )
+            )
+        else:
+            out.append(
+                f'<div class="msg {_e(role)}"><div class="label">{_e(role)}</div>'
+                f"<pre>{_e(message.get('content') or '')}</pre></div>"
+            )
+    out.append("</div>")
+    if info:
+        out.append(_reward_html(info, score))
+    out.append("</details>")
+    return "".join(out)
+
+
+def _leading(messages: list[Mapping[str, Any]], role: str, start: int) -> str | None:
+    if len(messages) > start and messages[start].get("role") == role:
+        return str(messages[start].get("content") or "")
+    return None
+
+
+def _asset(name: str) -> str:
+    return resources.files("hermes_env.html_view").joinpath(name).read_text(encoding="utf-8")
+
+
+def render_html(
+    groups: Iterable[Mapping[str, Any]],
+    *,
+    tokenizer: Any = None,
+    title: str = "hermes_env rollouts",
+    source: str | None = None,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+) -> str:
+    """The whole page for ``groups`` (atroposlib ScoredDataGroups, as ``process`` writes them)."""
+    groups = list(groups)
+    all_messages = [conv for g in groups for conv in (g.get("messages") or [])]
+    system_texts = {_leading(conv, "system", 0) for conv in all_messages}
+    shared_system = next(iter(system_texts)) if len(system_texts) == 1 else None
+    tokens = _TokenData(budget=max_tokens)
+    body: list[str] = []
+    all_scores: list[float] = []
+    for gi, group in enumerate(groups):
+        scores = [float(s) for s in group.get("scores") or []]
+        all_scores.extend(scores)
+        n = len(scores)
+        messages: list[list[Mapping[str, Any]]] = list(group.get("messages") or [[] for _ in range(n)])
+        infos: list[Mapping[str, Any]] = list(group.get("rollout_info") or [{} for _ in range(n)])
+        end_reasons: list[str | None] = list(group.get("end_reasons") or [])
+        masks = group.get("masks") or [None] * n
+        token_index = -1
+        if group.get("tokens") and group.get("masks"):
+            token_index = tokens.add_group(group["tokens"], group["masks"], group.get("inference_logprobs"))
+        task = next((i.get("task_id") for i in infos if i.get("task_id")), None)
+        mean = sum(scores) / n if n else 0.0
+        head = [f'<span class="gid">group {gi + 1}</span>']
+        if task:
+            head.append(f'<span class="task">task <code>{_e(task)}</code></span>')
+        head.append(f'<span class="score {_score_class(mean)}">mean reward {mean:.2f}</span>')
+        head.append(f'<span class="scores">scores {" ".join(_e(_fmt_score(s)) for s in scores)}</span>')
+        toolsets = next((i.get("toolsets") for i in infos if i.get("toolsets")), None)
+        if toolsets:
+            head.append(f'<span class="toolsets">tools: {_e(", ".join(toolsets))}</span>')
+        skip = 1 if shared_system is not None else 0  # otherwise each rollout shows its own system message
+        prompts = {_leading(c, "user", skip) for c in messages}
+        shared_prompt = next(iter(prompts)) if len(prompts) == 1 and None not in prompts else None
+        section = [
+            f'<section class="group" id="group-{gi + 1}" data-mean="{mean}"><h2>{" · ".join(head)}</h2>',
+        ]
+        if shared_prompt is not None:
+            section.append(
+                f'<div class="msg user prompt"><div class="label">user</div><pre>{_e(shared_prompt)}</pre></div>'
+            )
+            skip += 1
+        for ri in range(n):
+            conv = messages[ri] if ri < len(messages) else []
+            ref = f"{token_index}:{ri}" if token_index >= 0 else None
+            info = infos[ri] if ri < len(infos) else {}
+            ended = end_reasons[ri] if ri < len(end_reasons) else None
+            section.append(_rollout_html(conv, skip, info, ended, scores[ri], masks[ri], ri, ref))
+        section.append("</section>")
+        body.append("".join(section))
+    mean_all = sum(all_scores) / len(all_scores) if all_scores else 0.0
+    header = [
+        f"<h1>{_e(title)}</h1>",
+        '<div class="meta">',
+        f"<span>{len(groups)} groups</span> · <span>{len(all_scores)} rollouts</span> · ",
+        f'<span class="score {_score_class(mean_all)}">mean reward {mean_all:.3f}</span>',
+        f" · <span>{_e(source)}</span>" if source else "",
+        "</div>",
+        '<div class="controls">show <label><input type="radio" name="show" value="all" checked> all</label> '
+        '<label><input type="radio" name="show" value="zero"> reward 0</label> '
+        '<label><input type="radio" name="show" value="errors"> with tool errors</label> · '
+        '<button type="button" id="collapse-all">collapse all</button> '
+        '<button type="button" id="expand-all">expand all</button> · token colours '
+        '<select id="token-colour"><option value="mask">trained / not trained</option>'
+        '<option value="logprob">logprob of trained tokens</option></select></div>',
+    ]
+    if tokens.omitted_rollouts:
+        header.append(
+            f'<div class="note">token view left out for {tokens.omitted_rollouts} rollouts '
+            f"(over {max_tokens:,} tokens in this file)</div>"
+        )
+    shared = ""
+    if shared_system is not None:
+        shared = (
+            '<details class="msg system" open><summary class="label">system prompt (the same in every rollout)'
+            f"</summary><pre>{_e(shared_system)}</pre></details>"
+        )
+    return "".join(
+        [
+            '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            f"<title>{_e(title)}</title><style>{_asset('page.css')}</style></head><body>",
+            f'<header id="top">{"".join(header)}</header><main>{shared}',
+            "".join(body) if body else '<p class="note">no groups</p>',
+            "</main>",
+            f'<script type="application/json" id="token-data">{_json_for_script(tokens.payload(tokenizer))}</script>',
+            f"<script>{_asset('page.js')}</script></body></html>",
+        ]
+    )
+
+
+def write_html(
+    jsonl_path: str | Path,
+    html_path: str | Path | None = None,
+    *,
+    tokenizer: Any = None,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+) -> Path:
+    """Render the groups in ``jsonl_path`` to HTML (default: same stem, ``.html``) and return its path."""
+    source = Path(jsonl_path)
+    target = Path(html_path) if html_path is not None else source.with_suffix(".html")
+    page = render_html(
+        read_groups(source), tokenizer=tokenizer, title=source.stem, source=str(source), max_tokens=max_tokens
+    )
+    target.write_text(page, encoding="utf-8")
+    return target
