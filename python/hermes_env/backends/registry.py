@@ -68,8 +68,15 @@ def _bwrap(**options: Any) -> ExecutionBackend:
     return _construct(BwrapBackend, options)
 
 
+def _docker(**options: Any) -> ExecutionBackend:
+    from hermes_env.backends.docker import DockerBackend
+
+    return _construct(DockerBackend, options)
+
+
 register_backend("local", _local)
 register_backend("bwrap", _bwrap)
+register_backend("docker", _docker)
 
 
 def backend_names() -> list[str]:
