@@ -116,6 +116,7 @@ class _Container:
     cid: str = ""
     oom_kills: int = 0
     lost: str | None = None
+    removed: bool = False  # by cleanup/aclose: a call still running then ends as a failed call, not a lost sandbox
     ready: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -256,6 +257,7 @@ class DockerBackend(ExecutionBackend):
         self._images.pop(task_id, None)
         box = self._containers.pop(task_id, None)
         if box is not None:
+            box.removed = True
             await box.ready.wait()
             await asyncio.shield(self.engine.remove(box.cid or box.name))
 
@@ -263,6 +265,8 @@ class DockerBackend(ExecutionBackend):
         boxes = list(self._containers.values())
         self._containers.clear()
         self._images.clear()
+        for box in boxes:
+            box.removed = True
         if boxes:
             await asyncio.shield(self.engine.remove(*(b.cid or b.name for b in boxes)))
 
@@ -309,6 +313,10 @@ class DockerBackend(ExecutionBackend):
             )
         timed_out = code in (124, 137) and elapsed >= timeout
         if code in _SUSPECT_EXIT or code < 0:
+            if box.removed:
+                return ExecResult(
+                    output=result.output, exit_code=code, error=f"task {task_id!r} was cleaned up while this call ran"
+                )
             state = await self.engine.state(box.cid)
             if not state.running:
                 raise await self._lost(task_id, box, "during a call")

@@ -171,7 +171,7 @@ class ContainerEngine:
 
     def force_remove_args(self) -> list[str]:
         """``rm`` arguments that kill and remove at once (podman would otherwise wait its stop timeout)."""
-        return ["rm", "-f", "-t", "0"] if self.kind == "podman" else ["rm", "-f"]
+        return ["rm", "--force", "--ignore", "--time", "0"] if self.kind == "podman" else ["rm", "--force"]
 
     # -- running engine commands ------------------------------------------------------------------------------------
     def run_sync(
