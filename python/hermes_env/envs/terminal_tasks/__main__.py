@@ -4,7 +4,9 @@
 ``demo`` runs ``process`` end to end on this machine with no model: a SCRIPTED policy server
 speaking vLLM's ``/generate`` (hermes_env.testing.scripted_vllm) answers from the tasks'
 reference solutions — sometimes wrongly, so rewards vary — in Phase 2 with the Qwen3
-tokenizer, tools sandboxed by bubblewrap (``--backend local`` where bwrap is unavailable).
+tokenizer, tools sandboxed by bubblewrap (``--backend local`` where bwrap is unavailable), or
+with ``--backend docker`` one container per rollout, where the tasks that need their own image
+run in it (the others in the base image that ``scripts/setup.sh`` makes).
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ def demo(argv: Sequence[str]) -> None:
     )
     parser.add_argument("--groups", type=int, default=8, help="groups to write (default 8)")
     parser.add_argument("--group-size", type=int, default=4, help="rollouts per group (default 4)")
-    parser.add_argument("--backend", default="bwrap", help="terminal backend: bwrap (default), local or sandbox")
+    parser.add_argument(
+        "--backend", default="bwrap", help="terminal backend: bwrap (default), docker, local or sandbox"
+    )
     parser.add_argument("--out", default="data/terminal_tasks_demo.jsonl", help="jsonl of scored groups")
     parser.add_argument("--seed", type=int, default=0, help="seed of the scripted policy's choices")
     args, passthrough = parser.parse_known_args(argv)
