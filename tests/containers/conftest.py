@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 from hermes_env.containers import BASE_IMAGE, ContainerEngine, ContainerError, detect_engine
-from hermes_env.containers.engine import OWNER_LABEL, owner_token
+from hermes_env.containers.engine import OWNER_LABEL, owner_token, scratch_dir
 
 
 def _engine_problem() -> str | None:
@@ -47,3 +47,5 @@ def _no_container_left(request: pytest.FixtureRequest) -> Iterator[None]:
         left = my_containers(engine)
         engine.remove_sync(left)
         assert not left, f"{request.node.name} left {len(left)} container(s) behind"
+        channels = list(scratch_dir().glob("channels-*"))
+        assert not channels, f"{request.node.name} left channel directories behind: {channels}"

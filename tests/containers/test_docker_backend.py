@@ -14,9 +14,9 @@ from hermes_env.containers import ImageSpec
 from hermes_env.containers.engine import LABEL, OWNER_LABEL, owner_token
 
 
-@pytest.fixture
-async def docker() -> AsyncIterator[DockerBackend]:
-    backend = get_backend("docker", memory_mb=256, max_processes=64, cpus=1)
+@pytest.fixture(params=["channel", "exec"])
+async def docker(request: pytest.FixtureRequest) -> AsyncIterator[DockerBackend]:
+    backend = get_backend("docker", memory_mb=256, max_processes=64, cpus=1, transport=request.param)
     assert isinstance(backend, DockerBackend)
     yield backend
     await backend.aclose()

@@ -5,28 +5,36 @@
   ``allow_network``, an init that reaps orphans, and the workspace ``/workspace`` inside it (so files a task's
   image puts there are visible). ``cleanup`` removes it; so does the reaper if this process dies, and the next
   start's sweep if even the reaper was killed (:mod:`hermes_env.containers.engine`).
-- A command runs as ``<engine> exec`` of a small POSIX-sh wrapper: it enters the workspace and runs the command
-  under ``timeout`` (the per-call limit) in its own process group, which is killed when the call returns, so
-  what a command leaves running ends with the call, as on the other backends.
-- File methods run in the container too (``readlink -f`` confines them to the workspace, ``head -c`` bounds a
-  read), so a task image's own files are seen exactly as its commands see them.
-- A container that dies, an engine that fails to start one, an image that fails to build and a command killed by
-  the out-of-memory killer raise :class:`ContainerLostError` (an infrastructure failure: the rollout fails and its
-  group is dropped); an ordinary failing or timed-out command is an :class:`ExecResult`, as elsewhere.
+- Calls reach the container through its channel (FIFOs in a bind-mounted directory served by the container's main
+  process: :mod:`hermes_env.containers.channel`), or with ``transport="exec"`` one ``<engine> exec`` each (for an
+  engine on another machine, where no directory can be shared; ``auto`` picks it when ``DOCKER_HOST`` /
+  ``CONTAINER_HOST`` point elsewhere). Either way a command runs under ``timeout`` (the per-call limit) in its own
+  process group, killed when the call returns (:mod:`hermes_env.containers.shell`).
+- File methods run in the container too (``readlink -f`` confines them to the workspace), so a task image's own
+  files are seen exactly as its commands see them.
+- A container that dies, an engine that cannot start one, an image that fails to build and a command killed by
+  the out-of-memory killer raise :class:`ContainerLostError`, a ``BackendFailure``: the rollout fails and its group
+  is dropped. A failing or timed-out command is an :class:`ExecResult`, as on every backend.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-import re
+import os
+import shutil
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
 
 from hermes_env.backends.base import ExecResult, ExecutionBackend
 from hermes_env.backends.paths import WorkspacePathError, workspace_relative
-from hermes_env.backends.process import run_process
+from hermes_env.backends.process import run_process, truncation_note
+from hermes_env.containers import shell
+from hermes_env.containers.channel import LOOP_SCRIPT, MOUNT, Channel, ChannelClosed
 from hermes_env.containers.engine import (
     LABEL,
     OWNER_LABEL,
@@ -36,70 +44,25 @@ from hermes_env.containers.engine import (
     detect_engine,
     ensure_reaper,
     owner_token,
+    scratch_dir,
     sweep_leftovers,
 )
 from hermes_env.containers.images import ImageCache, ImageSpec
+
+Transport = Literal["auto", "channel", "exec"]
 
 
 class ContainerLostError(ContainerError):
     """The rollout's container could not be started, died, or a command in it was killed for memory."""
 
 
-# $1 workspace, $2 seconds, $3 command. Exit 125 (the engines' own "could not run") when the workspace is unusable.
-_EXEC_WRAPPER = r"""
-cd "$1" 2>/dev/null || { mkdir -p -- "$1" && cd "$1"; } || { echo "hermes_env: cannot enter $1" >&2; exit 125; }
-if [ -x /bin/bash ]; then sh=/bin/bash; else sh=/bin/sh; fi
-if command -v timeout >/dev/null 2>&1; then
-    exec 3<&0
-    timeout -s KILL "$2" "$sh" -c "$3" <&3 3<&- &
-    pid=$!
-    wait "$pid"; rc=$?
-    kill -9 -"$pid" 2>/dev/null
-    exit "$rc"
-fi
-exec "$sh" -c "$3"
-"""
-
-# $1 operation, $2 workspace, $3 workspace-relative path, $4 byte limit (read). Exit codes: see _FILE_ERRORS.
-_FILE_HELPER = r"""
-op=$1; p=$3
-W=$(readlink -f -- "$2") || exit 90
-inside() { case "$1" in "$W"|"$W"/*) return 0;; *) return 1;; esac; }
-case "$op" in
-read)
-    [ -e "$W/$p" ] || exit 91
-    r=$(readlink -f -- "$W/$p") && inside "$r" || exit 92
-    [ -d "$r" ] && exit 93
-    [ -f "$r" ] || exit 95
-    exec head -c "$4" -- "$r" ;;
-write)
-    t=$W/$p; d=${t%/*}; e=$d
-    while [ ! -e "$e" ] && [ ! -L "$e" ]; do e=${e%/*}; done
-    re=$(readlink -f -- "$e") && inside "$re" || exit 92
-    [ -d "$re" ] || exit 96
-    mkdir -p -- "$d" 2>/dev/null || exit 96
-    if [ -L "$t" ]; then rt=$(readlink -f -- "$t") && inside "$rt" || exit 92; fi
-    [ -d "$t" ] && exit 93
-    exec cat > "$t" ;;
-list)
-    [ -e "$W/$p" ] || exit 91
-    r=$(readlink -f -- "$W/$p") && inside "$r" || exit 92
-    printf '%s\0' "$W"
-    exec find "$r" -type f -print0 ;;
-esac
-exit 97
-"""
-
 _FILE_ERRORS: dict[int, tuple[type[OSError], str]] = {
-    91: (FileNotFoundError, "no such file or directory in the workspace"),
-    92: (WorkspacePathError, "resolves outside the workspace (a symlink pointing out?)"),
-    93: (IsADirectoryError, "is a directory"),
-    95: (PermissionError, "is not a regular file (device, fifo or socket)"),
-    96: (NotADirectoryError, "has a parent that is not a directory"),
+    shell.FILE_MISSING: (FileNotFoundError, "no such file or directory in the workspace"),
+    shell.FILE_OUTSIDE: (WorkspacePathError, "resolves outside the workspace (a symlink pointing out?)"),
+    shell.FILE_IS_DIR: (IsADirectoryError, "is a directory"),
+    shell.FILE_NOT_REGULAR: (PermissionError, "is not a regular file (device, fifo or socket)"),
+    shell.FILE_BAD_PARENT: (NotADirectoryError, "has a parent that is not a directory"),
 }
-
-_OOM_PROBE = "cat /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null"
-_OOM_LINE = re.compile(rb"^oom_kill (\d+)$", re.MULTILINE)
 # Exit codes after which the container itself may be the problem (engine errors, signals): its state is checked.
 _SUSPECT_EXIT = frozenset({125, 126, 127, 137, 255})
 # Seconds the engine's client may take beyond a command's own limit before the call counts as hung.
@@ -109,15 +72,35 @@ _KEEPALIVE = 'mkdir -p -- "$0"; exec sleep infinity 2>/dev/null || while :; do s
 _swept_engines: set[str] = set()
 
 
+def _remote_engine() -> bool:
+    for var in ("DOCKER_HOST", "CONTAINER_HOST"):
+        value = os.environ.get(var, "")
+        if value and not value.startswith("unix://"):
+            return True
+    return False
+
+
 @dataclass
 class _Container:
     name: str
-    image: str
+    image: str = ""
     cid: str = ""
+    channel: Channel | None = None
     oom_kills: int = 0
     lost: str | None = None
     removed: bool = False  # by cleanup/aclose: a call still running then ends as a failed call, not a lost sandbox
     ready: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    """One call as the transport saw it; the backend decides what it means."""
+
+    exit_code: int
+    data: bytes
+    more_bytes: int = 0
+    oom_kills: int | None = None
+    hung: bool = False  # no answer even after the deadline and a kill
 
 
 class DockerBackend(ExecutionBackend):
@@ -137,6 +120,7 @@ class DockerBackend(ExecutionBackend):
         max_processes: int = 256,
         workspace: str = "/workspace",
         env: dict[str, str] | None = None,
+        transport: Transport = "auto",
         max_output_bytes: int = 256 * 1024,
         kill_output_bytes: int = 32 * 1024 * 1024,
         max_file_bytes: int = 64 * 1024 * 1024,
@@ -152,6 +136,8 @@ class DockerBackend(ExecutionBackend):
             raise ValueError(f"workspace must be an absolute path outside system dirs, got {workspace!r}")
         if max_output_bytes <= 0 or kill_output_bytes < max_output_bytes:
             raise ValueError("max_output_bytes must be above 0 and at most kill_output_bytes")
+        if transport not in ("auto", "channel", "exec"):
+            raise ValueError(f"transport must be auto, channel or exec, got {transport!r}")
         self.engine: ContainerEngine = detect_engine(engine)
         self.images = ImageCache(self.engine, build_timeout_s=image_build_timeout_s)
         self.default_image = ImageSpec(image=image) if image else None
@@ -161,6 +147,7 @@ class DockerBackend(ExecutionBackend):
         self.max_processes = max_processes
         self.workspace = workspace.rstrip("/")
         self.extra_env = dict(env or {})
+        self.transport = ("exec" if _remote_engine() else "channel") if transport == "auto" else transport
         self.max_output_bytes = max_output_bytes
         self.kill_output_bytes = kill_output_bytes
         self.max_file_bytes = max_file_bytes
@@ -169,6 +156,7 @@ class DockerBackend(ExecutionBackend):
         self._containers: dict[str, _Container] = {}
         self._names = itertools.count()
         self._run_id = uuid.uuid4().hex[:8]
+        self._channels_root: Path | None = None
 
     @classmethod
     def is_available(cls) -> bool:
@@ -181,7 +169,7 @@ class DockerBackend(ExecutionBackend):
     def describe(self) -> str:
         return (
             f"docker({self.engine.name}, network={'on' if self.allow_network else 'off'}, cpus={self.cpus:g}, "
-            f"memory={self.memory_mb}MiB, pids={self.max_processes})"
+            f"memory={self.memory_mb}MiB, pids={self.max_processes}, transport={self.transport})"
         )
 
     # -- container lifecycle ------------------------------------------------------------------------------------------
@@ -200,7 +188,7 @@ class DockerBackend(ExecutionBackend):
     async def _container(self, task_id: str) -> _Container:
         box = self._containers.get(task_id)
         if box is None:
-            box = _Container(name=f"hermes_env-{self._run_id}-{next(self._names)}", image="")
+            box = _Container(name=f"hermes_env-{self._run_id}-{next(self._names)}")
             self._containers[task_id] = box
             try:
                 await self._start(task_id, box)
@@ -214,6 +202,15 @@ class DockerBackend(ExecutionBackend):
         if box.lost is not None:
             raise ContainerLostError(box.lost)
         return box
+
+    def _new_channel(self, box: _Container) -> Channel:
+        if self._channels_root is None:
+            # Mode 0700: only this user reaches the channels; each one is mounted into its own container only.
+            scratch = scratch_dir()
+            scratch.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self._channels_root = Path(tempfile.mkdtemp(prefix="channels-", dir=scratch))
+        box.channel = Channel(self._channels_root / box.name)
+        return box.channel
 
     async def _start(self, task_id: str, box: _Container) -> None:
         if self.engine.program not in _swept_engines:
@@ -240,18 +237,32 @@ class DockerBackend(ExecutionBackend):
             args += ["--network", "none"]
         for key, value in self.extra_env.items():
             args += ["--env", f"{key}={value}"]
-        args += ["--entrypoint", "/bin/sh", box.image, "-c", _KEEPALIVE, self.workspace]
+        if self.transport == "channel":
+            channel = self._new_channel(box)
+            args += ["--volume", f"{channel.dir}:{MOUNT}:z", "--entrypoint", "/bin/sh", box.image]
+            args += [f"{MOUNT}/{LOOP_SCRIPT}", self.workspace]
+            flood = self.kill_output_bytes - self.max_output_bytes  # bytes counted past the kept ones, then SIGPIPE
+            args += [str(self.max_output_bytes), str(flood), str(self.max_file_bytes + 1)]
+        else:
+            args += ["--entrypoint", "/bin/sh", box.image, "-c", _KEEPALIVE, self.workspace]
         try:
             result = await self.engine.run(*args, timeout=self.start_timeout_s)
+            box.cid = result.text.strip().splitlines()[-1] if result.text.strip() else box.name
+            if box.channel is not None:
+                await box.channel.wait_ready(self.start_timeout_s)
         except BaseException as exc:
             # A half-created container must not outlive a failed or cancelled start.
-            await asyncio.shield(self.engine.remove(box.name))
-            if isinstance(exc, EngineCommandError):
+            await asyncio.shield(self._remove(box))
+            if isinstance(exc, EngineCommandError | ChannelClosed | TimeoutError):
                 raise ContainerLostError(
                     f"{self.engine.name} could not start a container from {box.image} for task {task_id!r}: {exc}"
                 ) from exc
             raise
-        box.cid = result.text.strip().splitlines()[-1] if result.text.strip() else box.name
+
+    async def _remove(self, box: _Container) -> None:
+        await self.engine.remove(box.cid or box.name)
+        if box.channel is not None:
+            box.channel.close()
 
     async def cleanup(self, task_id: str) -> None:
         self._images.pop(task_id, None)
@@ -259,7 +270,7 @@ class DockerBackend(ExecutionBackend):
         if box is not None:
             box.removed = True
             await box.ready.wait()
-            await asyncio.shield(self.engine.remove(box.cid or box.name))
+            await asyncio.shield(self._remove(box))
 
     async def aclose(self) -> None:
         boxes = list(self._containers.values())
@@ -269,71 +280,112 @@ class DockerBackend(ExecutionBackend):
             box.removed = True
         if boxes:
             await asyncio.shield(self.engine.remove(*(b.cid or b.name for b in boxes)))
+        for box in boxes:
+            if box.channel is not None:
+                box.channel.close()
+        if self._channels_root is not None:
+            shutil.rmtree(self._channels_root, ignore_errors=True)
+            self._channels_root = None
 
     async def _lost(self, task_id: str, box: _Container, what: str) -> ContainerLostError:
         """The error for a container that stopped answering; the container is removed (it is of no further use)."""
         state = await self.engine.state(box.cid)
         box.lost = f"the container of task {task_id!r} died {what}: {state.describe()}"
-        await self.engine.remove(box.cid)
+        await self._remove(box)
         return ContainerLostError(box.lost)
 
-    async def _oom_kills(self, box: _Container) -> int:
-        result = await self.engine.run("exec", box.cid, "/bin/sh", "-c", _OOM_PROBE, check=False, timeout=60)
-        return sum(int(n) for n in _OOM_LINE.findall(result.stdout))
+    async def _oom_lost(self, task_id: str, box: _Container, kills: int | None) -> None:
+        """Raise ContainerLostError if the container's out-of-memory kill count went up."""
+        if kills is None:
+            result = await self.engine.run("exec", box.cid, "/bin/sh", "-c", shell.OOM_PROBE, check=False, timeout=60)
+            kills = int(result.text.split()[0]) if result.text.split() and result.text.split()[0].isdigit() else 0
+        if kills > box.oom_kills:
+            box.oom_kills = kills
+            box.lost = (
+                f"a command of task {task_id!r} was killed by the out-of-memory killer: the container's memory limit "
+                f"is {self.memory_mb} MiB (the backend option memory_mb)"
+            )
+            await self._remove(box)
+            raise ContainerLostError(box.lost)
+
+    # -- transports -----------------------------------------------------------------------------------------------
+    async def _call(self, box: _Container, op: str, timeout: float, inputs: dict[str, bytes], arg: str) -> _Outcome:
+        if box.channel is not None:
+            answer = await box.channel.call(op, arg, inputs, timeout)
+            if answer is None:
+                return _Outcome(exit_code=-9, data=b"", hung=True)
+            return _Outcome(answer.exit_code, answer.output, answer.more_bytes, answer.oom_kills)
+        if op == "run":
+            argv = self.engine.argv("exec", *(["-i"] if "in" in inputs else []), box.cid, "/bin/sh", "-c")
+            argv += [shell.EXEC_WRAPPER, "hermes_env", self.workspace, arg, inputs["cmd"].decode()]
+            result = await run_process(
+                argv,
+                cwd="/",
+                env=self.engine.env,
+                timeout=timeout,
+                stdin=inputs["in"].decode() if "in" in inputs else None,
+                max_output_bytes=self.max_output_bytes,
+                kill_output_bytes=self.kill_output_bytes,
+            )
+            data = result.output.encode()
+            return _Outcome(result.exit_code, data, hung=result.timed_out)
+        script = shell.FILE_OP + 'file_op "$@"'
+        result = await self.engine.run(
+            "exec", *(["-i"] if op == "write" else []), box.cid, "/bin/sh", "-c", script,
+            "hermes_env", op, self.workspace, inputs["path"].decode(), str(self.max_file_bytes + 1),
+            input=inputs.get("data"), check=False, timeout=timeout,
+        )  # fmt: skip
+        return _Outcome(result.returncode, result.stdout if result.returncode == 0 else result.stderr)
 
     # -- commands -----------------------------------------------------------------------------------------------------
     async def execute(self, task_id: str, command: str, timeout: float, *, stdin: str | None = None) -> ExecResult:
         if timeout <= 0:
             return ExecResult(output="", exit_code=-1, error=f"timeout must be positive, got {timeout}")
         box = await self._container(task_id)
-        argv = self.engine.argv("exec", *(["-i"] if stdin is not None else []), box.cid, "/bin/sh", "-c")
-        argv += [_EXEC_WRAPPER, "hermes_env", self.workspace, f"{timeout:.3f}", command]
+        inputs = {"cmd": command.encode()}
+        if stdin is not None:
+            inputs["in"] = stdin.encode()
         started = time.monotonic()
-        result = await run_process(
-            argv,
-            cwd="/",
-            env=self.engine.env,
-            timeout=timeout + _ENGINE_GRACE_S,
-            stdin=stdin,
-            max_output_bytes=self.max_output_bytes,
-            kill_output_bytes=self.kill_output_bytes,
-        )
+        try:
+            outcome = await self._call(
+                box, "run", timeout + (_ENGINE_GRACE_S if box.channel is None else 1.0), inputs, f"{timeout:.3f}"
+            )
+        except ChannelClosed:
+            if box.removed:
+                return ExecResult(output="", exit_code=-9, error=f"task {task_id!r} was cleaned up while this ran")
+            raise await self._lost(task_id, box, "during a call") from None
         elapsed = time.monotonic() - started
-        code = result.exit_code
-        if result.timed_out:  # the engine's client itself hung
+        code = outcome.exit_code
+        if box.removed and (outcome.hung or code in _SUSPECT_EXIT or code < 0):
+            return ExecResult(output="", exit_code=code, error=f"task {task_id!r} was cleaned up while this call ran")
+        if outcome.hung:
             state = await self.engine.state(box.cid)
             if not state.running:
                 raise await self._lost(task_id, box, "during a call")
             return ExecResult(
-                output=result.output,
-                exit_code=code,
+                output=outcome.data.decode("utf-8", "replace"),
+                exit_code=-9,
                 timed_out=True,
-                truncated=result.truncated,
-                error=f"{self.engine.name} exec did not return within {timeout + _ENGINE_GRACE_S:g}s",
+                error=f"the call did not end within {timeout:g}s even after its processes were killed",
             )
         timed_out = code in (124, 137) and elapsed >= timeout
         if code in _SUSPECT_EXIT or code < 0:
-            if box.removed:
-                return ExecResult(
-                    output=result.output, exit_code=code, error=f"task {task_id!r} was cleaned up while this call ran"
-                )
-            state = await self.engine.state(box.cid)
-            if not state.running:
-                raise await self._lost(task_id, box, "during a call")
+            if box.channel is None:
+                state = await self.engine.state(box.cid)
+                if not state.running:
+                    raise await self._lost(task_id, box, "during a call")
             if code == 137 and not timed_out:
-                kills = await self._oom_kills(box)
-                if kills > box.oom_kills:
-                    box.oom_kills = kills
-                    box.lost = (
-                        f"a command of task {task_id!r} was killed by the out-of-memory killer: the container's "
-                        f"memory limit is {self.memory_mb} MiB (the backend option memory_mb)"
-                    )
-                    await self.engine.remove(box.cid)
-                    raise ContainerLostError(box.lost)
-        output = result.output
+                await self._oom_lost(task_id, box, outcome.oom_kills)
+        output = outcome.data.decode("utf-8", "replace")
+        truncated = outcome.more_bytes > 0
+        if truncated:
+            total = len(outcome.data) + outcome.more_bytes
+            output += truncation_note(len(outcome.data), total)
+            if total >= self.kill_output_bytes:
+                output += f"\n[command killed: it wrote more than {self.kill_output_bytes} bytes of output]"
         if timed_out:
             output += f"\n[timed out after {timeout:g}s; the command and its child processes were killed]"
-        return ExecResult(output=output, exit_code=code, timed_out=timed_out, truncated=result.truncated)
+        return ExecResult(output=output, exit_code=code, timed_out=timed_out, truncated=truncated)
 
     # -- files --------------------------------------------------------------------------------------------------------
     async def _file_op(self, task_id: str, op: str, path: str, *, data: bytes | None = None) -> bytes:
@@ -341,21 +393,23 @@ class DockerBackend(ExecutionBackend):
         if op == "write" and str(rel) == ".":
             raise IsADirectoryError(f"{path!r} is the workspace directory, not a file")
         box = await self._container(task_id)
-        limit = str(self.max_file_bytes + 1)
-        result = await self.engine.run(
-            "exec", *(["-i"] if data is not None else []), box.cid, "/bin/sh", "-c", _FILE_HELPER,
-            "hermes_env", op, self.workspace, str(rel), limit,
-            input=data, check=False, timeout=self.start_timeout_s,
-        )  # fmt: skip
-        if result.returncode == 0:
-            return result.stdout
-        known = _FILE_ERRORS.get(result.returncode)
+        inputs = {"path": str(rel).encode()}
+        if data is not None:
+            inputs["data"] = data
+        try:
+            outcome = await self._call(box, op, self.start_timeout_s, inputs, "-")
+        except ChannelClosed:
+            raise await self._lost(task_id, box, f"during {op}_file") from None
+        if outcome.exit_code == 0:
+            return outcome.data
+        known = _FILE_ERRORS.get(outcome.exit_code)
         if known is not None:
             raise known[0](f"{path!r} {known[1]}")
         state = await self.engine.state(box.cid)
         if not state.running:
             raise await self._lost(task_id, box, f"during {op}_file")
-        raise OSError(f"{op}_file {path!r} failed in the container (exit {result.returncode}): {result.err[-300:]}")
+        detail = outcome.data.decode("utf-8", "replace")[-300:]
+        raise OSError(f"{op}_file {path!r} failed in the container (exit {outcome.exit_code}): {detail}")
 
     async def read_file(self, task_id: str, path: str) -> bytes:
         data = await self._file_op(task_id, "read", path)
