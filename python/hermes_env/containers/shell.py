@@ -65,11 +65,11 @@ fi
 exec "$sh" -c "$3"
 """
 
-#: The container's main process: ``sh loop.sh WORKSPACE MAX_OUTPUT FLOOD_LIMIT MAX_FILE``.
-#: Requests are lines ``OP ID ARG`` on the FIFO ``req``; a call's other inputs are files ``ID.*`` written by the
-#: host beforehand, and its answer is the line ``EXIT_CODE OOM_KILLS`` written to the FIFO ``ID.done`` once its
-#: output files are complete. ``alive`` stays open for writing while this loop lives: the host sees the container
-#: die as end-of-file there, at once, without asking the engine.
+#: The container's main process: ``sh loop.sh WORKSPACE MAX_OUTPUT FLOOD_LIMIT MAX_FILE``. Requests are lines
+#: ``OP ID ARG`` on the FIFO ``req``; a call's other inputs are files ``ID.*`` the host wrote beforehand. Its answer
+#: is the line ``EXIT_CODE [OOM_KILLS]`` (the count only after a command died of a signal), written to the FIFO
+#: ``ID.done`` once its output files are complete. ``alive`` stays open for writing while this loop lives: the host
+#: sees the container die as end-of-file there, at once, without asking the engine.
 CHANNEL_LOOP = (
     FILE_OP
     + r"""
@@ -96,7 +96,7 @@ run() {
     wait "$pid"; rc=$?
     kill -9 -"$pid" 2>/dev/null
     wait "$reader"
-    echo "$rc $(oom)" > "$f.done"
+    if [ "$rc" -ge 128 ]; then echo "$rc $(oom)"; else echo "$rc"; fi > "$f.done"
 }
 fileop() {
     f=$C/$2
@@ -105,7 +105,7 @@ fileop() {
     else
         (file_op "$1" "$W" "$(cat "$f.path")" "$max_file") > "$f.out"
     fi
-    echo "$? $(oom)" > "$f.done"
+    echo "$?" > "$f.done"
 }
 echo ready >&4
 while read -r op id arg <&3; do
