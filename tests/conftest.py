@@ -43,6 +43,39 @@ def load_conformance(parser: str) -> list[dict[str, Any]]:
         return [json.loads(line) for line in f if line.strip()]
 
 
+# -- containers: tests marked ``containers`` start real ones, and are skipped (saying why) where none can run -----
+
+CONTAINER_PROBLEM: str | None = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global CONTAINER_PROBLEM
+    from hermes_env.containers.setup import readiness_problem
+
+    CONTAINER_PROBLEM = readiness_problem()
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if CONTAINER_PROBLEM is not None and item.get_closest_marker("containers") is not None:
+        pytest.skip(f"no usable container engine: {CONTAINER_PROBLEM}")
+
+
+@pytest.fixture(autouse=True)
+def _no_container_left(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test that starts containers leaves none of this process's behind (nor their channel directories)."""
+    yield
+    if CONTAINER_PROBLEM is None and request.node.get_closest_marker("containers") is not None:
+        from hermes_env.containers import detect_engine
+        from hermes_env.containers.engine import OWNER_LABEL, owner_token, scratch_dir
+
+        engine = detect_engine(None)
+        left = engine.run_sync("ps", "-aq", "--filter", f"label={OWNER_LABEL}={owner_token()}").text.split()
+        engine.remove_sync(left)
+        assert not left, f"{request.node.name} left {len(left)} container(s) behind"
+        channels = list(scratch_dir().glob("channels-*"))
+        assert not channels, f"{request.node.name} left channel directories behind: {channels}"
+
+
 # -- execution backends: a test taking ``backend`` runs on ``local`` and on ``bwrap`` ----------------------------
 
 BWRAP_PROBLEM = bwrap_problem()

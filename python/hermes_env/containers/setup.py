@@ -227,6 +227,17 @@ def ensure_engine_config(engine: ContainerEngine, *, quiet: bool = False) -> Con
     raise SetupError("podman cannot start a container here. Tried " + "; ".join(tried))
 
 
+def readiness_problem(engine_name: str | None = None) -> str | None:
+    """Why the docker backend and the container launcher cannot run here (no engine, no base image), or None."""
+    try:
+        engine = detect_engine(engine_name)
+    except ContainerError as exc:
+        return str(exc)
+    if engine.image_id_sync(BASE_IMAGE) is None:
+        return f"the base image {BASE_IMAGE} is missing; run `bash scripts/setup.sh`"
+    return None
+
+
 def setup(engine_name: str | None = None, *, quiet: bool = False) -> ContainerEngine:
     """Everything above; returns the configured engine."""
     engine = detect_engine(engine_name)

@@ -41,7 +41,7 @@ class PoolConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    backend: Literal["local", "ray"] = "local"
+    backend: Literal["local", "ray", "container"] = "local"
     slots_per_worker: int = Field(8, ge=1, le=1024)
     min_workers: int = Field(1, ge=0)
     max_workers: int = Field(4, ge=1)
@@ -58,6 +58,12 @@ class PoolConfig(BaseModel):
     ray_address: str | None = None
     # Ray only: "node_affinity" balances workers over nodes explicitly; "spread" uses Ray's SPREAD strategy.
     ray_placement: Literal["node_affinity", "spread"] = "node_affinity"
+    # Container launcher only (hermes_env.sandbox.container_launcher): each worker is a container of this image.
+    container_engine: str | None = Field(None, description="docker or podman; the first that works when unset")
+    container_image: str | None = Field(None, description="the workers' image (needs python3); the base image if unset")
+    container_cpus: float = Field(2.0, gt=0.0, description="CPUs of each worker's container")
+    container_memory_mb: int | None = Field(None, ge=64, description="a worker's memory; slots x memory_mb if unset")
+    container_pids: int | None = Field(None, ge=16, description="a worker's processes; slots x max_processes + 64")
 
     @model_validator(mode="after")
     def _check_bounds(self) -> PoolConfig:

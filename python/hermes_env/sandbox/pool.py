@@ -106,6 +106,10 @@ class SlotPool:
             from hermes_env.sandbox.ray_backend import RayLauncher
 
             return RayLauncher(self.config)
+        if self.config.backend == "container":
+            from hermes_env.sandbox.container_launcher import ContainerLauncher
+
+            return ContainerLauncher(self.config)
         return LocalLauncher()
 
     # -- lifecycle -------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from hermes_env.sandbox import workspace as ws
 from hermes_env.sandbox.config import SandboxPolicy
@@ -47,9 +47,18 @@ class SlotHost:
     """The slots of one worker: workspaces under ``root``, isolation per ``policy``."""
 
     def __init__(
-        self, root: Path, n_slots: int, policy: SandboxPolicy, worker_index: int = 0, uid_base: int = SLOT_UID_BASE
+        self,
+        root: Path,
+        n_slots: int,
+        policy: SandboxPolicy,
+        worker_index: int = 0,
+        uid_base: int = SLOT_UID_BASE,
+        isolation: Literal["bubblewrap", "container"] = "bubblewrap",
     ) -> None:
         self.root = root
+        # "container": the worker's container isolates it (bubblewrap cannot mount /proc inside one); its slots are
+        # separated by uid, private workspaces and rlimits, and commands run without a bubblewrap sandbox each.
+        self.isolation = isolation
         self.policy = policy
         self.worker_index = worker_index
         self.slots = [
@@ -75,9 +84,13 @@ class SlotHost:
         for slot in self.slots:
             ws.reset(slot.workspace, slot.identity)
             os.chmod(slot.workspace, 0o700)
-        problem = probe_bwrap(
-            self.policy, self.root / "probe", self.slots[0].identity if self.slots else SlotIdentity(None, None)
-        )
+        if self.isolation == "container":
+            self.sandboxed = False
+            problem = None
+        else:
+            problem = probe_bwrap(
+                self.policy, self.root / "probe", self.slots[0].identity if self.slots else SlotIdentity(None, None)
+            )
         if problem is not None:
             if self.policy.require_sandbox:
                 raise RuntimeError(
