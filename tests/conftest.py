@@ -91,9 +91,9 @@ def ws_root() -> Iterator[Path]:
     shutil.rmtree(root, ignore_errors=True)
 
 
-@pytest.fixture(params=["local", pytest.param("bwrap", marks=needs_bwrap)])
+@pytest.fixture(params=["local", pytest.param("bwrap", marks=needs_bwrap), pytest.param("docker", marks=pytest.mark.containers)])
 async def backend(request: pytest.FixtureRequest, ws_root: Path) -> AsyncIterator[ExecutionBackend]:
-    b = get_backend(request.param, root=ws_root)
+    b = get_backend(request.param, memory_mb=512) if request.param == "docker" else get_backend(request.param, root=ws_root)
     yield b
     await b.aclose()
 

@@ -67,6 +67,8 @@ _FILE_ERRORS: dict[int, tuple[type[OSError], str]] = {
 _SUSPECT_EXIT = frozenset({125, 126, 127, 137, 255})
 # Seconds the engine's client may take beyond a command's own limit before the call counts as hung.
 _ENGINE_GRACE_S = 30.0
+# As on the bwrap backend: no .pyc files in the workspace, no colour codes in outputs the model reads.
+_DEFAULT_ENV = {"PYTHONDONTWRITEBYTECODE": "1", "TERM": "dumb"}
 _KEEPALIVE = 'mkdir -p -- "$0"; exec sleep infinity 2>/dev/null || while :; do sleep 3600; done'
 
 _swept_engines: set[str] = set()
@@ -235,7 +237,7 @@ class DockerBackend(ExecutionBackend):
         ]  # fmt: skip
         if not self.allow_network:
             args += ["--network", "none"]
-        for key, value in self.extra_env.items():
+        for key, value in {**_DEFAULT_ENV, **self.extra_env}.items():
             args += ["--env", f"{key}={value}"]
         if self.transport == "channel":
             channel = self._new_channel(box)
