@@ -79,7 +79,7 @@ def mem_total_mb() -> float:
 
 
 async def start_latency(n: int) -> dict[str, Any]:
-    backend = get_backend("docker", memory_mb=512)
+    backend = get_backend("docker", memory_bytes="512MiB")
     try:
         await backend.execute("warm", "true", 30)  # the sweep and the reaper happen once per process, not per start
         await backend.cleanup("warm")
@@ -129,7 +129,7 @@ async def _calls(backend: ExecutionBackend, concurrency: int, calls: int, prefix
 
 async def per_call(concurrency: int, calls: int) -> dict[str, Any]:
     out: dict[str, Any] = {"concurrency": concurrency, "calls_per_task": calls}
-    docker = get_backend("docker", memory_mb=512)
+    docker = get_backend("docker", memory_bytes="512MiB")
     try:
         out["docker"] = await _calls(docker, concurrency, calls, "d")
     finally:
@@ -147,7 +147,7 @@ async def per_call(concurrency: int, calls: int) -> dict[str, Any]:
 
 
 async def capacity(max_containers: int, step: int, reserve_gb: float, round_limit_s: float) -> dict[str, Any]:
-    backend = get_backend("docker", memory_mb=512, max_processes=64)
+    backend = get_backend("docker", memory_bytes="512MiB", max_processes=64)
     steps: list[dict[str, Any]] = []
     baseline = mem_available_mb()
     stopped = f"reached --max-containers {max_containers}"

@@ -25,10 +25,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from hermes_env.isolation import quota
+from hermes_env.isolation.bubblewrap import HOST_ENV, BwrapSpec
+from hermes_env.isolation.paths import empty_dir
+from hermes_env.isolation.process import run_limited
+from hermes_env.isolation.users import UidBlock
 from hermes_env.sandbox import ExecutorConfig, PoolConfig, SandboxPolicy, SlotPool, ToolExecutor
-from hermes_env.sandbox.isolation import UidBlock, bwrap_argv, limits_prefix, slot_identity
-from hermes_env.sandbox.runner import run_process
-from hermes_env.sandbox.workspace import reset
 
 GLOBAL_TIMEOUT_S = 900.0
 # Raw per-call latencies of the last run (seconds), kept out of run()'s summary for --plot.
@@ -50,24 +52,37 @@ def percentile(values: list[float], q: float) -> float:
 
 
 async def _direct_calls(n_traj: int, n_calls: int, concurrency: int, policy: SandboxPolicy) -> list[float]:
-    """The same commands run directly with bubblewrap (no server, no HTTP, no batching)."""
+    """The same commands run directly with bubblewrap (no server, no HTTP, no batching), with the same
+    sandbox, limits, user per workspace and (where quotas work) tmpfs workspaces as the pool's slots."""
     root = Path(tempfile.mkdtemp(prefix="hermes-bench-direct-"))
     root.chmod(0o711)
     gate = asyncio.Semaphore(concurrency)
-    uids = UidBlock()  # its own slot uids, never those of a pool running beside it
+    uids = UidBlock()  # its own task uids, never those of a pool running beside it
+    limits = policy.limits
+    size = int(limits.disk_bytes) if limits.disk_bytes is not None and quota.quota_problem() is None else None
     latencies: list[float] = []
 
     async def one_traj(t: int) -> None:
         ws = root / str(t)
-        identity = slot_identity(0, t, n_traj, uids.base)  # one user per workspace, as the pool's slots have
-        reset(ws, identity)
+        user = uids.user(t)  # one user per workspace, as the pool's slots have
+        if size is not None:
+            quota.mount_workspace(ws, size, user)
+        else:
+            empty_dir(ws, user.owner)
+        spec = BwrapSpec(str(ws), tmp_bytes=int(limits.tmp_bytes))
         for c in range(n_calls):
-            argv = limits_prefix(policy.limits, nproc_offset=0) + bwrap_argv(
-                ws, ["/bin/bash", "-c", command(t, c)], policy
-            )
+            argv = limits.prlimit_argv() + spec.argv(["/bin/bash", "-c", command(t, c)])
             async with gate:
                 start = time.perf_counter()
-                r = await run_process(argv, cwd=str(ws), identity=identity, timeout=60, max_output=65536)
+                r = await run_limited(
+                    argv,
+                    cwd=str(ws),
+                    env=HOST_ENV,
+                    timeout=60,
+                    max_output_bytes=int(limits.max_output_bytes),
+                    kill_output_bytes=int(limits.kill_output_bytes),
+                    user=user,
+                )
                 latencies.append(time.perf_counter() - start)
             if r.exit_code != 0 or r.output.strip() != f"t{t}-c{c}":
                 raise RuntimeError(f"direct bwrap call failed: {r.output!r}")
@@ -76,6 +91,8 @@ async def _direct_calls(n_traj: int, n_calls: int, concurrency: int, policy: San
         await asyncio.gather(*(one_traj(t) for t in range(n_traj)))
     finally:
         uids.release()
+        for mount in quota.mounts_under(root):
+            quota.unmount(mount)
         shutil.rmtree(root, ignore_errors=True)
     return latencies
 

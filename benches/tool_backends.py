@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from hermes_env.backends import get_backend
-from hermes_env.backends.bwrap import bwrap_problem
+from hermes_env.isolation import bwrap_problem
 from hermes_env.tools import REGISTRY, ToolRunContext
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from hermes_env.backends import ExecutionBackend, get_backend
-from hermes_env.backends.bwrap import bwrap_problem
+from hermes_env.isolation import bwrap_problem
 from hypothesis import HealthCheck, settings
 
 REPO = Path(__file__).resolve().parents[1]
@@ -66,14 +66,23 @@ def _no_container_left(request: pytest.FixtureRequest) -> Iterator[None]:
     yield
     if CONTAINER_PROBLEM is None and request.node.get_closest_marker("containers") is not None:
         from hermes_env.containers import detect_engine
-        from hermes_env.containers.engine import OWNER_LABEL, owner_token, scratch_dir
+        from hermes_env.containers.engine import OWNER_LABEL, owner_token
+        from hermes_env.isolation.roots import LOCK_NAME
 
         engine = detect_engine(None)
         left = engine.run_sync("ps", "-aq", "--filter", f"label={OWNER_LABEL}={owner_token()}").text.split()
         engine.remove_sync(left)
         assert not left, f"{request.node.name} left {len(left)} container(s) behind"
-        channels = list(scratch_dir().glob("channels-*"))
-        assert not channels, f"{request.node.name} left channel directories behind: {channels}"
+        mine = f"{os.getpid()}\n"
+        roots = [p for p in Path(tempfile.gettempdir()).glob("hermes-docker-*") if _read(p / LOCK_NAME) == mine]
+        assert not roots, f"{request.node.name} left its channel directories behind: {roots}"
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except OSError:
+        return None
 
 
 # -- execution backends: a test taking ``backend`` runs on ``local`` and on ``bwrap`` ----------------------------
@@ -91,9 +100,14 @@ def ws_root() -> Iterator[Path]:
     shutil.rmtree(root, ignore_errors=True)
 
 
-@pytest.fixture(params=["local", pytest.param("bwrap", marks=needs_bwrap), pytest.param("docker", marks=pytest.mark.containers)])
+BACKENDS = ["local", pytest.param("bwrap", marks=needs_bwrap), pytest.param("docker", marks=pytest.mark.containers)]
+
+
+@pytest.fixture(params=BACKENDS)
 async def backend(request: pytest.FixtureRequest, ws_root: Path) -> AsyncIterator[ExecutionBackend]:
-    b = get_backend(request.param, memory_mb=512) if request.param == "docker" else get_backend(request.param, root=ws_root)
+    # docker keeps each workspace inside its container: there is no host root to give it.
+    options = {"memory_bytes": "512MiB"} if request.param == "docker" else {"root": ws_root}
+    b = get_backend(request.param, **options)
     yield b
     await b.aclose()
 

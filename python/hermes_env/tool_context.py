@@ -20,7 +20,7 @@ from types import TracebackType
 from typing import Any
 
 from hermes_env.backends.base import ExecResult, ExecutionBackend
-from hermes_env.backends.paths import workspace_relative
+from hermes_env.isolation.paths import workspace_relative
 from hermes_env.tools import REGISTRY, ToolRegistry, ToolRunContext
 from hermes_env.tools.file_tools import SearchMatch, find_matches
 
@@ -121,7 +121,7 @@ class ToolContext:
     async def download_dir(self, remote_dir: str, local_dir: str | os.PathLike[str]) -> list[Path]:
         """Copy a workspace directory tree to the host; returns the host paths written."""
         files = await self.list_files(remote_dir)
-        base = workspace_relative(remote_dir)
+        base = workspace_relative(remote_dir, self.backend.visible_roots(self.task_id))
         out: list[Path] = []
         for rel in files:
             # list_files returns workspace-relative paths; keep them relative to remote_dir.

@@ -93,8 +93,8 @@ async def test_tool_call_then_answer_builds_openai_messages() -> None:
     ("name", "arguments", "kind", "needle"),
     [
         pytest.param("nope", "{}", "unknown_tool", "unknown tool 'nope'. Available tools: echo, strict", id="unknown"),
-        pytest.param("echo", '{"text": "unterminated', "invalid_json", "not valid JSON", id="bad-json"),
-        pytest.param("echo", '["a", "list"]', "invalid_json", "must be a JSON object", id="not-object"),
+        pytest.param("echo", '{"text": "unterminated', "malformed_json", "not valid JSON", id="bad-json"),
+        pytest.param("echo", '["a", "list"]', "bad_arguments", "must be a JSON object", id="not-object"),
         pytest.param("strict", '{"x": 1}', "bad_arguments", "missing required argument 'path'", id="rejected"),
     ],
 )

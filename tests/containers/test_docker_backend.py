@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from hermes_env.containers.engine import LABEL, OWNER_LABEL, owner_token
 
 @pytest.fixture(params=["channel", "exec"])
 async def docker(request: pytest.FixtureRequest) -> AsyncIterator[DockerBackend]:
-    backend = get_backend("docker", memory_mb=256, max_processes=64, cpus=1, transport=request.param)
+    backend = get_backend("docker", memory_bytes="256MiB", max_processes=64, cpus=1, transport=request.param)
     assert isinstance(backend, DockerBackend)
     yield backend
     await backend.aclose()
@@ -46,7 +47,7 @@ async def test_each_task_gets_its_own_limited_labelled_container(docker: DockerB
 
 
 async def test_network_is_there_only_when_allowed() -> None:
-    backend = get_backend("docker", allow_network=True, memory_mb=128)
+    backend = get_backend("docker", allow_network=True, memory_bytes="128MiB")
     try:
         res = await backend.execute("t", "ls /sys/class/net", 10)
         assert res.ok and set(res.output.split()) - {"lo"}, res.output
@@ -76,7 +77,7 @@ async def test_fork_bomb_is_bounded_by_the_pids_limit(docker: DockerBackend) -> 
 async def test_an_oom_kill_fails_the_rollout_and_removes_its_container(docker: DockerBackend) -> None:
     await docker.execute("t", "true", 10)
     cid = docker._containers["t"].cid
-    with pytest.raises(ContainerLostError, match=r"out-of-memory killer.*256 MiB.*memory_mb"):
+    with pytest.raises(ContainerLostError, match=r"out-of-memory killer.*256 MiB.*memory_bytes"):
         await docker.execute("t", "python3 -c 'x = bytearray(600 * 1024 * 1024)'", 30)
     assert docker.engine.run_sync("inspect", "--type", "container", cid, check=False).returncode != 0
     with pytest.raises(ContainerLostError, match="out-of-memory"):  # the rollout's later calls fail the same way
@@ -157,3 +158,17 @@ async def test_file_methods_stay_in_the_workspace(docker: DockerBackend) -> None
         await docker.write_file("t", "sub/in.txt/deeper", b"x")
     assert (await docker.execute("t", "cat /etc/passwd | head -1", 10)).output.startswith("root:")
     assert await docker.list_files("t") == ["sub/in.txt"]
+
+
+async def test_commands_see_neither_host_files_nor_host_services(docker: DockerBackend, tmp_path: Path) -> None:
+    secret = tmp_path / "host-secret.txt"
+    secret.write_text("host secret")
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        res = await docker.execute(
+            "t", f"cat {secret} 2>&1; (exec 3<>/dev/tcp/127.0.0.1/{port} && echo CONNECTED) 2>&1 || echo REFUSED", 10
+        )
+    assert "host secret" not in res.output and "No such file" in res.output
+    assert "CONNECTED" not in res.output and "REFUSED" in res.output

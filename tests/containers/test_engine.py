@@ -72,7 +72,7 @@ import asyncio, sys
 from hermes_env.backends import get_backend
 
 async def main():
-    backend = get_backend("docker", memory_mb=128)
+    backend = get_backend("docker", memory_bytes="128MiB")
     result = await backend.execute("t", "hostname", 30)
     print(result.output.strip(), flush=True)
     await asyncio.sleep(3600)

@@ -29,7 +29,7 @@ BASE_TASKS = [t for t in TASKS if t not in IMAGE_TASKS]
 
 @pytest.fixture
 async def docker() -> AsyncIterator[DockerBackend]:
-    backend = get_backend("docker", memory_mb=512)
+    backend = get_backend("docker", memory_bytes="512MiB")
     assert isinstance(backend, DockerBackend)
     yield backend
     await backend.aclose()

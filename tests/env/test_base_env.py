@@ -128,7 +128,7 @@ async def test_bad_tool_calls_are_counted_per_kind(make_env: Any) -> None:
     tool_replies = [m["content"] for m in group["messages"][0] if m["role"] == "tool"]
     assert "unknown tool 'shell'" in tool_replies[0] and "not valid JSON" in tool_replies[1]
     metrics = env.rollout_stats.drain_metrics()
-    assert metrics["train/tool_errors/unknown_tool"] == 1.0 and metrics["train/tool_errors/invalid_json"] == 1.0
+    assert metrics["train/tool_errors/unknown_tool"] == 1.0 and metrics["train/tool_errors/malformed_json"] == 1.0
     assert metrics["train/tool_errors_per_rollout"] == 2.0
 
 

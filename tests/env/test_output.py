@@ -58,7 +58,7 @@ def test_run_totals_match_the_records_and_windows_drain() -> None:
     stats = RolloutStats()
     first = [RolloutRecord(1.0, 2, 3, ("timeout", "timeout"), 10, 100, True, False, False)]
     second = [
-        RolloutRecord(0.5, 4, 1, ("invalid_json",), 20, 200, False, True, True, context_exhausted=True),
+        RolloutRecord(0.5, 4, 1, ("malformed_json",), 20, 200, False, True, True, context_exhausted=True),
         RolloutRecord(0.0, 1, 0, (), 0, 30, True, False, False),
     ]
     stats.add_group(first)
@@ -66,11 +66,11 @@ def test_run_totals_match_the_records_and_windows_drain() -> None:
     assert stats.drain_metrics() == {}  # the window was emptied
     stats.add_group(second)
     window = stats.drain_metrics()
-    assert window["train/mean_reward"] == 0.25 and window["train/tool_errors/invalid_json"] == 0.5
+    assert window["train/mean_reward"] == 0.25 and window["train/tool_errors/malformed_json"] == 0.5
     assert "train/tool_errors/timeout" not in window
     assert stats.summary() == {"groups": 2, "groups_dropped": 0, **summarize(first + second)}
     totals = stats.summary()
     assert totals["rollouts"] == 3 and totals["mean_reward"] == 0.5 and totals["mean_turns"] == 7 / 3
-    assert totals["tool_error_kinds"] == {"invalid_json": 1 / 3, "timeout": 2 / 3}
+    assert totals["tool_error_kinds"] == {"malformed_json": 1 / 3, "timeout": 2 / 3}
     assert totals["finished_naturally_rate"] == 2 / 3 and totals["context_exhausted_rate"] == 1 / 3
     assert (totals["reward_failures"], totals["trained_tokens"], totals["total_tokens"]) == (1, 30, 330)

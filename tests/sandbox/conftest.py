@@ -2,28 +2,14 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
-from hermes_env.sandbox import ExecutorConfig, SandboxPolicy, SlotPool, ToolExecutor
-from hermes_env.sandbox.isolation import probe_bwrap, slot_identity
+from hermes_env.isolation import bwrap_problem
+from hermes_env.sandbox import ExecutorConfig, SlotPool, ToolExecutor
 from sandbox_pools import make_pool, pools
 
-
-def _bwrap_problem() -> str | None:
-    if shutil.which("bwrap") is None:
-        return "bubblewrap is not installed"
-    import tempfile
-    from pathlib import Path
-
-    with tempfile.TemporaryDirectory() as d:
-        os.chmod(d, 0o755)
-        return probe_bwrap(SandboxPolicy(), Path(d) / "ws", slot_identity(999, 0, 1))
-
-
-BWRAP_PROBLEM = _bwrap_problem()
+BWRAP_PROBLEM = bwrap_problem()
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 from hermes_env.sandbox import PoolConfig, ResourceLimits, SandboxPolicy, SlotPool
 
-TEST_LIMITS = ResourceLimits(cpu_seconds=10, memory_mb=512, max_processes=32, max_output_bytes=4096)
+TEST_LIMITS = ResourceLimits(cpu_seconds=10, memory_bytes="512MiB", max_processes=32, max_output_bytes=4096)
 
 
 def make_pool(**overrides: object) -> SlotPool:

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 from hermes_env.backends import ExecutionBackend, get_backend
-from hermes_env.sandbox import SandboxBackend, SlotPool, ToolExecutor
+from hermes_env.sandbox import PoolConfig, SandboxBackend, SlotPool, ToolExecutor
 
 
 @pytest.fixture
@@ -34,6 +34,20 @@ def test_options_build_the_configs() -> None:
         get_backend("sandbox", slots=3)
     with pytest.raises(ValueError, match="min_workers"):
         get_backend("sandbox", min_workers=5, max_workers=2)
+    with pytest.raises(ValueError, match="unknown sandbox launcher 'slurm'; valid launchers: local, ray"):
+        get_backend("sandbox", launcher="slurm")
+
+
+def test_old_option_names_still_work_with_a_warning() -> None:
+    # README and users' YAML say ``backend: ray``; the option picks a launcher, and is now called so.
+    with pytest.warns(FutureWarning, match="'backend' is deprecated.*'launcher'"):
+        b = get_backend("sandbox", backend="ray", memory_mb=256, ray_address="127.0.0.1:1")
+    assert isinstance(b, SandboxBackend)
+    assert b.pool.config.launcher == "ray" and b.pool.policy.limits.memory_bytes == 256 * 1024**2
+    with pytest.warns(FutureWarning):
+        assert PoolConfig.model_validate({"backend": "local"}).launcher == "local"
+    with pytest.raises(ValueError, match="keep only 'launcher'"):
+        PoolConfig(backend="ray", launcher="local")
 
 
 async def test_execute_files_and_cleanup(backend: ExecutionBackend) -> None:

@@ -65,7 +65,7 @@ async def test_tmux_session_persists(executor: ToolExecutor) -> None:
     r = await executor.execute("tm", "tmux", {"keys": "pwd", "wait_ms": 500})
     assert "/tmp" in r.output.splitlines()[-2:]
     r = await executor.execute("tm", "tmux", {"action": "bogus"})
-    assert r.error_type == "bad_request"
+    assert r.error_type == "bad_arguments"
 
 
 async def test_timeouts_are_clamped_to_the_maximum(pool: SlotPool) -> None:
@@ -78,9 +78,9 @@ async def test_timeouts_are_clamped_to_the_maximum(pool: SlotPool) -> None:
 
 async def test_bad_arguments_are_error_results(executor: ToolExecutor) -> None:
     r = await executor.execute("bad", "bash", {"cmd": "ls"})
-    assert r.error_type == "bad_request" and "command" in (r.error or "")
+    assert r.error_type == "bad_arguments" and "command" in (r.error or "")
     r = await executor.execute("bad", "write_file", {"path": "x"})
-    assert r.error_type == "bad_request"
+    assert r.error_type == "bad_arguments"
     r = await executor.execute("bad", "read_file", {"path": "missing.txt"})
     assert r.error_type == "not_found"
 

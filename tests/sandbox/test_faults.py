@@ -49,7 +49,7 @@ def _processes_mentioning(text: str) -> list[int]:
 @pytest.fixture(params=["local", pytest.param("container", marks=pytest.mark.containers)])
 async def pool_factory(request: pytest.FixtureRequest):  # noqa: ANN201
     """The pool's fault tests run with workers as local processes and as containers (the container launcher)."""
-    async with pools(backend=request.param) as factory:
+    async with pools(launcher=request.param) as factory:
         yield factory
 
 

@@ -73,6 +73,7 @@ def ray_cluster() -> Iterator[str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(Path(hermes_env.__file__).resolve().parent.parent)
     env["RAY_USAGE_STATS_ENABLED"] = "0"
+    env["HOME"] = temp_dir  # a ~/.ray/auth_token left on the host by another Ray session must not apply here
     env["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # Ray's address lookups answer 127.0.0.1 (see the CLI helper)
     port = _free_port()
     common = ["--node-ip-address", "127.0.0.1", "--num-cpus", "1", "--object-store-memory", str(100 * 1024 * 1024)]
@@ -108,7 +109,7 @@ def _alive_nodes() -> set[str]:
 
 async def test_slots_land_on_both_nodes(ray_cluster: str) -> None:
     config = PoolConfig(
-        backend="ray", ray_address=ray_cluster, slots_per_worker=2, min_workers=2, max_workers=4,
+        launcher="ray", ray_address=ray_cluster, slots_per_worker=2, min_workers=2, max_workers=4,
         health_interval_s=1.0, worker_start_timeout_s=180, acquire_timeout_s=180,
     )  # fmt: skip
     policy = SandboxPolicy(limits=ResourceLimits(max_processes=32))
@@ -147,7 +148,7 @@ async def test_slots_land_on_both_nodes(ray_cluster: str) -> None:
 
 async def test_spread_placement_also_uses_every_node(ray_cluster: str) -> None:
     config = PoolConfig(
-        backend="ray", ray_address=ray_cluster, ray_placement="spread", slots_per_worker=1, min_workers=2,
+        launcher="ray", ray_address=ray_cluster, ray_placement="spread", slots_per_worker=1, min_workers=2,
         max_workers=2, worker_start_timeout_s=180,
     )  # fmt: skip
     async with SlotPool(config, SandboxPolicy(limits=ResourceLimits(max_processes=32))) as pool:

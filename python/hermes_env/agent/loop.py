@@ -21,11 +21,11 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from hermes_env.agent.reasoning import extract_reasoning, separated_reasoning
 from hermes_env.agent.tool_pool import ToolWorkerPool
-from hermes_env.tools.registry import ToolArgumentError
+from hermes_env.errors import ToolArgumentError, ToolErrorKind
 
 logger = logging.getLogger(__name__)
 
@@ -35,8 +35,6 @@ TOOL_GRACE_SECONDS = 5.0
 
 # Fewer tokens than this left before max_context_tokens: no further turn is started.
 MIN_TURN_TOKENS = 32
-
-ToolErrorKind = Literal["unknown_tool", "invalid_json", "bad_arguments", "tool_failed", "timeout"]
 
 
 class ToolLike(Protocol):
@@ -247,13 +245,13 @@ class HermesAgentLoop:
             args = json.loads(raw) if raw.strip() else {}
         except json.JSONDecodeError as err:
             return fail(
-                "invalid_json",
+                "malformed_json",
                 f"Error: the arguments of {name!r} are not valid JSON ({err.msg} at position {err.pos}): {raw!r}. "
                 "Call the tool again with a JSON object matching its schema.",
             )
         if not isinstance(args, dict):
             return fail(
-                "invalid_json",
+                "bad_arguments",
                 f"Error: the arguments of {name!r} must be a JSON object, got {type(args).__name__}: {raw!r}.",
             )
         timeout = min(self.tool_timeout + self.tool_grace, deadline - time.monotonic())

@@ -2,15 +2,16 @@
 
 Every tool that touches a rollout's workspace (terminal, files, ToolContext in rewards)
 goes through an :class:`ExecutionBackend`. Implementations: ``local`` (a directory per
-task), ``bwrap`` (bubblewrap per call), and the sandbox pool (``hermes_env.sandbox``),
-which spreads slots over worker processes on one machine or a Ray cluster.
+task, no isolation), ``bwrap`` (bubblewrap per call) and ``sandbox`` (the slot pool of
+sandbox workers, on one machine or a Ray cluster); ``backends.registry`` names them.
 
 Contract:
 - ``task_id`` names one rollout; its workspace is created on first use (``start`` is
   idempotent) and destroyed by ``cleanup``; two task ids never see each other's files.
-- Paths given to file methods are relative to the workspace root (absolute paths are
-  taken as workspace-rooted); anything resolving outside the workspace raises
-  ``PermissionError``.
+- Paths given to file methods are relative to the workspace root, or absolute under the
+  prefix at which commands see the workspace (:meth:`ExecutionBackend.visible_roots`, e.g.
+  ``/workspace``); anything else, or anything resolving outside the workspace, raises
+  ``WorkspacePathError`` (a ``PermissionError``).
 - A crashed or hung command never raises out of ``execute``: it comes back as an
   :class:`ExecResult` with ``exit_code != 0`` (and ``timed_out`` when the limit was hit),
   so one bad tool call fails that call and not the run.
@@ -20,33 +21,41 @@ Contract:
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass
+import inspect
+from typing import Any, ClassVar
 
+from hermes_env.isolation.bubblewrap import WORKSPACE_MOUNT
+from hermes_env.isolation.result import ExecResult
 
-@dataclass(frozen=True, slots=True)
-class ExecResult:
-    """Result of one command.
-
-    ``output`` is stdout and stderr combined (``local`` and ``bwrap`` merge them in the order they were
-    written), cut to the backend's limit with a note (``truncated``). ``exit_code`` is negative when the
-    command was killed by a signal (timeout, output flood).
-    """
-
-    output: str
-    exit_code: int
-    timed_out: bool = False
-    truncated: bool = False
-    error: str | None = None  # set when the backend itself failed (worker died, sandbox crashed)
-
-    @property
-    def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out and self.error is None
+__all__ = ["ExecResult", "ExecutionBackend"]
 
 
 class ExecutionBackend(abc.ABC):
     """Runs commands and file operations inside one workspace per task id."""
 
-    name: str = "abstract"
+    name: ClassVar[str] = "abstract"
+
+    @classmethod
+    def accepted_options(cls) -> list[str]:
+        """Keyword options :meth:`from_options` accepts (those of ``__init__``)."""
+        params = inspect.signature(cls.__init__).parameters.values()
+        return sorted(p.name for p in params if p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL))
+
+    @classmethod
+    def from_options(cls, **options: Any) -> ExecutionBackend:
+        """A backend from ``terminal_backend_options``; ValueError naming the valid options for an unknown one."""
+        valid = cls.accepted_options()
+        unknown = sorted(set(options) - set(valid))
+        if unknown:
+            raise ValueError(
+                f"backend {cls.name!r} does not accept option(s) {', '.join(map(repr, unknown))}; "
+                f"valid options: {', '.join(valid)}"
+            )
+        return cls(**options)
+
+    def visible_roots(self, task_id: str) -> tuple[str, ...]:
+        """Absolute prefixes under which the task's commands see its workspace."""
+        return (WORKSPACE_MOUNT,)
 
     async def start(self, task_id: str) -> None:  # noqa: B027 - optional hook
         """Create the task's workspace if it does not exist yet (idempotent)."""

@@ -22,38 +22,38 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
-import shutil
-import tempfile
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 from hermes_env.backends.base import ExecResult, ExecutionBackend
-from hermes_env.backends.paths import WorkspacePathError, workspace_relative
-from hermes_env.backends.process import run_process, truncation_note
 from hermes_env.containers import shell
 from hermes_env.containers.channel import LOOP_SCRIPT, MOUNT, Channel, ChannelClosed
 from hermes_env.containers.engine import (
     LABEL,
     OWNER_LABEL,
     ContainerEngine,
-    ContainerError,
-    EngineCommandError,
     detect_engine,
     ensure_reaper,
     owner_token,
-    scratch_dir,
     sweep_leftovers,
 )
 from hermes_env.containers.images import ImageCache, ImageSpec
+from hermes_env.errors import (
+    ContainerError,
+    ContainerLostError,
+    EngineCommandError,
+    FileTooLargeError,
+    WorkspacePathError,
+)
+from hermes_env.isolation.limits import MiB, ResourceLimits
+from hermes_env.isolation.paths import workspace_relative
+from hermes_env.isolation.process import TIMEOUT_EXIT_CODE, run_limited, truncation_note
+from hermes_env.isolation.roots import RunRoot, sweep_dead_runs
 
 Transport = Literal["auto", "channel", "exec"]
-
-
-class ContainerLostError(ContainerError):
-    """The rollout's container could not be started, died, or a command in it was killed for memory."""
 
 
 _FILE_ERRORS: dict[int, tuple[type[OSError], str]] = {
@@ -111,6 +111,12 @@ class DockerBackend(ExecutionBackend):
     name = "docker"
     supports_images = True
 
+    # The ResourceLimits this backend applies (and so accepts as options): memory_bytes is the container's memory
+    # (cgroup) limit, max_processes its pids limit; output and file sizes are bounded as on every backend.
+    limit_options: ClassVar[frozenset[str]] = frozenset(
+        {"memory_bytes", "max_processes", "max_output_bytes", "kill_output_bytes", "max_file_bytes", "max_read_bytes"}
+    )
+
     def __init__(
         self,
         *,
@@ -118,26 +124,27 @@ class DockerBackend(ExecutionBackend):
         image: str | None = None,
         allow_network: bool = False,
         cpus: float = 1.0,
-        memory_mb: int = 1024,
-        max_processes: int = 256,
         workspace: str = "/workspace",
         env: dict[str, str] | None = None,
         transport: Transport = "auto",
-        max_output_bytes: int = 256 * 1024,
-        kill_output_bytes: int = 32 * 1024 * 1024,
-        max_file_bytes: int = 64 * 1024 * 1024,
         start_timeout_s: float = 120.0,
         image_build_timeout_s: float = 900.0,
+        limits: ResourceLimits | Mapping[str, Any] | None = None,
+        **limit_options: Any,
     ) -> None:
-        for label, value in (("cpus", cpus), ("memory_mb", memory_mb), ("max_processes", max_processes)):
-            if value <= 0:
-                raise ValueError(f"docker backend option {label} must be positive, got {value}")
-        if memory_mb < 6:
-            raise ValueError(f"memory_mb={memory_mb} is below what any engine can start a container with (6)")
+        unknown = sorted(set(limit_options) - self.limit_options - {"memory_mb"})  # (memory_mb: the old name)
+        if unknown:
+            raise ValueError(
+                f"backend 'docker' does not accept option(s) {', '.join(map(repr, unknown))}; "
+                f"valid options: {', '.join(self.accepted_options())}"
+            )
+        base = limits.model_dump() if isinstance(limits, ResourceLimits) else dict(limits or {})
+        # Containers need no address-space rlimit: their memory limit is the cgroup's (4 GiB unless set).
+        self.limits = ResourceLimits.model_validate({**base, **limit_options})
+        if cpus <= 0:
+            raise ValueError(f"docker backend option cpus must be positive, got {cpus}")
         if not workspace.startswith("/") or workspace.rstrip("/") in ("", "/proc", "/dev", "/sys", "/etc", "/usr"):
             raise ValueError(f"workspace must be an absolute path outside system dirs, got {workspace!r}")
-        if max_output_bytes <= 0 or kill_output_bytes < max_output_bytes:
-            raise ValueError("max_output_bytes must be above 0 and at most kill_output_bytes")
         if transport not in ("auto", "channel", "exec"):
             raise ValueError(f"transport must be auto, channel or exec, got {transport!r}")
         self.engine: ContainerEngine = detect_engine(engine)
@@ -145,20 +152,25 @@ class DockerBackend(ExecutionBackend):
         self.default_image = ImageSpec(image=image) if image else None
         self.allow_network = allow_network
         self.cpus = cpus
-        self.memory_mb = memory_mb
-        self.max_processes = max_processes
         self.workspace = workspace.rstrip("/")
         self.extra_env = dict(env or {})
         self.transport = ("exec" if _remote_engine() else "channel") if transport == "auto" else transport
-        self.max_output_bytes = max_output_bytes
-        self.kill_output_bytes = kill_output_bytes
-        self.max_file_bytes = max_file_bytes
+        self.memory_mib = int(self.limits.memory_bytes) // MiB
+        self.max_processes = self.limits.max_processes
+        self.max_output_bytes = int(self.limits.max_output_bytes)
+        self.kill_output_bytes = int(self.limits.kill_output_bytes)
+        self.max_file_bytes = int(self.limits.max_file_bytes)
+        self.max_read_bytes = int(self.limits.max_read_bytes)
         self.start_timeout_s = start_timeout_s
         self._images: dict[str, ImageSpec] = {}
         self._containers: dict[str, _Container] = {}
         self._names = itertools.count()
         self._run_id = uuid.uuid4().hex[:8]
-        self._channels_root: Path | None = None
+        self._channels_root: RunRoot | None = None
+
+    @classmethod
+    def accepted_options(cls) -> list[str]:
+        return sorted(set(super().accepted_options()) | cls.limit_options | {"limits"})
 
     @classmethod
     def is_available(cls) -> bool:
@@ -171,8 +183,11 @@ class DockerBackend(ExecutionBackend):
     def describe(self) -> str:
         return (
             f"docker({self.engine.name}, network={'on' if self.allow_network else 'off'}, cpus={self.cpus:g}, "
-            f"memory={self.memory_mb}MiB, pids={self.max_processes}, transport={self.transport})"
+            f"memory={self.memory_mib}MiB, pids={self.max_processes}, transport={self.transport})"
         )
+
+    def visible_roots(self, task_id: str) -> tuple[str, ...]:
+        return (self.workspace,)
 
     # -- container lifecycle ------------------------------------------------------------------------------------------
     def use_image(self, task_id: str, spec: ImageSpec | None) -> None:
@@ -208,10 +223,8 @@ class DockerBackend(ExecutionBackend):
     def _new_channel(self, box: _Container) -> Channel:
         if self._channels_root is None:
             # Mode 0700: only this user reaches the channels; each one is mounted into its own container only.
-            scratch = scratch_dir()
-            scratch.mkdir(mode=0o700, parents=True, exist_ok=True)
-            self._channels_root = Path(tempfile.mkdtemp(prefix="channels-", dir=scratch))
-        box.channel = Channel(self._channels_root / box.name)
+            self._channels_root = RunRoot("docker", mode=0o700)
+        box.channel = Channel(self._channels_root.path / box.name)
         return box.channel
 
     async def _start(self, task_id: str, box: _Container) -> None:
@@ -219,6 +232,7 @@ class DockerBackend(ExecutionBackend):
             _swept_engines.add(self.engine.program)
             ensure_reaper(self.engine)
             await asyncio.to_thread(sweep_leftovers, self.engine)
+            await asyncio.to_thread(sweep_dead_runs)
         spec = self._images.get(task_id, self.default_image)
         try:
             box.image = await self.images.resolve(spec)
@@ -230,7 +244,7 @@ class DockerBackend(ExecutionBackend):
             "--label", f"{LABEL}=rollout",
             "--label", f"{OWNER_LABEL}={owner_token()}",
             "--hostname", "sandbox",
-            "--memory", f"{self.memory_mb}m", "--memory-swap", f"{self.memory_mb}m",
+            "--memory", f"{self.memory_mib}m", "--memory-swap", f"{self.memory_mib}m",
             "--pids-limit", str(self.max_processes),
             "--cpus", f"{self.cpus:g}",
             "--security-opt", "no-new-privileges",
@@ -244,7 +258,7 @@ class DockerBackend(ExecutionBackend):
             args += ["--volume", f"{channel.dir}:{MOUNT}:z", "--entrypoint", "/bin/sh", box.image]
             args += [f"{MOUNT}/{LOOP_SCRIPT}", self.workspace]
             flood = self.kill_output_bytes - self.max_output_bytes  # bytes counted past the kept ones, then SIGPIPE
-            args += [str(self.max_output_bytes), str(flood), str(self.max_file_bytes + 1)]
+            args += [str(self.max_output_bytes), str(flood), str(self.max_read_bytes + 1)]
         else:
             args += ["--entrypoint", "/bin/sh", box.image, "-c", _KEEPALIVE, self.workspace]
         try:
@@ -286,7 +300,7 @@ class DockerBackend(ExecutionBackend):
             if box.channel is not None:
                 box.channel.close()
         if self._channels_root is not None:
-            shutil.rmtree(self._channels_root, ignore_errors=True)
+            self._channels_root.remove()
             self._channels_root = None
 
     async def _lost(self, task_id: str, box: _Container, what: str) -> ContainerLostError:
@@ -305,7 +319,7 @@ class DockerBackend(ExecutionBackend):
             box.oom_kills = kills
             box.lost = (
                 f"a command of task {task_id!r} was killed by the out-of-memory killer: the container's memory limit "
-                f"is {self.memory_mb} MiB (the backend option memory_mb)"
+                f"is {self.memory_mib} MiB (the limit memory_bytes)"
             )
             await self._remove(box)
             raise ContainerLostError(box.lost)
@@ -320,12 +334,12 @@ class DockerBackend(ExecutionBackend):
         if op == "run":
             argv = self.engine.argv("exec", *(["-i"] if "in" in inputs else []), box.cid, "/bin/sh", "-c")
             argv += [shell.EXEC_WRAPPER, "hermes_env", self.workspace, arg, inputs["cmd"].decode()]
-            result = await run_process(
+            result = await run_limited(
                 argv,
                 cwd="/",
                 env=self.engine.env,
                 timeout=timeout,
-                stdin=inputs["in"].decode() if "in" in inputs else None,
+                stdin=inputs.get("in"),
                 max_output_bytes=self.max_output_bytes,
                 kill_output_bytes=self.kill_output_bytes,
             )
@@ -334,7 +348,7 @@ class DockerBackend(ExecutionBackend):
         script = shell.FILE_OP + 'file_op "$@"'
         result = await self.engine.run(
             "exec", *(["-i"] if op == "write" else []), box.cid, "/bin/sh", "-c", script,
-            "hermes_env", op, self.workspace, inputs["path"].decode(), str(self.max_file_bytes + 1),
+            "hermes_env", op, self.workspace, inputs["path"].decode(), str(self.max_read_bytes + 1),
             input=inputs.get("data"), check=False, timeout=timeout,
         )  # fmt: skip
         return _Outcome(result.returncode, result.stdout if result.returncode == 0 else result.stderr)
@@ -342,7 +356,7 @@ class DockerBackend(ExecutionBackend):
     # -- commands -----------------------------------------------------------------------------------------------------
     async def execute(self, task_id: str, command: str, timeout: float, *, stdin: str | None = None) -> ExecResult:
         if timeout <= 0:
-            return ExecResult(output="", exit_code=-1, error=f"timeout must be positive, got {timeout}")
+            return ExecResult.failure("bad_arguments", f"timeout must be positive, got {timeout}")
         box = await self._container(task_id)
         inputs = {"cmd": command.encode()}
         if stdin is not None:
@@ -384,14 +398,15 @@ class DockerBackend(ExecutionBackend):
             total = len(outcome.data) + outcome.more_bytes
             output += truncation_note(len(outcome.data), total)
             if total >= self.kill_output_bytes:
-                output += f"\n[command killed: it wrote more than {self.kill_output_bytes} bytes of output]"
+                output += f"\n[command stopped: it wrote more than {self.kill_output_bytes} bytes of output]"
         if timed_out:
             output += f"\n[timed out after {timeout:g}s; the command and its child processes were killed]"
+            code = TIMEOUT_EXIT_CODE  # as every backend reports a timeout
         return ExecResult(output=output, exit_code=code, timed_out=timed_out, truncated=truncated)
 
     # -- files --------------------------------------------------------------------------------------------------------
     async def _file_op(self, task_id: str, op: str, path: str, *, data: bytes | None = None) -> bytes:
-        rel = workspace_relative(path, (self.workspace,))
+        rel = workspace_relative(path, self.visible_roots(task_id))
         if op == "write" and str(rel) == ".":
             raise IsADirectoryError(f"{path!r} is the workspace directory, not a file")
         box = await self._container(task_id)
@@ -415,15 +430,17 @@ class DockerBackend(ExecutionBackend):
 
     async def read_file(self, task_id: str, path: str) -> bytes:
         data = await self._file_op(task_id, "read", path)
-        if len(data) > self.max_file_bytes:
-            raise ValueError(f"{path!r} is larger than the backend's file limit ({self.max_file_bytes} bytes)")
+        if len(data) > self.max_read_bytes:
+            raise FileTooLargeError(f"{path!r} is larger than the read limit max_read_bytes ({self.max_read_bytes})")
         return data
 
     async def write_file(self, task_id: str, path: str, data: bytes) -> None:
         if not isinstance(data, bytes | bytearray | memoryview):
             raise TypeError(f"data must be bytes, got {type(data).__name__}")
         if len(data) > self.max_file_bytes:
-            raise ValueError(f"refusing to write {len(data)} bytes: the file limit is {self.max_file_bytes}")
+            raise FileTooLargeError(
+                f"refusing to write {len(data)} bytes to {path!r}: the limit max_file_bytes is {self.max_file_bytes}"
+            )
         await self._file_op(task_id, "write", path, data=bytes(data))
 
     async def list_files(self, task_id: str, path: str = ".") -> list[str]:

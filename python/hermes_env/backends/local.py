@@ -9,10 +9,11 @@ so use ``bwrap`` or the sandbox pool for model-generated commands you do not tru
 from __future__ import annotations
 
 import os
+from typing import Any
 
-from hermes_env.backends.base import ExecResult
-from hermes_env.backends.process import run_process
-from hermes_env.backends.workspace import HostWorkspaceBackend
+from hermes_env.backends.host_workspace import HostWorkspaceBackend
+from hermes_env.isolation.process import run_limited
+from hermes_env.isolation.result import ExecResult
 
 
 class LocalBackend(HostWorkspaceBackend):
@@ -25,9 +26,9 @@ class LocalBackend(HostWorkspaceBackend):
         shell: str = "/bin/bash",
         env: dict[str, str] | None = None,
         inherit_env: bool = False,
-        **kwargs: int,
+        **limit_options: Any,
     ) -> None:
-        super().__init__(root, **kwargs)
+        super().__init__(root, **limit_options)
         if not os.path.exists(shell):
             shell = "/bin/sh"
         self.shell = shell
@@ -52,13 +53,13 @@ class LocalBackend(HostWorkspaceBackend):
 
     async def execute(self, task_id: str, command: str, timeout: float, *, stdin: str | None = None) -> ExecResult:
         await self.start(task_id)
-        return await run_process(
+        return await run_limited(
             [self.shell, "-c", command],
             cwd=str(self.workspace_path(task_id)),
             env=self._env(task_id),
             timeout=timeout,
             stdin=stdin,
-            max_output_bytes=self.max_output_bytes,
-            kill_output_bytes=self.kill_output_bytes,
+            max_output_bytes=int(self.limits.max_output_bytes),
+            kill_output_bytes=int(self.limits.kill_output_bytes),
             running=self.running_set(task_id),
         )

@@ -1,15 +1,9 @@
 """Containers: a Docker-compatible engine (docker or podman) driven through its command line, the local base
 image, and per-task images built once and cached by content. The ``docker`` backend runs rollouts in them."""
 
-from hermes_env.containers.engine import (
-    LABEL,
-    ContainerEngine,
-    ContainerError,
-    EngineUnavailableError,
-    detect_engine,
-    sweep_leftovers,
-)
-from hermes_env.containers.images import BASE_IMAGE, ImageBuildError, ImageCache, ImageSpec, ImageUnavailableError
+from hermes_env.containers.engine import LABEL, ContainerEngine, detect_engine, sweep_leftovers
+from hermes_env.containers.images import BASE_IMAGE, ImageCache, ImageSpec
+from hermes_env.errors import ContainerError, EngineUnavailableError, ImageBuildError, ImageUnavailableError
 
 __all__ = [
     "BASE_IMAGE",

@@ -6,7 +6,8 @@ import argparse
 import sys
 
 from hermes_env.containers.config import podman_conf_path
-from hermes_env.containers.engine import ContainerError, detect_engine, sweep_leftovers
+from hermes_env.containers.engine import detect_engine, sweep_leftovers
+from hermes_env.errors import ContainerError
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,13 +23,12 @@ import os
 import shutil
 import socket
 import subprocess
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 from hermes_env.containers.config import engine_environment
+from hermes_env.errors import ContainerError, EngineCommandError, EngineUnavailableError
 
 LABEL = "hermes_env"
 OWNER_LABEL = "hermes_env.owner"
@@ -39,23 +38,6 @@ ENGINE_CANDIDATES = ("docker", "podman")
 _CLI_TIMEOUT_S = 120.0
 
 EngineKind = Literal["docker", "podman"]
-
-
-class ContainerError(RuntimeError):
-    """A container operation failed; the message says what and what to do."""
-
-
-class EngineUnavailableError(ContainerError):
-    """No usable container engine (not installed, or its daemon is unreachable)."""
-
-
-class EngineCommandError(ContainerError):
-    """One engine command failed (its output is in the message)."""
-
-    def __init__(self, message: str, *, returncode: int | None = None, output: str = "") -> None:
-        super().__init__(message)
-        self.returncode = returncode
-        self.output = output
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,13 +119,6 @@ def owner_token(pid: int | None = None) -> str:
     pid = os.getpid() if pid is None else pid
     host, boot = _host_and_boot()
     return f"{host}:{boot}:{pid}:{_start_time(pid) or 0}"
-
-
-def scratch_dir(pid: int | None = None) -> Path:
-    """This process's host-side scratch directory (the containers' channels): removed by the reaper when the process
-    ends, and by :func:`sweep_leftovers` if even the reaper was killed."""
-    pid = os.getpid() if pid is None else pid
-    return Path(tempfile.gettempdir()) / f"hermes_env-{os.getuid()}" / f"{pid}-{_start_time(pid) or 0}"
 
 
 def owner_alive(token: str) -> bool | None:
@@ -353,33 +328,24 @@ def detect_engine(preference: str | None = None) -> ContainerEngine:
 
 
 def sweep_leftovers(engine: ContainerEngine) -> list[str]:
-    """Remove containers labelled ``hermes_env`` whose owning process (on this host) has ended, and the scratch
-    directories of ended processes; the containers' ids."""
+    """Remove containers labelled ``hermes_env`` whose owning process (on this host) has ended; their ids."""
     dead = [cid for cid, owner in engine.labelled() if owner_alive(owner) is False]
     engine.remove_sync(dead)
-    parent = scratch_dir().parent
-    host, boot = _host_and_boot()
-    for entry in parent.iterdir() if parent.is_dir() else ():
-        pid, _, started = entry.name.partition("-")
-        if pid.isdigit() and owner_alive(f"{host}:{boot}:{pid}:{started}") is False:
-            shutil.rmtree(entry, ignore_errors=True)
     return dead
 
 
-# $0: the engine program; $1 $2: owner label and token; $3: the owner's scratch directory; the rest: the engine's
-# force-remove arguments.
+# $0: the engine program; $1 $2: owner label and token; the rest: the engine's force-remove arguments.
 _REAPER_SCRIPT = """
-label=$1; owner=$2; scratch=$3; shift 3
+label=$1; owner=$2; shift 2
 cat >/dev/null
 ids=$("$0" ps -aq --filter "label=$label=$owner")
 [ -z "$ids" ] || "$0" "$@" $ids >/dev/null 2>&1
-rm -rf -- "$scratch"
 """
 
 
 class _Reaper:
     """A process that waits for this one to end (however it ends: return, exception, SIGTERM, SIGKILL), then
-    removes the containers it owned and its scratch directory."""
+    removes the containers it owned."""
 
     def __init__(self) -> None:
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
@@ -389,7 +355,7 @@ class _Reaper:
             return
         rm = engine.force_remove_args()
         self._procs[engine.program] = subprocess.Popen(
-            ["/bin/sh", "-c", _REAPER_SCRIPT, engine.program, OWNER_LABEL, owner_token(), str(scratch_dir()), *rm],
+            ["/bin/sh", "-c", _REAPER_SCRIPT, engine.program, OWNER_LABEL, owner_token(), *rm],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

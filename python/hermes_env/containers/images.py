@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hermes_env.containers.engine import LABEL, ContainerEngine, ContainerError, EngineCommandError
+from hermes_env.containers.engine import LABEL, ContainerEngine
+from hermes_env.errors import ContainerError, EngineCommandError, ImageBuildError, ImageUnavailableError
 
 #: The image tasks without an image of their own run in; ``python -m hermes_env.containers setup`` makes it.
 BASE_IMAGE = "hermes_env/base:bookworm"
@@ -35,14 +36,6 @@ BASE_ARG = "HERMES_BASE_IMAGE"
 TASK_REPOSITORY = "hermes_env/task"
 CONTENT_LABEL = "hermes_env.content"
 _HASH_VERSION = b"hermes_env task image v1\0"
-
-
-class ImageBuildError(ContainerError):
-    """A task image could not be built (the message has the end of the build log and where the whole log is)."""
-
-
-class ImageUnavailableError(ContainerError):
-    """An image named by a task is not present and could not be pulled."""
 
 
 def cache_dir() -> Path:

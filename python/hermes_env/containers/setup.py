@@ -25,15 +25,9 @@ import time
 from pathlib import Path
 
 from hermes_env.containers.config import podman_conf_path, write_podman_conf
-from hermes_env.containers.engine import (
-    LABEL,
-    ContainerEngine,
-    ContainerError,
-    detect_engine,
-    make_engine,
-    sweep_leftovers,
-)
+from hermes_env.containers.engine import LABEL, ContainerEngine, detect_engine, make_engine, sweep_leftovers
 from hermes_env.containers.images import BASE_IMAGE
+from hermes_env.errors import ContainerError
 
 SUITE = "bookworm"
 #: What tasks without an image of their own may use (beyond Debian's minbase: coreutils, sed, grep, mawk, tar,

@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from hermes_env.env.config import is_local_dataset
+from hermes_env.errors import DatasetError
 
-
-class DatasetError(ValueError):
-    """A dataset that cannot be used as given (missing file, bad line, missing prompt field)."""
+__all__ = ["DatasetError", "load_rows"]
 
 
 def load_rows(name: str, split: str = "train", prompt_field: str = "prompt") -> list[dict[str, Any]]:

@@ -1,11 +1,7 @@
-"""Errors of the environment framework that callers may want to catch."""
+"""Errors of the environment framework that callers may want to catch (defined in ``hermes_env.errors``)."""
 
 from __future__ import annotations
 
+from hermes_env.errors import EnvSetupError, RolloutFailed
 
-class EnvSetupError(RuntimeError):
-    """The run cannot start: the backend is unusable or the inference server does not answer."""
-
-
-class RolloutFailed(RuntimeError):
-    """A rollout that produced no usable trajectory; its whole group is dropped."""
+__all__ = ["EnvSetupError", "RolloutFailed"]

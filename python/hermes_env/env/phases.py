@@ -17,13 +17,10 @@ from typing import Any, Literal
 from atroposlib.envs.server_handling.openai_server import OpenAIServer
 from atroposlib.envs.server_handling.server_manager import ServerManager
 
+from hermes_env.errors import PhaseError
 from hermes_env.trajectory import MASK, PROMPT_LOGPROB
 
 ResolvedPhase = Literal["openai", "managed"]
-
-
-class PhaseError(ValueError):
-    """A phase that the configured inference server cannot provide."""
 
 
 def resolve_phase(requested: str, server: ServerManager) -> ResolvedPhase:

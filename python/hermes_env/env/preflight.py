@@ -15,11 +15,9 @@ import time
 import aiohttp
 from atroposlib.envs.server_handling.server_manager import ServerManager
 
+from hermes_env.errors import InferenceServerUnreachable
+
 logger = logging.getLogger(__name__)
-
-
-class InferenceServerUnreachable(RuntimeError):
-    """No answer from an inference server named in the configuration."""
 
 
 def probe_url(base_url: str, server_type: str) -> str:

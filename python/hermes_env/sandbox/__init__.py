@@ -2,9 +2,10 @@
 
 - :class:`SlotPool` leases slots (isolated workspaces) of sandbox worker processes to
   trajectories, scaling workers between ``min_workers`` and ``max_workers`` and replacing dead
-  ones; workers run locally or as Ray actors spread over a cluster's nodes.
+  ones; a launcher starts the workers as local processes or as Ray actors spread over a cluster.
 - :class:`ToolExecutor` batches tool calls per worker and returns results in order.
-- :class:`SandboxBackend` plugs both into the environment framework as terminal backend ``sandbox``.
+- The ``sandbox`` terminal backend (``hermes_env.backends.sandbox.SandboxBackend``) plugs both
+  into the environment framework.
 
 Example::
 
@@ -16,20 +17,25 @@ Example::
         await ex.release_trajectory("traj-1")
 
 In an environment's config: ``terminal_backend: sandbox`` with ``terminal_backend_options``
-such as ``{slots_per_worker: 32, max_workers: 8, backend: ray, ray_address: "auto"}``.
-Workers run as root drop each slot to its own uid (per-slot process limits); run as an
-ordinary user, all slots share that user's process limit.
+such as ``{slots_per_worker: 32, max_workers: 8, launcher: ray, ray_address: "auto"}``.
+Commands are sandboxed by the isolation layer (``hermes_env.isolation``): workers run as root
+give each slot its own uid and a size-limited workspace; run as an ordinary user, all slots
+share that user (and its process limit) and workspaces have no quota.
 """
 
 from __future__ import annotations
 
-from hermes_env.backends.registry import register_backend
-from hermes_env.sandbox.backend import SandboxBackend, create_backend
-from hermes_env.sandbox.config import ExecutorConfig, PoolConfig, ResourceLimits, SandboxPolicy
+from typing import TYPE_CHECKING, Any
+
+from hermes_env.errors import PoolClosedError, SlotAcquireTimeout, WorkerStartError
+from hermes_env.isolation.limits import ResourceLimits
+from hermes_env.sandbox.config import ExecutorConfig, PoolConfig, SandboxPolicy
 from hermes_env.sandbox.executor import ToolExecutor, decode_content
-from hermes_env.sandbox.pool import Lease, PoolClosedError, SlotAcquireTimeout, SlotPool
+from hermes_env.sandbox.pool import Lease, SlotPool
 from hermes_env.sandbox.protocol import ToolResult
-from hermes_env.sandbox.workers import WorkerStartError
+
+if TYPE_CHECKING:
+    from hermes_env.backends.sandbox import SandboxBackend
 
 __all__ = [
     "ExecutorConfig",
@@ -44,8 +50,14 @@ __all__ = [
     "ToolExecutor",
     "ToolResult",
     "WorkerStartError",
-    "create_backend",
     "decode_content",
 ]
 
-register_backend("sandbox", create_backend, replace=True)
+
+def __getattr__(name: str) -> Any:
+    # The backend lives with the other backends and imports this package; loaded on first use.
+    if name == "SandboxBackend":
+        from hermes_env.backends.sandbox import SandboxBackend
+
+        return SandboxBackend
+    raise AttributeError(f"module 'hermes_env.sandbox' has no attribute {name!r}")

@@ -1,27 +1,23 @@
 """Configuration of the sandbox pool: isolation policy, resource limits, pool sizing, batching.
 
-Policy (network, whether isolation is mandatory) is fixed by the environment when the pool is
-created and passed to every worker on its command line; requests from the model cannot change it.
+Policy (network, whether isolation is mandatory, limits) is fixed by the environment when the pool
+is created and passed to every worker on its command line; requests from the model cannot change it.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic import BaseModel, ByteSize, ConfigDict, Field, SecretStr, model_validator
 
+from hermes_env.isolation.limits import ResourceLimits, apply_renamed_options
 
-class ResourceLimits(BaseModel):
-    """Per-command limits, enforced with rlimits inside the sandbox and by the server reading output."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    cpu_seconds: int = Field(30, ge=1, description="RLIMIT_CPU of each process in a command")
-    memory_mb: int = Field(1024, ge=16, description="RLIMIT_AS (address space) of each process")
-    max_processes: int = Field(64, ge=4, description="RLIMIT_NPROC: processes of the slot's user at once")
-    max_output_bytes: int = Field(64 * 1024, ge=256, description="output kept per call; the rest is dropped")
-    max_file_bytes: int = Field(256 * 1024 * 1024, ge=1024, description="RLIMIT_FSIZE: largest file a command writes")
-    max_read_bytes: int = Field(16 * 1024 * 1024, ge=1024, description="largest file read_file/artifacts return")
+#: How workers are started: launcher name -> "module:Class" (a ``WorkerLauncher`` built from the PoolConfig).
+LAUNCHERS: dict[str, str] = {
+    "local": "hermes_env.sandbox.launchers.local:LocalLauncher",
+    "ray": "hermes_env.sandbox.launchers.ray:RayLauncher",
+    "container": "hermes_env.sandbox.launchers.container:ContainerLauncher",
+}
 
 
 class SandboxPolicy(BaseModel):
@@ -41,7 +37,10 @@ class PoolConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    backend: Literal["local", "ray", "container"] = "local"
+    # Old option names still accepted (users' YAML says ``backend: ray``).
+    RENAMED: ClassVar[dict[str, str]] = {"backend": "launcher"}
+
+    launcher: str = Field("local", description=f"how workers are started: {', '.join(LAUNCHERS)}")
     slots_per_worker: int = Field(8, ge=1, le=1024)
     min_workers: int = Field(1, ge=0)
     max_workers: int = Field(4, ge=1)
@@ -58,15 +57,27 @@ class PoolConfig(BaseModel):
     ray_address: str | None = None
     # Ray only: "node_affinity" balances workers over nodes explicitly; "spread" uses Ray's SPREAD strategy.
     ray_placement: Literal["node_affinity", "spread"] = "node_affinity"
-    # Container launcher only (hermes_env.sandbox.container_launcher): each worker is a container of this image.
+    # Container launcher only (hermes_env.sandbox.launchers.container): each worker is a container of this image.
     container_engine: str | None = Field(None, description="docker or podman; the first that works when unset")
     container_image: str | None = Field(None, description="the workers' image (needs python3); the base image if unset")
     container_cpus: float = Field(2.0, gt=0.0, description="CPUs of each worker's container")
-    container_memory_mb: int | None = Field(None, ge=64, description="a worker's memory; slots x memory_mb if unset")
-    container_pids: int | None = Field(None, ge=16, description="a worker's processes; slots x max_processes + 64")
+    container_memory_bytes: ByteSize | None = Field(
+        None, ge=64 * 1024**2, description="a worker container's memory; slots x memory_bytes when unset"
+    )
+    container_max_processes: int | None = Field(
+        None, ge=16, description="a worker container's processes; slots x max_processes + 64 when unset"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed_options(cls, data: Any) -> Any:
+        renamed = {old: (new, lambda value: value) for old, new in cls.RENAMED.items()}
+        return apply_renamed_options(data, renamed, "sandbox pool option", hint=" (it picks how workers are started)")
 
     @model_validator(mode="after")
     def _check_bounds(self) -> PoolConfig:
+        if self.launcher not in LAUNCHERS:
+            raise ValueError(f"unknown sandbox launcher {self.launcher!r}; valid launchers: {', '.join(LAUNCHERS)}")
         if self.min_workers > self.max_workers:
             raise ValueError(
                 f"min_workers ({self.min_workers}) is larger than max_workers ({self.max_workers}); "

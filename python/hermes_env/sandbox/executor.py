@@ -5,7 +5,7 @@ Calls are queued; a dispatcher takes what arrives within ``batch_window_ms`` (at
 worker runs a slot's calls in the order they were queued, so one trajectory's calls keep
 their order. Tools named in ``external_tools`` go to the authenticated tool server instead.
 
-Every failure comes back as a :class:`ToolResult` with ``error`` set: a dead worker fails
+Every failure comes back as a :class:`ExecResult` with ``error`` set: a dead worker fails
 its in-flight calls as ``worker_lost`` (and the pool replaces it), a call past its timeout
 is killed by the worker, and a worker that stops answering is given up on after the call's
 timeout plus ``transport_grace_s``.
@@ -24,10 +24,12 @@ from typing import Any
 
 import aiohttp
 
+from hermes_env.errors import PoolClosedError, SlotAcquireTimeout, WorkerStartError
+from hermes_env.isolation.result import ExecResult
 from hermes_env.sandbox.config import ExecutorConfig
-from hermes_env.sandbox.pool import Lease, PoolClosedError, SlotAcquireTimeout, SlotPool
-from hermes_env.sandbox.protocol import NDJSON, ToolCall, ToolResult
-from hermes_env.sandbox.workers import WorkerStartError
+from hermes_env.sandbox.lifecycle import AsyncService, cancel_and_wait
+from hermes_env.sandbox.pool import Lease, SlotPool
+from hermes_env.sandbox.protocol import NDJSON, SlotCall
 
 log = logging.getLogger(__name__)
 
@@ -35,12 +37,12 @@ log = logging.getLogger(__name__)
 @dataclass
 class _Pending:
     lease: Lease
-    call: ToolCall
-    future: asyncio.Future[ToolResult]
+    call: SlotCall
+    future: asyncio.Future[ExecResult]
     queued_at: float = field(default_factory=time.monotonic)
 
 
-class ToolExecutor:
+class ToolExecutor(AsyncService):
     def __init__(self, pool: SlotPool, config: ExecutorConfig | None = None) -> None:
         self.pool = pool
         self.config = config or ExecutorConfig()
@@ -62,24 +64,14 @@ class ToolExecutor:
         self._session = aiohttp.ClientSession(connector=connector)
         self._dispatcher = asyncio.create_task(self._dispatch_loop())
 
-    async def __aenter__(self) -> ToolExecutor:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
     async def close(self) -> None:
         """Stop dispatching; queued calls fail with an error result. The pool is not closed."""
         self._closed = True
-        if self._dispatcher is not None:
-            self._dispatcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._dispatcher
+        await cancel_and_wait(self._dispatcher)
         while not self._queue.empty():
             p = self._queue.get_nowait()
             if not p.future.done():
-                p.future.set_result(ToolResult.failure("internal", "the tool executor was closed before the call ran"))
+                p.future.set_result(ExecResult.failure("internal", "the tool executor was closed before the call ran"))
         for t in list(self._inflight):
             t.cancel()
         await asyncio.gather(*self._inflight, return_exceptions=True)
@@ -89,20 +81,20 @@ class ToolExecutor:
     # -- public API ------------------------------------------------------------------------
     async def execute(
         self, trajectory_id: str, tool: str, args: dict[str, Any] | None = None, timeout: float | None = None
-    ) -> ToolResult:
+    ) -> ExecResult:
         """Run one tool call for ``trajectory_id`` (acquiring its slot on first use)."""
         return (await self.execute_many(trajectory_id, [(tool, args or {})], timeout))[0]
 
     async def execute_many(
         self, trajectory_id: str, calls: list[tuple[str, dict[str, Any]]], timeout: float | None = None
-    ) -> list[ToolResult]:
+    ) -> list[ExecResult]:
         """Several calls of one trajectory, queued together in order; results in the calls' order."""
         if self._closed:
-            return [ToolResult.failure("internal", "the tool executor is closed; create a new one") for _ in calls]
+            return [ExecResult.failure("internal", "the tool executor is closed; create a new one") for _ in calls]
         if self._dispatcher is None:
             await self.start()
         limit = self.config.clamp_timeout(timeout)
-        waits: list[asyncio.Future[ToolResult]] = []
+        waits: list[asyncio.Future[ExecResult]] = []
         lease: Lease | None = None
         lost: str | None = None
         no_slot: str | None = None
@@ -119,11 +111,11 @@ class ToolExecutor:
             if tool in self.config.external_tools:
                 waits.append(asyncio.ensure_future(self._external(trajectory_id, tool, dict(args), limit)))
                 continue
-            future: asyncio.Future[ToolResult] = loop.create_future()
+            future: asyncio.Future[ExecResult] = loop.create_future()
             if lease is None:
-                future.set_result(ToolResult.failure("no_slot", no_slot or "no sandbox slot"))
+                future.set_result(ExecResult.failure("no_slot", no_slot or "no sandbox slot"))
             else:
-                call = ToolCall(slot=lease.slot, tool=tool, args=dict(args), timeout=limit)
+                call = SlotCall(slot=lease.slot, tool=tool, args=dict(args), timeout=limit)
                 self._queue.put_nowait(_Pending(lease, call, future))
                 if self._queue.qsize() + 1 >= self.config.max_batch_size:
                     self._batch_full.set()  # a full batch need not wait out the window
@@ -140,41 +132,41 @@ class ToolExecutor:
         return results
 
     @staticmethod
-    async def _bounded(waiter: asyncio.Future[ToolResult], deadline: float) -> ToolResult:
+    async def _bounded(waiter: asyncio.Future[ExecResult], deadline: float) -> ExecResult:
         try:
             return await asyncio.wait_for(asyncio.shield(waiter), deadline)
         except TimeoutError:
             waiter.cancel()
             log.error("a tool call got no result within %.0fs; failing it", deadline)
-            return ToolResult.failure("internal", f"no result within {deadline:g}s (executor bug or overload)")
+            return ExecResult.failure("internal", f"no result within {deadline:g}s (executor bug or overload)")
 
     async def release_trajectory(self, trajectory_id: str, reset_workspace: bool = True) -> None:
         await self.pool.release(trajectory_id, reset_workspace=reset_workspace)
 
-    async def read_artifact(self, trajectory_id: str, path: str) -> ToolResult:
+    async def read_artifact(self, trajectory_id: str, path: str) -> ExecResult:
         """A workspace file; bytes are in ``data["content_b64"]`` (``decode_content`` gets them)."""
         return await self._artifact(trajectory_id, "read", path)
 
-    async def list_artifacts(self, trajectory_id: str, path: str = ".") -> ToolResult:
+    async def list_artifacts(self, trajectory_id: str, path: str = ".") -> ExecResult:
         """Regular files under ``path``, in ``data["files"]``."""
         return await self._artifact(trajectory_id, "list", path)
 
-    async def archive_artifacts(self, trajectory_id: str, path: str = ".", max_bytes: int | None = None) -> ToolResult:
+    async def archive_artifacts(self, trajectory_id: str, path: str = ".", max_bytes: int | None = None) -> ExecResult:
         """A tar.gz of ``path`` in ``data["archive_b64"]``."""
         return await self._artifact(trajectory_id, "archive", path, max_bytes)
 
     # -- internals -------------------------------------------------------------------------
-    async def _artifact(self, trajectory_id: str, kind: str, path: str, max_bytes: int | None = None) -> ToolResult:
+    async def _artifact(self, trajectory_id: str, kind: str, path: str, max_bytes: int | None = None) -> ExecResult:
         try:
             lease = await self.pool.acquire(trajectory_id)
         except (SlotAcquireTimeout, WorkerStartError, PoolClosedError) as exc:
-            return ToolResult.failure("no_slot", str(exc))
+            return ExecResult.failure("no_slot", str(exc))
         body: dict[str, Any] = {"slot": lease.slot, "path": path}
         if max_bytes is not None:
             body["max_bytes"] = max_bytes
         return await self._post_result(lease, f"/artifacts/{kind}", body, self.config.default_timeout_s)
 
-    async def _post_result(self, lease: Lease, route: str, body: dict[str, Any], timeout: float) -> ToolResult:
+    async def _post_result(self, lease: Lease, route: str, body: dict[str, Any], timeout: float) -> ExecResult:
         assert self._session is not None
         try:
             async with self._session.post(
@@ -184,12 +176,12 @@ class ToolExecutor:
                 timeout=aiohttp.ClientTimeout(total=timeout + self.config.transport_grace_s),
             ) as resp:
                 if resp.status != 200:
-                    return ToolResult.failure("internal", f"worker answered {resp.status}: {(await resp.text())[:500]}")
-                return ToolResult.model_validate_json(await resp.read())
+                    return ExecResult.failure("internal", f"worker answered {resp.status}: {(await resp.text())[:500]}")
+                return ExecResult.model_validate_json(await resp.read())
         except (aiohttp.ClientError, TimeoutError) as exc:
             reason = f"{type(exc).__name__}: {exc}"
             await self.pool.report_failure(lease.worker_id, reason)
-            return ToolResult.failure("worker_lost", f"sandbox worker {lease.worker_id} did not answer ({reason})")
+            return ExecResult.failure("worker_lost", f"sandbox worker {lease.worker_id} did not answer ({reason})")
 
     async def _dispatch_loop(self) -> None:
         window = self.config.batch_window_ms / 1000.0
@@ -224,10 +216,10 @@ class ToolExecutor:
         except Exception as exc:  # a bug here must fail these calls, never leave their callers waiting
             log.exception("dispatching a batch to %s failed", worker_id)
             for p in items:
-                self._settle(p, ToolResult.failure("internal", f"dispatch to {worker_id} failed: {exc!r}"))
+                self._settle(p, ExecResult.failure("internal", f"dispatch to {worker_id} failed: {exc!r}"))
         finally:
             for p in items:
-                self._settle(p, ToolResult.failure("internal", "the call was abandoned (executor closing)"))
+                self._settle(p, ExecResult.failure("internal", "the call was abandoned (executor closing)"))
 
     async def _send(self, worker_id: str, items: list[_Pending]) -> None:
         assert self._session is not None
@@ -236,7 +228,7 @@ class ToolExecutor:
             # The worker died between acquisition and dispatch.
             for p in items:
                 self._settle(
-                    p, ToolResult.failure("worker_lost", f"sandbox worker {worker_id} is gone; retry the call")
+                    p, ExecResult.failure("worker_lost", f"sandbox worker {worker_id} is gone; retry the call")
                 )
             return
         timeout = max(p.call.timeout for p in items) + self.config.transport_grace_s
@@ -252,7 +244,7 @@ class ToolExecutor:
                     detail = (await resp.read())[:500].decode(errors="replace")
                     msg = f"sandbox worker {worker_id} rejected the batch ({resp.status}): {detail}"
                     for p in items:
-                        self._settle(p, ToolResult.failure("internal", msg))
+                        self._settle(p, ExecResult.failure("internal", msg))
                     return
                 # One JSON line per call as it finishes (JSON never holds a raw newline); split here
                 # rather than with readline, whose line limit a large read_file result would exceed.
@@ -268,34 +260,34 @@ class ToolExecutor:
             # Report first, so that a retry issued as soon as this call fails already gets a fresh slot.
             await self.pool.report_failure(worker_id, reason)
             for p in items:  # calls that finished before the loss keep their results
-                self._settle(p, ToolResult.failure("worker_lost", msg, worker_id=worker_id))
+                self._settle(p, ExecResult.failure("worker_lost", msg, worker_id=worker_id))
             return
         except asyncio.CancelledError:
             for p in items:
-                self._settle(p, ToolResult.failure("internal", "the tool executor was closed while the call ran"))
+                self._settle(p, ExecResult.failure("internal", "the tool executor was closed while the call ran"))
             raise
         for p in items:
-            self._settle(p, ToolResult.failure("internal", f"worker {worker_id} ended the batch without this result"))
+            self._settle(p, ExecResult.failure("internal", f"worker {worker_id} ended the batch without this result"))
 
     @staticmethod
     def _deliver(worker_id: str, items: list[_Pending], line: bytes) -> None:
         message = json.loads(line)
         p = items[int(message["index"])]
-        r = ToolResult.model_validate(message["result"])
+        r = ExecResult.model_validate(message["result"])
         r.data.setdefault("worker_id", worker_id)
         if p.lease.node_id is not None:
             r.data.setdefault("node_id", p.lease.node_id)
         ToolExecutor._settle(p, r)
 
     @staticmethod
-    def _settle(p: _Pending, result: ToolResult) -> None:
+    def _settle(p: _Pending, result: ExecResult) -> None:
         if not p.future.done():
             p.future.set_result(result)
 
-    async def _external(self, trajectory_id: str, tool: str, args: dict[str, Any], timeout: float) -> ToolResult:
+    async def _external(self, trajectory_id: str, tool: str, args: dict[str, Any], timeout: float) -> ExecResult:
         url = self.config.tool_server_url
         if not url:
-            return ToolResult.failure(
+            return ExecResult.failure(
                 "tool_server", f"tool {tool!r} runs on the tool server, but no tool_server_url is set"
             )
         assert self._session is not None
@@ -312,14 +304,14 @@ class ToolExecutor:
             ) as resp:
                 raw = await resp.read()
                 if resp.status != 200:
-                    return ToolResult.failure(
+                    return ExecResult.failure(
                         "tool_server", f"tool server answered {resp.status}: {raw[:500].decode(errors='replace')}"
                     )
-                return ToolResult.model_validate_json(raw)
+                return ExecResult.model_validate_json(raw)
         except (aiohttp.ClientError, TimeoutError) as exc:
-            return ToolResult.failure("tool_server", f"tool server unreachable at {url}: {type(exc).__name__}: {exc}")
+            return ExecResult.failure("tool_server", f"tool server unreachable at {url}: {type(exc).__name__}: {exc}")
 
 
-def decode_content(result: ToolResult) -> bytes:
+def decode_content(result: ExecResult) -> bytes:
     """The bytes of a read_file / artifacts-read result."""
     return base64.b64decode(result.data.get("content_b64", ""))

@@ -15,8 +15,6 @@ import contextlib
 import itertools
 import logging
 import secrets
-import shutil
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,26 +22,15 @@ from typing import Any, Literal
 
 import aiohttp
 
+from hermes_env.errors import PoolClosedError, SlotAcquireTimeout, WorkerStartError
+from hermes_env.isolation.roots import RunRoot, sweep_dead_runs
+from hermes_env.isolation.users import SLOT_UID_BASE, UidBlock
 from hermes_env.sandbox.config import PoolConfig, SandboxPolicy
-from hermes_env.sandbox.isolation import SLOT_UID_BASE, UidBlock
-from hermes_env.sandbox.workers import (
-    SECRET_HEADER,
-    LocalLauncher,
-    WorkerHandle,
-    WorkerLauncher,
-    WorkerSpec,
-    WorkerStartError,
-)
+from hermes_env.sandbox.launchers import create_launcher
+from hermes_env.sandbox.launchers.base import SECRET_HEADER, WorkerHandle, WorkerLauncher, WorkerSpec
+from hermes_env.sandbox.lifecycle import AsyncService, cancel_and_wait
 
 log = logging.getLogger(__name__)
-
-
-class SlotAcquireTimeout(TimeoutError):
-    """No slot became free in time."""
-
-
-class PoolClosedError(RuntimeError):
-    """The pool was closed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +52,7 @@ class _Worker:
     failures: int = 0
 
 
-class SlotPool:
+class SlotPool(AsyncService):
     def __init__(
         self,
         config: PoolConfig | None = None,
@@ -75,8 +62,8 @@ class SlotPool:
     ) -> None:
         self.config = config or PoolConfig()
         self.policy = policy or SandboxPolicy()
-        self._launcher = launcher or self._default_launcher()
-        self._owns_root = self.config.root_dir is None
+        self._launcher = launcher or create_launcher(self.config)
+        self._run_root: RunRoot | None = None
         self._root = Path(self.config.root_dir) if self.config.root_dir else Path()  # set in start()
         self._workers: dict[str, _Worker] = {}
         self._leases: dict[str, Lease] = {}
@@ -101,27 +88,17 @@ class SlotPool:
         """Headers a client needs to call this pool's sandbox servers."""
         return {SECRET_HEADER: self._secret}
 
-    def _default_launcher(self) -> WorkerLauncher:
-        if self.config.backend == "ray":
-            from hermes_env.sandbox.ray_backend import RayLauncher
-
-            return RayLauncher(self.config)
-        if self.config.backend == "container":
-            from hermes_env.sandbox.container_launcher import ContainerLauncher
-
-            return ContainerLauncher(self.config)
-        return LocalLauncher()
-
     # -- lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
         """Start ``min_workers`` workers and the health loop (raises WorkerStartError if one cannot start)."""
         if self._started:
             return
         self._started = True
-        self._uids = UidBlock()  # slot uids no other pool on this host uses
-        if self._owns_root:
-            self._root = Path(tempfile.mkdtemp(prefix="hermes-sandbox-"))
-            self._root.chmod(0o711)  # slot users must traverse it to reach their workspaces
+        if self.config.root_dir is None:
+            sweep_dead_runs()
+            self._run_root = RunRoot("sandbox")
+            self._root = self._run_root.path
+        self._uids = UidBlock()  # slot uids no other run on this host uses
         self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30), headers=self.auth_headers)
         results = await asyncio.gather(
             *(self._start_worker() for _ in range(self.config.min_workers)), return_exceptions=True
@@ -132,19 +109,9 @@ class SlotPool:
             raise errors[0]
         self._health_task = asyncio.create_task(self._health_loop())
 
-    async def __aenter__(self) -> SlotPool:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
     async def close(self) -> None:
         self._closed = True
-        if self._health_task is not None:
-            self._health_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._health_task
+        await cancel_and_wait(self._health_task)
         for t in list(self._tasks):
             t.cancel()
         await asyncio.gather(*(w.handle.stop() for w in self._workers.values()), return_exceptions=True)
@@ -155,8 +122,8 @@ class SlotPool:
         if self._session is not None:
             await self._session.close()
         await self._launcher.aclose()
-        if self._owns_root and self._started:
-            shutil.rmtree(self._root, ignore_errors=True)
+        if self._run_root is not None:
+            await asyncio.to_thread(self._run_root.remove)
         if self._uids is not None:
             self._uids.release()
 

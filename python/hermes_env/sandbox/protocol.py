@@ -1,36 +1,31 @@
-"""Wire format between the executor and the sandbox servers (JSON over HTTP on 127.0.0.1).
+"""Wire format between the executor and the sandbox servers (JSON over HTTP).
 
 Requests forbid unknown fields: a request cannot smuggle policy (``allow_network`` ...) into a
-worker, because policy is only read from the worker's command line.
+worker, because policy is only read from the worker's command line. Results are the isolation
+layer's :class:`~hermes_env.isolation.result.ExecResult` (``ToolResult`` is its name here).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-# Content type of a streamed /batch answer: one {"index": i, "result": ToolResult} line per call.
+from hermes_env.isolation.result import ExecResult
+
+# Content type of a streamed /batch answer: one {"index": i, "result": ExecResult} line per call.
 NDJSON = "application/x-ndjson"
 
 # Tools every sandbox server runs. External tools go to the tool server instead.
 SANDBOX_TOOLS = ("bash", "bash_stateful", "tmux", "read_file", "write_file")
 
-ErrorType = Literal[
-    "bad_request",  # arguments missing or of the wrong type
-    "unknown_tool",
-    "not_found",  # read_file of a missing file
-    "permission_denied",  # a path outside the workspace
-    "too_large",  # a file over the read limit
-    "worker_lost",  # the worker died or stopped answering mid-call
-    "no_slot",  # no sandbox slot could be acquired (pool full past the timeout, workers cannot start)
-    "sandbox_unavailable",  # isolation required but bubblewrap cannot run
-    "tool_server",  # the external tool server failed or refused
-    "internal",
-]
+#: The result of a sandbox tool call (the same type every backend returns).
+ToolResult = ExecResult
 
 
-class ToolCall(BaseModel):
+class SlotCall(BaseModel):
+    """One tool call to run in one slot of a worker."""
+
     model_config = ConfigDict(extra="forbid")
 
     slot: int = Field(ge=0)
@@ -39,37 +34,14 @@ class ToolCall(BaseModel):
     timeout: float = Field(60.0, gt=0.0)
 
 
-class ToolResult(BaseModel):
-    """Outcome of one call. Failures are values (``error``/``error_type``), never exceptions."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    output: str = ""
-    exit_code: int = 0
-    timed_out: bool = False
-    truncated: bool = False
-    error: str | None = None
-    error_type: ErrorType | None = None
-    # Structured extras: read_file's base64 content, the worker/node that ran the call, ...
-    data: dict[str, Any] = Field(default_factory=dict)
-
-    @property
-    def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out and self.error is None
-
-    @classmethod
-    def failure(cls, error_type: ErrorType, message: str, **data: Any) -> ToolResult:
-        return cls(output=message, exit_code=-1, error=message, error_type=error_type, data=data)
-
-
 class BatchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    calls: list[ToolCall]
+    calls: list[SlotCall]
 
 
 class BatchResponse(BaseModel):
-    results: list[ToolResult]
+    results: list[ExecResult]
 
 
 class SlotRequest(BaseModel):

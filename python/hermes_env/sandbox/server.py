@@ -1,10 +1,13 @@
 """The sandbox server: one HTTP process per worker, on 127.0.0.1, serving that worker's slots.
 
 Run by the pool as ``python -m hermes_env.sandbox.server --slots N --root DIR --policy JSON``.
-It binds a free port, prints one JSON line ``{"port": ..., "pid": ...}`` on stdout when ready,
-and exits when its parent process goes away (so a killed pool leaves no orphans).
+It binds a free port, prints one JSON line ``{"port": ..., "pid": ...}`` on stdout once it
+listens (nothing else ever goes to stdout, which its launcher stops reading), and exits when its
+parent process goes away (so a killed pool leaves no orphans). As root it first moves into a
+mount namespace of its own, where each slot's workspace is a size-limited tmpfs (the disk quota)
+that disappears with the worker however it ends.
 
-Routes: ``POST /execute`` (one ToolCall), ``POST /batch`` (calls of many slots; each slot's
+Routes: ``POST /execute`` (one SlotCall), ``POST /batch`` (calls of many slots; each slot's
 calls run in order, different slots concurrently), ``GET /health``, ``POST /reset``,
 ``GET /slots``, ``POST /artifacts/{read,list,archive}``.
 """
@@ -27,20 +30,21 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
+from hermes_env.isolation.process import become_subreaper, reap_orphans
+from hermes_env.isolation.quota import private_mount_namespace
+from hermes_env.isolation.result import ExecResult
+from hermes_env.isolation.users import SLOT_UID_BASE
 from hermes_env.sandbox.config import SandboxPolicy
-from hermes_env.sandbox.isolation import SLOT_UID_BASE
+from hermes_env.sandbox.launchers.base import SECRET_ENV, SECRET_HEADER
 from hermes_env.sandbox.protocol import (
     NDJSON,
     ArtifactRequest,
     BatchRequest,
     BatchResponse,
+    SlotCall,
     SlotRequest,
-    ToolCall,
-    ToolResult,
 )
-from hermes_env.sandbox.runner import become_subreaper, reap_orphans
 from hermes_env.sandbox.slots import SlotHost
-from hermes_env.sandbox.workers import SECRET_ENV, SECRET_HEADER
 
 log = logging.getLogger("hermes_env.sandbox.server")
 MAX_REQUEST_BYTES = 512 * 1024 * 1024
@@ -60,16 +64,16 @@ async def _parse(request: web.Request, model: type[BaseModel]) -> BaseModel | we
         return _json({"error": f"invalid {model.__name__}: {msg}"}, status=422)
 
 
-async def _run_batch(host: SlotHost, calls: list[ToolCall]) -> list[ToolResult]:
+async def _run_batch(host: SlotHost, calls: list[SlotCall]) -> list[ExecResult]:
     # Per slot, calls run in request order (the slot lock is FIFO); slots run concurrently.
     return list(await asyncio.gather(*(host.execute(c) for c in calls)))
 
 
-async def _stream_batch(host: SlotHost, calls: list[ToolCall], request: web.Request) -> web.StreamResponse:
+async def _stream_batch(host: SlotHost, calls: list[SlotCall], request: web.Request) -> web.StreamResponse:
     """One NDJSON line ``{"index": i, "result": ...}`` per call, as each finishes: a fast call is not
     held back by a slow one sharing its batch."""
 
-    async def one(i: int, call: ToolCall) -> tuple[int, ToolResult]:
+    async def one(i: int, call: SlotCall) -> tuple[int, ExecResult]:
         return i, await host.execute(call)
 
     # Tasks are created in request order, so each slot's FIFO lock sees its calls in that order.
@@ -137,18 +141,18 @@ def build_app(host: SlotHost, worker_id: str, secret: str | None = None) -> web.
     async def batch(req: BatchRequest) -> BatchResponse:
         return BatchResponse(results=await _run_batch(host, req.calls))
 
-    def artifact(kind: str) -> Callable[[ArtifactRequest], Awaitable[ToolResult]]:
-        async def fn(req: ArtifactRequest) -> ToolResult:
+    def artifact(kind: str) -> Callable[[ArtifactRequest], Awaitable[ExecResult]]:
+        async def fn(req: ArtifactRequest) -> ExecResult:
             return await host.artifact(req.slot, kind, req.path, req.max_bytes)
 
         return fn
 
-    async def reset(req: SlotRequest) -> ToolResult:
+    async def reset(req: SlotRequest) -> ExecResult:
         return await host.reset(req.slot)
 
     app.router.add_get("/health", health)
     app.router.add_get("/slots", slots)
-    app.router.add_post("/execute", route(ToolCall, host.execute))
+    app.router.add_post("/execute", route(SlotCall, host.execute))
     batch_json = route(BatchRequest, batch)
 
     async def batch_handler(request: web.Request) -> web.StreamResponse:
@@ -167,6 +171,13 @@ def build_app(host: SlotHost, worker_id: str, secret: str | None = None) -> web.
     return app
 
 
+def _ready_line(info: dict[str, Any]) -> None:
+    """Print the one stdout line the launcher reads, then send stdout to stderr (the log): a stray print
+    later must not fill a pipe nobody reads."""
+    print(json.dumps(info), flush=True)
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+
+
 async def serve(args: argparse.Namespace) -> int:
     policy = SandboxPolicy.model_validate_json(args.policy)
     become_subreaper()
@@ -181,10 +192,11 @@ async def serve(args: argparse.Namespace) -> int:
     try:
         await asyncio.to_thread(host.prepare)
     except (RuntimeError, OSError) as exc:
-        print(json.dumps({"error": str(exc)}), flush=True)
+        _ready_line({"error": str(exc)})
         return 2
     app = build_app(host, args.worker_id, os.environ.pop(SECRET_ENV, None))
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    # A short shutdown: calls still running when the worker stops are cancelled (and their sandboxes killed).
+    runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=2.0)
     await runner.setup()
     if args.unix_socket:
         site: web.BaseSite = web.UnixSite(runner, args.unix_socket, backlog=1024)
@@ -196,8 +208,7 @@ async def serve(args: argparse.Namespace) -> int:
         await site.start()
         server = site._server  # noqa: SLF001 - aiohttp exposes the bound port only here
         port = server.sockets[0].getsockname()[1] if server is not None and server.sockets else args.port
-    ready = {"port": port, "pid": os.getpid(), "sandboxed": host.sandboxed, "isolation": host.isolation}
-    print(json.dumps(ready), flush=True)
+    _ready_line({"port": port, "pid": os.getpid(), "sandboxed": host.sandboxed, "isolation": host.isolation})
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -241,6 +252,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
+    policy = SandboxPolicy.model_validate_json(args.policy)
+    if os.geteuid() == 0 and policy.limits.disk_bytes is not None and args.isolation != "container":
+        private_mount_namespace()  # before any thread starts: unshare(CLONE_NEWNS) is per process
     return asyncio.run(serve(args))
 
 

@@ -8,6 +8,7 @@ output, kills the shell; the next call starts a fresh one and says so.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import secrets
@@ -15,26 +16,39 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from hermes_env.sandbox.isolation import SlotIdentity
-from hermes_env.sandbox.protocol import ToolResult
-from hermes_env.sandbox.runner import spawn, terminate
+from hermes_env.isolation.process import spawn, stop_tree
+from hermes_env.isolation.result import ExecResult
+from hermes_env.isolation.users import SandboxUser
 
 ArgvBuilder = Callable[[list[str], list[tuple[str, str]]], list[str]]
 _DRAIN_FACTOR = 16
 
 
-async def _spawn(argv: list[str], identity: SlotIdentity, cwd: str, *, pipes: bool) -> asyncio.subprocess.Process:
+async def _spawn(
+    argv: list[str], user: SandboxUser, cwd: str, env: dict[str, str], *, pipes: bool
+) -> asyncio.subprocess.Process:
     return await spawn(
         *argv,
+        user=user,
         cwd=cwd,
+        env=env,
         stdin=asyncio.subprocess.PIPE if pipes else asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE if pipes else asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.STDOUT if pipes else asyncio.subprocess.DEVNULL,
-        start_new_session=True,
-        user=identity.uid,
-        group=identity.gid,
-        extra_groups=[] if identity.uid is not None else None,
     )
+
+
+async def _end(proc: asyncio.subprocess.Process) -> None:
+    """Kill the shell's whole tree (its sandbox) and wait for it, draining its pipe meanwhile
+    (asyncio reports a process as finished only once its pipes are closed)."""
+    if proc.returncode is None:
+        await stop_tree(proc.pid)
+    if proc.stdout is not None:
+        with contextlib.suppress(Exception):
+            while await asyncio.wait_for(proc.stdout.read(65536), 5.0):
+                pass
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(proc.wait(), 5.0)
 
 
 async def bash_syntax_error(command: str) -> str | None:
@@ -55,10 +69,11 @@ async def bash_syntax_error(command: str) -> str | None:
 class StatefulShell:
     """One bash per slot; each call is framed by a random end marker carrying the exit status."""
 
-    def __init__(self, build_argv: ArgvBuilder, identity: SlotIdentity, cwd: str) -> None:
+    def __init__(self, build_argv: ArgvBuilder, user: SandboxUser, cwd: str, env: dict[str, str]) -> None:
         self._build_argv = build_argv
-        self._identity = identity
+        self._user = user
         self._cwd = cwd
+        self._env = env
         self._proc: asyncio.subprocess.Process | None = None
         self._restarted_note = ""
 
@@ -72,13 +87,13 @@ class StatefulShell:
         if self._proc is not None:
             self._restarted_note = "[the previous shell ended; this is a fresh shell, earlier state is gone]\n"
         argv = self._build_argv(["/bin/bash", "--noprofile", "--norc"], [])
-        self._proc = await _spawn(argv, self._identity, self._cwd, pipes=True)
+        self._proc = await _spawn(argv, self._user, self._cwd, self._env, pipes=True)
         return self._proc
 
-    async def run(self, command: str, timeout: float, max_output: int) -> ToolResult:
+    async def run(self, command: str, timeout: float, max_output: int) -> ExecResult:
         problem = await bash_syntax_error(command)
         if problem is not None:
-            return ToolResult(output=f"bash: syntax error, command not run: {problem}", exit_code=2)
+            return ExecResult(output=f"bash: syntax error, command not run: {problem}", exit_code=2)
         proc = await self._ensure()
         assert proc.stdin is not None and proc.stdout is not None
         marker = f"__HERMES_END_{secrets.token_hex(8)}_"
@@ -89,7 +104,7 @@ class StatefulShell:
             await proc.stdin.drain()
         except (BrokenPipeError, ConnectionResetError):
             await self.close()
-            return ToolResult.failure("internal", "the stateful shell died before the command could be sent; retry")
+            return ExecResult.failure("internal", "the stateful shell died before the command could be sent; retry")
 
         kept = bytearray()
         pending = bytearray()
@@ -142,17 +157,17 @@ class StatefulShell:
             output += f"\n[output truncated: {dropped} more bytes over the {max_output}-byte limit were dropped]"
         if timed_out:
             output += f"\n[command timed out after {timeout:g}s; the shell was restarted]"
-            return ToolResult(output=output, exit_code=124, timed_out=True, truncated=dropped > 0)
+            return ExecResult(output=output, exit_code=124, timed_out=True, truncated=dropped > 0)
         if flooded:
             output += "\n[the command kept flooding output and the shell was restarted]"
-            return ToolResult(output=output, exit_code=137, truncated=True)
+            return ExecResult(output=output, exit_code=137, truncated=True)
         if code is None:
-            return ToolResult(output=output + "\n[the shell exited]", exit_code=proc.returncode or 0)
-        return ToolResult(output=output, exit_code=code, truncated=dropped > 0)
+            return ExecResult(output=output + "\n[the shell exited]", exit_code=proc.returncode or 0)
+        return ExecResult(output=output, exit_code=code, truncated=dropped > 0)
 
     async def close(self) -> None:
         if self._proc is not None:
-            await terminate(self._proc)
+            await _end(self._proc)
 
 
 class TmuxSession:
@@ -164,10 +179,13 @@ class TmuxSession:
 
     SOCKET_IN_SANDBOX = "/run/hermes/tmux.sock"
 
-    def __init__(self, build_argv: ArgvBuilder, identity: SlotIdentity, cwd: str, control_dir: Path) -> None:
+    def __init__(
+        self, build_argv: ArgvBuilder, user: SandboxUser, cwd: str, env: dict[str, str], control_dir: Path
+    ) -> None:
         self._build_argv = build_argv
-        self._identity = identity
+        self._user = user
         self._cwd = cwd
+        self._env = env
         self._control_dir = control_dir
         self._proc: asyncio.subprocess.Process | None = None
 
@@ -192,9 +210,7 @@ class TmuxSession:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
             # The server lives in the sandbox's user namespace and only admits its own uid.
-            user=self._identity.uid,
-            group=self._identity.gid,
-            extra_groups=[] if self._identity.uid is not None else None,
+            user=self._user,
         )
         try:
             out, _ = await asyncio.wait_for(proc.communicate(), timeout)
@@ -209,14 +225,14 @@ class TmuxSession:
             return None
         await self.close()
         self._control_dir.mkdir(parents=True, exist_ok=True)
-        if self._identity.uid is not None:
-            os.chown(self._control_dir, self._identity.uid, self._identity.gid or -1)
+        if self._user.owner is not None:
+            os.chown(self._control_dir, *self._user.owner)
         self.socket.unlink(missing_ok=True)
         argv = self._build_argv(
             ["tmux", "-D", "-S", self.SOCKET_IN_SANDBOX],
             [(str(self._control_dir), str(Path(self.SOCKET_IN_SANDBOX).parent))],
         )
-        self._proc = await _spawn(argv, self._identity, self._cwd, pipes=False)
+        self._proc = await _spawn(argv, self._user, self._cwd, self._env, pipes=False)
         for _ in range(100):
             if self.socket.exists():
                 break
@@ -228,26 +244,26 @@ class TmuxSession:
         code, out = await self._client("new-session", "-d", "-s", "main", "-x", "200", "-y", "50", "-c", "/workspace")
         return None if code == 0 else f"tmux new-session failed: {out.strip()}"
 
-    async def run(self, args: dict[str, object], max_output: int) -> ToolResult:
+    async def run(self, args: dict[str, object], max_output: int) -> ExecResult:
         action = str(args.get("action", "send"))
         if action not in ("send", "capture", "interrupt", "restart"):
-            return ToolResult.failure(
-                "bad_request", f"unknown tmux action {action!r}; use send, capture, interrupt or restart"
+            return ExecResult.failure(
+                "bad_arguments", f"unknown tmux action {action!r}; use send, capture, interrupt or restart"
             )
         if action == "restart":
             await self.close()
         problem = await self._ensure()
         if problem is not None:
-            return ToolResult.failure("internal", problem)
+            return ExecResult.failure("internal", problem)
         if action == "send":
             keys = args.get("keys", args.get("command"))
             if not isinstance(keys, str):
-                return ToolResult.failure("bad_request", "tmux send needs 'keys' (a string of text to type)")
+                return ExecResult.failure("bad_arguments", "tmux send needs 'keys' (a string of text to type)")
             code, out = await self._client("send-keys", "-t", "main", "-l", keys)
             if code == 0 and args.get("enter", True):
                 code, out = await self._client("send-keys", "-t", "main", "Enter")
             if code != 0:
-                return ToolResult.failure("internal", f"tmux send-keys failed: {out.strip()}")
+                return ExecResult.failure("internal", f"tmux send-keys failed: {out.strip()}")
         elif action == "interrupt":
             await self._client("send-keys", "-t", "main", "C-c")
         wait_ms = args.get("wait_ms", 300 if action != "capture" else 0)
@@ -255,14 +271,14 @@ class TmuxSession:
             await asyncio.sleep(min(float(wait_ms), 30_000.0) / 1000.0)
         code, screen = await self._client("capture-pane", "-p", "-t", "main", "-S", "-200")
         if code != 0:
-            return ToolResult.failure("internal", f"tmux capture-pane failed: {screen.strip()}")
+            return ExecResult.failure("internal", f"tmux capture-pane failed: {screen.strip()}")
         screen = screen.rstrip("\n")
         truncated = len(screen) > max_output
         if truncated:
             screen = screen[-max_output:]
-        return ToolResult(output=screen, exit_code=0, truncated=truncated)
+        return ExecResult(output=screen, exit_code=0, truncated=truncated)
 
     async def close(self) -> None:
         if self._proc is not None:
-            await terminate(self._proc)
+            await _end(self._proc)
             self._proc = None

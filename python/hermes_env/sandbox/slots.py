@@ -1,31 +1,28 @@
-"""One worker's slots and the tools they run (the logic behind the sandbox server's routes)."""
+"""One worker's slots and the tools they run (the logic behind the sandbox server's routes).
+
+A slot is a workspace, a user (its own uid when the worker runs as root) and, while leased, its
+long-lived shells. Commands are sandboxed exactly as the ``bwrap`` backend sandboxes them
+(``hermes_env.isolation``); each workspace is a tmpfs of ``disk_bytes`` where quotas work here.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import logging
 import os
-import signal
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from hermes_env.sandbox import workspace as ws
+from hermes_env.errors import FileTooLargeError, WorkspacePathError
+from hermes_env.isolation import bubblewrap, paths, quota
+from hermes_env.isolation.bubblewrap import HOST_ENV, SANDBOX_PATH, WORKSPACE_MOUNT, BwrapSpec
+from hermes_env.isolation.process import run_limited
+from hermes_env.isolation.result import ExecResult
+from hermes_env.isolation.users import SLOT_UID_BASE, SandboxUser, kill_uids, task_user, user_process_count
 from hermes_env.sandbox.config import SandboxPolicy
-from hermes_env.sandbox.isolation import (
-    SLOT_UID_BASE,
-    SlotIdentity,
-    bwrap_argv,
-    limits_prefix,
-    probe_bwrap,
-    slot_identity,
-    user_process_count,
-)
-from hermes_env.sandbox.protocol import SANDBOX_TOOLS, ToolCall, ToolResult
-from hermes_env.sandbox.runner import run_process
+from hermes_env.sandbox.protocol import SANDBOX_TOOLS, SlotCall
 from hermes_env.sandbox.shells import StatefulShell, TmuxSession
 
 log = logging.getLogger(__name__)
@@ -36,11 +33,26 @@ class Slot:
     index: int
     workspace: Path
     control_dir: Path
-    identity: SlotIdentity
+    user: SandboxUser
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     shell: StatefulShell | None = None
     tmux: TmuxSession | None = None
     calls_done: int = 0
+
+
+def _file_failure(exc: OSError, path: str) -> ExecResult:
+    """The result a failed file operation returns (``errno`` in data lets the client raise the same exception)."""
+    if isinstance(exc, WorkspacePathError):
+        return ExecResult.failure("permission_denied", str(exc))
+    if isinstance(exc, FileTooLargeError):
+        return ExecResult.failure("too_large", str(exc))
+    if isinstance(exc, FileNotFoundError | NotADirectoryError):
+        return ExecResult.failure("not_found", f"{path!r} does not exist in the workspace", errno=exc.errno)
+    if isinstance(exc, IsADirectoryError):
+        return ExecResult.failure("bad_arguments", f"{path!r} is a directory", errno=exc.errno)
+    if isinstance(exc, PermissionError):
+        return ExecResult.failure("permission_denied", f"{path!r}: {exc.strerror or exc}", errno=exc.errno)
+    return ExecResult.failure("internal", f"{path!r}: {exc}", errno=exc.errno)
 
 
 class SlotHost:
@@ -66,12 +78,13 @@ class SlotHost:
                 index=i,
                 workspace=root / "slots" / str(i),
                 control_dir=root / "control" / str(i),
-                identity=slot_identity(worker_index, i, n_slots, uid_base),
+                user=task_user(uid_base, worker_index * n_slots + i),
             )
             for i in range(n_slots)
         ]
         self.sandboxed = True
         self.sandbox_problem: str | None = None
+        self.quota_bytes: int | None = None
         self._nproc_offset = 0
 
     def prepare(self) -> None:
@@ -81,16 +94,12 @@ class SlotHost:
         for sub in ("slots", "control"):
             (self.root / sub).mkdir(exist_ok=True)
             os.chmod(self.root / sub, 0o711)  # slots cannot list each other's directories
-        for slot in self.slots:
-            ws.reset(slot.workspace, slot.identity)
-            os.chmod(slot.workspace, 0o700)
+        first = self.slots[0].user if self.slots else SandboxUser()
         if self.isolation == "container":
-            self.sandboxed = False
             problem = None
+            self.sandboxed = False
         else:
-            problem = probe_bwrap(
-                self.policy, self.root / "probe", self.slots[0].identity if self.slots else SlotIdentity(None, None)
-            )
+            problem = bubblewrap.probe(first, allow_network=self.policy.allow_network)
         if problem is not None:
             if self.policy.require_sandbox:
                 raise RuntimeError(
@@ -100,16 +109,49 @@ class SlotHost:
             log.warning("running tools WITHOUT isolation (require_sandbox=False): %s", problem)
             self.sandboxed = False
             self.sandbox_problem = problem
-        if self.slots and self.slots[0].identity.uid is None:
+        self.policy.limits.prlimit_argv()  # BackendUnavailableError when prlimit is missing
+        if self.policy.limits.disk_bytes is not None and self.isolation != "container":
+            # In a container the worker has no mount rights; the container's own storage bounds its slots.
+            problem = quota.quota_problem()
+            if problem is None:
+                self.quota_bytes = int(self.policy.limits.disk_bytes)
+            else:
+                log.warning("slot workspaces have no disk quota: %s; each file is still capped", problem)
+        for slot in self.slots:
+            self._fresh_workspace(slot)
+        if self.slots and self.slots[0].user.uid is None:
             # Slots share the worker's uid: RLIMIT_NPROC counts all its processes, so leave room for them.
             self._nproc_offset = user_process_count()
 
+    def _fresh_workspace(self, slot: Slot) -> None:
+        if self.quota_bytes is not None:
+            quota.unmount(slot.workspace)
+            quota.mount_workspace(slot.workspace, self.quota_bytes, slot.user)
+        else:
+            paths.empty_dir(slot.workspace, slot.user.owner)
+
     # -- command lines ---------------------------------------------------------------------
     def argv_for(self, slot: Slot, command: list[str], binds: list[tuple[str, str]] | None = None) -> list[str]:
-        prefix = limits_prefix(self.policy.limits, nproc_offset=self._nproc_offset)
+        prefix = self.policy.limits.prlimit_argv(nproc_offset=self._nproc_offset)
         if not self.sandboxed:
             return prefix + command
-        return prefix + bwrap_argv(slot.workspace, command, self.policy, extra_binds=binds)
+        spec = BwrapSpec(
+            str(slot.workspace),
+            allow_network=self.policy.allow_network,
+            ro_paths=self.policy.ro_paths,
+            binds=tuple(binds or ()),
+            tmp_bytes=int(self.policy.limits.tmp_bytes),
+        )
+        return prefix + spec.argv(command)
+
+    def command_env(self, slot: Slot) -> dict[str, str]:
+        """The environment of the process started: bwrap's own (it sets the sandbox's), or the command's."""
+        if self.sandboxed:
+            return dict(HOST_ENV)
+        return {"PATH": SANDBOX_PATH, "HOME": str(slot.workspace), "LANG": "C.UTF-8", "TERM": "xterm"}
+
+    def visible_roots(self, slot: Slot) -> tuple[str, ...]:
+        return (WORKSPACE_MOUNT,) if self.sandboxed else (WORKSPACE_MOUNT, str(slot.workspace))
 
     def _builder(self, slot: Slot):  # noqa: ANN202 - a closure handed to the shells
         return lambda command, binds: self.argv_for(slot, command, binds)
@@ -118,12 +160,13 @@ class SlotHost:
     def slot(self, index: int) -> Slot | None:
         return self.slots[index] if 0 <= index < len(self.slots) else None
 
-    async def execute(self, call: ToolCall) -> ToolResult:
+    def _no_slot(self, index: int) -> ExecResult:
+        return ExecResult.failure("internal", f"slot {index} does not exist (this worker has {len(self.slots)})")
+
+    async def execute(self, call: SlotCall) -> ExecResult:
         slot = self.slot(call.slot)
         if slot is None:
-            return ToolResult.failure(
-                "bad_request", f"slot {call.slot} does not exist (this worker has {len(self.slots)})"
-            )
+            return self._no_slot(call.slot)
         async with slot.lock:
             try:
                 result = await self._dispatch(slot, call)
@@ -131,58 +174,63 @@ class SlotHost:
                 raise
             except Exception as exc:  # a tool bug must fail one call, never the worker
                 log.exception("tool %s failed on slot %d", call.tool, slot.index)
-                result = ToolResult.failure("internal", f"{call.tool} failed inside the worker: {exc!r}")
+                result = ExecResult.failure("internal", f"{call.tool} failed inside the worker: {exc!r}")
             slot.calls_done += 1
             return result
 
-    async def _dispatch(self, slot: Slot, call: ToolCall) -> ToolResult:
+    async def _dispatch(self, slot: Slot, call: SlotCall) -> ExecResult:
         args = call.args
         limits = self.policy.limits
         if call.tool == "bash":
             command = args.get("command")
             if not isinstance(command, str):
-                return ToolResult.failure("bad_request", "bash needs 'command' (a string)")
+                return ExecResult.failure("bad_arguments", "bash needs 'command' (a string)")
             stdin = args.get("stdin")
             if stdin is not None and not isinstance(stdin, str):
-                return ToolResult.failure("bad_request", "bash 'stdin' must be a string when given")
-            argv = self.argv_for(slot, ["/bin/bash", "-c", command])
-            cwd = str(slot.workspace)
-            return await run_process(
-                argv,
-                cwd=cwd,
-                identity=slot.identity,
+                return ExecResult.failure("bad_arguments", "bash 'stdin' must be a string when given")
+            return await run_limited(
+                self.argv_for(slot, ["/bin/bash", "-c", command]),
+                cwd=str(slot.workspace),
+                env=self.command_env(slot),
                 timeout=call.timeout,
-                max_output=limits.max_output_bytes,
-                stdin=stdin.encode() if stdin is not None else None,
+                stdin=stdin,
+                max_output_bytes=int(limits.max_output_bytes),
+                kill_output_bytes=int(limits.kill_output_bytes),
+                user=slot.user,
             )
         if call.tool == "bash_stateful":
             command = args.get("command")
             if not isinstance(command, str):
-                return ToolResult.failure("bad_request", "bash_stateful needs 'command' (a string)")
+                return ExecResult.failure("bad_arguments", "bash_stateful needs 'command' (a string)")
             if slot.shell is None:
-                slot.shell = StatefulShell(self._builder(slot), slot.identity, str(slot.workspace))
-            return await slot.shell.run(command, call.timeout, limits.max_output_bytes)
+                slot.shell = StatefulShell(self._builder(slot), slot.user, str(slot.workspace), self.command_env(slot))
+            return await slot.shell.run(command, call.timeout, int(limits.max_output_bytes))
         if call.tool == "tmux":
             if slot.tmux is None:
-                slot.tmux = TmuxSession(self._builder(slot), slot.identity, str(slot.workspace), slot.control_dir)
-            return await asyncio.wait_for(slot.tmux.run(args, limits.max_output_bytes), call.timeout + 10)
+                slot.tmux = TmuxSession(
+                    self._builder(slot), slot.user, str(slot.workspace), self.command_env(slot), slot.control_dir
+                )
+            return await asyncio.wait_for(slot.tmux.run(args, int(limits.max_output_bytes)), call.timeout + 10)
         if call.tool == "read_file":
             return await self._file_op(slot, "read", args)
         if call.tool == "write_file":
             return await self._file_op(slot, "write", args)
-        return ToolResult.failure(
+        return ExecResult.failure(
             "unknown_tool", f"unknown sandbox tool {call.tool!r}; available: {', '.join(SANDBOX_TOOLS)}"
         )
 
-    async def _file_op(self, slot: Slot, op: str, args: dict[str, Any]) -> ToolResult:
+    async def _file_op(self, slot: Slot, op: str, args: dict[str, Any]) -> ExecResult:
         path = args.get("path")
         if not isinstance(path, str):
-            return ToolResult.failure("bad_request", f"{op}_file needs 'path' (a string)")
+            return ExecResult.failure("bad_arguments", f"{op}_file needs 'path' (a string)")
         limits = self.policy.limits
+        roots = self.visible_roots(slot)
         try:
             if op == "read":
-                data = await asyncio.to_thread(ws.read_file, slot.workspace, path, limits.max_read_bytes)
-                return ToolResult(
+                data = await asyncio.to_thread(
+                    paths.read_bytes, slot.workspace, path, roots, int(limits.max_read_bytes)
+                )
+                return ExecResult(
                     output=data.decode("utf-8", "replace"), data={"content_b64": base64.b64encode(data).decode()}
                 )
             if "content_b64" in args:
@@ -190,59 +238,47 @@ class SlotHost:
             elif isinstance(args.get("content"), str):
                 payload = args["content"].encode()
             else:
-                return ToolResult.failure(
-                    "bad_request", "write_file needs 'content' (text) or 'content_b64' (base64 bytes)"
+                return ExecResult.failure(
+                    "bad_arguments", "write_file needs 'content' (text) or 'content_b64' (base64 bytes)"
                 )
-            if len(payload) > limits.max_file_bytes:
-                return ToolResult.failure(
-                    "too_large", f"{len(payload)} bytes is over the {limits.max_file_bytes}-byte file limit"
-                )
-            await asyncio.to_thread(ws.write_file, slot.workspace, path, payload, slot.identity)
-            return ToolResult(output=f"wrote {len(payload)} bytes to {path}")
-        except ws.FileTooLargeError as exc:
-            return ToolResult.failure("too_large", str(exc))
-        except PermissionError as exc:
-            return ToolResult.failure("permission_denied", str(exc))
-        except (FileNotFoundError, NotADirectoryError):
-            return ToolResult.failure("not_found", f"{path!r} does not exist in the workspace")
-        except IsADirectoryError as exc:
-            return ToolResult.failure("bad_request", str(exc))
+            await asyncio.to_thread(
+                paths.write_bytes, slot.workspace, path, payload, roots, slot.user.owner, int(limits.max_file_bytes)
+            )
+            return ExecResult(output=f"wrote {len(payload)} bytes to {path}")
+        except OSError as exc:
+            return _file_failure(exc, path)
         except ValueError as exc:
-            return ToolResult.failure("bad_request", f"content_b64 is not valid base64: {exc}")
+            return ExecResult.failure("bad_arguments", f"content_b64 is not valid base64: {exc}")
 
     # -- artifacts -------------------------------------------------------------------------
-    async def artifact(self, index: int, kind: str, path: str, max_bytes: int | None) -> ToolResult:
+    async def artifact(self, index: int, kind: str, path: str, max_bytes: int | None) -> ExecResult:
         slot = self.slot(index)
         if slot is None:
-            return ToolResult.failure("bad_request", f"slot {index} does not exist (this worker has {len(self.slots)})")
+            return self._no_slot(index)
         limit = min(max_bytes or self.policy.limits.max_read_bytes, self.policy.limits.max_read_bytes)
+        roots = self.visible_roots(slot)
         try:
             if kind == "read":
                 return await self._file_op(slot, "read", {"path": path})
             if kind == "list":
-                files = await asyncio.to_thread(ws.list_files, slot.workspace, path)
-                return ToolResult(output="\n".join(files), data={"files": files})
-            blob = await asyncio.to_thread(ws.archive, slot.workspace, path, limit)
-            return ToolResult(
+                files = await asyncio.to_thread(paths.list_files, slot.workspace, path, roots)
+                return ExecResult(output="\n".join(files), data={"files": files})
+            blob = await asyncio.to_thread(paths.archive, slot.workspace, path, roots, int(limit))
+            return ExecResult(
                 output=f"{len(blob)} bytes (tar.gz)", data={"archive_b64": base64.b64encode(blob).decode()}
             )
-        except ws.FileTooLargeError as exc:
-            return ToolResult.failure("too_large", str(exc))
-        except PermissionError as exc:
-            return ToolResult.failure("permission_denied", str(exc))
-        except FileNotFoundError as exc:
-            return ToolResult.failure("not_found", str(exc))
+        except OSError as exc:
+            return _file_failure(exc, path)
 
     # -- lifecycle -------------------------------------------------------------------------
-    async def reset(self, index: int) -> ToolResult:
+    async def reset(self, index: int) -> ExecResult:
         slot = self.slot(index)
         if slot is None:
-            return ToolResult.failure("bad_request", f"slot {index} does not exist (this worker has {len(self.slots)})")
+            return self._no_slot(index)
         async with slot.lock:
             await self._stop_slot_processes(slot)
-            await asyncio.to_thread(ws.reset, slot.workspace, slot.identity)
-            os.chmod(slot.workspace, 0o700)
-        return ToolResult(output=f"slot {index} reset")
+            await asyncio.to_thread(self._fresh_workspace, slot)
+        return ExecResult(output=f"slot {index} reset")
 
     async def _stop_slot_processes(self, slot: Slot) -> None:
         for session in (slot.shell, slot.tmux):
@@ -250,22 +286,23 @@ class SlotHost:
                 await session.close()
         slot.shell = None
         slot.tmux = None
-        if slot.identity.uid is not None:
-            await asyncio.to_thread(
-                kill_uid, slot.identity.uid
-            )  # anything the slot's user left running (nohup, setsid ...)
+        if slot.user.uid is not None:
+            # Anything the slot's user left running (nohup, setsid ...).
+            await asyncio.to_thread(kill_uids, [slot.user.uid])
 
     async def close(self) -> None:
         for slot in self.slots:
-            with contextlib.suppress(Exception):
+            try:
                 await self._stop_slot_processes(slot)
+            except Exception:  # closing the others matters more
+                log.exception("could not stop the processes of slot %d", slot.index)
 
     def describe(self) -> list[dict[str, Any]]:
         return [
             {
                 "slot": s.index,
                 "workspace": str(s.workspace),
-                "uid": s.identity.uid,
+                "uid": s.user.uid,
                 "busy": s.lock.locked(),
                 "calls_done": s.calls_done,
                 "stateful_shell": bool(s.shell and s.shell.alive),
@@ -273,35 +310,3 @@ class SlotHost:
             }
             for s in self.slots
         ]
-
-
-def _live_pids_of(uid: int) -> list[int]:
-    pids = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            if entry.stat().st_uid != uid:
-                continue
-            with open(f"/proc/{entry.name}/stat", "rb") as f:
-                state = f.read().rsplit(b")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if state not in (b"Z", b"X"):  # zombies hold no resources; their parent reaps them
-            pids.append(int(entry.name))
-    return pids
-
-
-def kill_uid(uid: int, attempts: int = 50) -> int:
-    """SIGKILL every live process whose uid is ``uid`` until none is left; returns how many were signalled."""
-    killed = 0
-    for _ in range(attempts):
-        pids = _live_pids_of(uid)
-        if not pids:
-            break
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-                killed += 1
-        time.sleep(0.02)
-    return killed

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from hermes_env.backends.base import ExecutionBackend
-from hermes_env.backends.paths import WorkspacePathError
+from hermes_env.errors import WorkspacePathError
 from hermes_env.tools.output import truncate_head
 from hermes_env.tools.registry import Tool, ToolArgumentError, ToolCallError, ToolRunContext
 from hermes_env.tools.schema import object_schema

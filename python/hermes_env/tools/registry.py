@@ -23,15 +23,10 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from hermes_env.backends.base import ExecutionBackend
+from hermes_env.errors import ToolArgumentError, ToolCallError
 from hermes_env.tools.schema import schema_errors
 
-
-class ToolCallError(Exception):
-    """A tool call failed; the message is written for the model to read."""
-
-
-class ToolArgumentError(ToolCallError, ValueError):
-    """The call's arguments do not match the tool's schema."""
+__all__ = ["REGISTRY", "Tool", "ToolArgumentError", "ToolCallError", "ToolRegistry", "ToolRunContext"]
 
 
 @dataclass

@@ -45,7 +45,7 @@ def demo(argv: Sequence[str]) -> None:
 
     backend = args.backend
     if backend == "bwrap":
-        from hermes_env.backends.bwrap import bwrap_problem
+        from hermes_env.isolation import bwrap_problem
 
         problem = bwrap_problem()
         if problem is not None:

@@ -49,3 +49,18 @@ async def wait_no_process_with_cmdline(needle: str) -> None:
 def unique_sleep() -> str:
     """A ``sleep`` command line no other process on this shared host has (300 s and a random fraction)."""
     return f"sleep 300.{secrets.randbelow(10**9):09d}"
+
+
+def kill_processes_with_cmdline(needle: str) -> None:
+    """SIGKILL the live processes whose command line holds ``needle`` (a test's unique marker), by pid."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if needle in cmd:
+                try:
+                    os.kill(int(entry.name), 9)
+                except (ProcessLookupError, PermissionError):
+                    pass

@@ -1,8 +1,8 @@
-"""``SandboxBackend``: the slot pool and executor behind the framework's ExecutionBackend seam.
+"""``sandbox`` backend: the slot pool and executor (``hermes_env.sandbox``) behind the ExecutionBackend seam.
 
 Selected with ``terminal_backend: sandbox``; ``terminal_backend_options`` may hold nested
-``pool`` / ``policy`` / ``executor`` sections or flat keys of any of them, e.g.
-``{"slots_per_worker": 16, "max_workers": 8, "allow_network": false}``.
+``pool`` / ``policy`` / ``executor`` / ``limits`` sections or flat keys of any of them, e.g.
+``{"slots_per_worker": 16, "max_workers": 8, "allow_network": false, "launcher": "ray"}``.
 """
 
 from __future__ import annotations
@@ -13,11 +13,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from hermes_env.backends.base import ExecResult, ExecutionBackend
-from hermes_env.sandbox.config import ExecutorConfig, PoolConfig, ResourceLimits, SandboxPolicy
+from hermes_env.backends.base import ExecutionBackend
+from hermes_env.errors import FileTooLargeError, WorkspacePathError
+from hermes_env.isolation.limits import ResourceLimits
+from hermes_env.isolation.result import ExecResult
+from hermes_env.sandbox.config import ExecutorConfig, PoolConfig, SandboxPolicy
 from hermes_env.sandbox.executor import ToolExecutor, decode_content
 from hermes_env.sandbox.pool import SlotPool
-from hermes_env.sandbox.protocol import ToolResult
 
 
 def _split_options(options: dict[str, Any]) -> tuple[PoolConfig, SandboxPolicy, ExecutorConfig]:
@@ -36,9 +38,9 @@ def _split_options(options: dict[str, Any]) -> tuple[PoolConfig, SandboxPolicy, 
                 raise ValueError(f"sandbox option {key!r} must be a mapping, got {type(value).__name__}")
             sections[key].update(value)
             continue
-        owner = next((name for name, model in models.items() if key in model.model_fields), None)
+        owner = next((name for name, model in models.items() if key in _option_names(model)), None)
         if owner is None:
-            known = sorted({f for m in models.values() for f in m.model_fields})
+            known = sorted({f for m in models.values() for f in m.model_fields} - {"limits"})
             raise ValueError(f"unknown sandbox backend option {key!r}; valid options: {', '.join(known)}")
         sections[owner][key] = value
     if sections["limits"]:
@@ -50,21 +52,27 @@ def _split_options(options: dict[str, Any]) -> tuple[PoolConfig, SandboxPolicy, 
     )
 
 
-def _as_exec_result(r: ToolResult) -> ExecResult:
-    return ExecResult(
-        output=r.output, exit_code=r.exit_code, timed_out=r.timed_out, truncated=r.truncated, error=r.error
-    )
+def _option_names(model: type[BaseModel]) -> set[str]:
+    names = set(model.model_fields)
+    if model is ResourceLimits:
+        names = ResourceLimits.option_names()
+    elif model is PoolConfig:
+        names |= PoolConfig.RENAMED.keys()
+    return names
 
 
-def _raise_file_error(r: ToolResult, path: str) -> None:
-    if r.error_type == "not_found":
-        raise FileNotFoundError(r.error or f"{path!r} does not exist in the workspace")
+def _raise_file_error(r: ExecResult, path: str) -> None:
+    """The exception a host-workspace backend raises for the same failure."""
+    if r.error is None:
+        return
     if r.error_type == "permission_denied":
-        raise PermissionError(r.error or f"{path!r} is outside the workspace")
+        raise WorkspacePathError(r.error)
     if r.error_type == "too_large":
-        raise OSError(r.error)
-    if r.error is not None:
-        raise OSError(f"sandbox {r.error_type or 'error'} for {path!r}: {r.error}")
+        raise FileTooLargeError(r.error)
+    code = r.data.get("errno")
+    if isinstance(code, int):
+        raise OSError(code, r.error)  # FileNotFoundError, IsADirectoryError ... as the worker saw it
+    raise OSError(f"sandbox {r.error_type or 'error'} for {path!r}: {r.error}")
 
 
 class SandboxBackend(ExecutionBackend):
@@ -108,12 +116,12 @@ class SandboxBackend(ExecutionBackend):
         args: dict[str, Any] = {"command": command}
         if stdin is not None:
             args["stdin"] = stdin
-        return _as_exec_result(await self.executor.execute(task_id, "bash", args, timeout))
+        return await self.executor.execute(task_id, "bash", args, timeout)
 
     async def call_tool(
         self, task_id: str, tool: str, args: dict[str, Any], timeout: float | None = None
-    ) -> ToolResult:
-        """Any sandbox tool (``bash_stateful``, ``tmux`` ...) or external tool, as a raw ToolResult."""
+    ) -> ExecResult:
+        """Any sandbox tool (``bash_stateful``, ``tmux`` ...) or external tool, as an ExecResult."""
         await self._ready()
         return await self.executor.execute(task_id, tool, args, timeout)
 
@@ -143,8 +151,3 @@ class SandboxBackend(ExecutionBackend):
     async def aclose(self) -> None:
         await self.executor.close()
         await self.pool.close()
-
-
-def create_backend(**options: Any) -> SandboxBackend:
-    """Factory for ``get_backend("sandbox", **options)``."""
-    return SandboxBackend.from_options(**options)

@@ -1,7 +1,7 @@
-"""Workers as Ray actors spread over the nodes of a Ray cluster.
+"""``ray`` launcher: workers as Ray actors spread over the nodes of a Ray cluster.
 
 Each actor starts one sandbox server on its own node (the same ``hermes_env.sandbox.server``
-process the local backend runs) and reports the node's address, the port and its node id;
+process the ``local`` launcher runs) and reports the node's address, the port and its node id;
 the executor then talks HTTP to the server directly, so tool traffic never goes through Ray's
 object store. Adding capacity means adding nodes to the cluster: the pool code is unchanged.
 
@@ -26,12 +26,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from hermes_env.isolation.process import stop_tree_sync
 from hermes_env.sandbox.config import PoolConfig, SandboxPolicy
-from hermes_env.sandbox.workers import (
+from hermes_env.sandbox.launchers.base import (
     WorkerHandle,
     WorkerLauncher,
     WorkerSpec,
     WorkerStartError,
+    kill_worker_uids,
     parse_ready_line,
     server_command,
     server_env,
@@ -49,6 +51,7 @@ class _SandboxWorkerActor:
 
     def __init__(self) -> None:
         self._proc: subprocess.Popen[bytes] | None = None
+        self._spec: WorkerSpec | None = None
 
     def start(self, spec: dict[str, Any], worker_id: str, secret: str | None) -> dict[str, Any]:
         ws = WorkerSpec(
@@ -61,6 +64,7 @@ class _SandboxWorkerActor:
             uid_base=spec["uid_base"],
         )
         ws.root.mkdir(parents=True, exist_ok=True)
+        self._spec = ws
         node_id = ray.get_runtime_context().get_node_id()
         # The address this node joined the cluster with (``--node-ip-address``), not a guess from routing.
         host = next(
@@ -87,14 +91,22 @@ class _SandboxWorkerActor:
         return self._proc is not None and self._proc.poll() is None
 
     def stop(self) -> None:
-        if self._proc is None or self._proc.poll() is not None:
-            return
-        self._proc.terminate()
-        try:
-            self._proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
+        """Graceful: SIGTERM, and after 10 s what :meth:`kill_server` does."""
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(10)
+            except subprocess.TimeoutExpired:
+                pass
+        self.kill_server()
+
+    def kill_server(self) -> None:
+        """Kill the server, every sandbox it runs and whatever its slots' users left, on this node."""
+        if self._proc is not None and self._proc.poll() is None:
+            stop_tree_sync(self._proc.pid)
             self._proc.wait()
+        if self._spec is not None:
+            kill_worker_uids(self._spec)
 
 
 class RayWorker(WorkerHandle):
@@ -155,6 +167,8 @@ class RayWorker(WorkerHandle):
 
     async def kill(self) -> None:
         if self._actor is not None and not self._dead:
+            with contextlib.suppress(Exception):  # the actor (or its node) may be gone already
+                await asyncio.wait_for(self._actor.kill_server.remote(), 10)
             with contextlib.suppress(Exception):
                 ray.kill(self._actor, no_restart=True)
         if self._counted_node is not None:
@@ -166,7 +180,7 @@ class RayWorker(WorkerHandle):
 class RayLauncher(WorkerLauncher):
     def __init__(self, config: PoolConfig) -> None:
         if ray is None:
-            raise WorkerStartError("the ray backend needs Ray: pip install 'hermes_env[cluster]'")
+            raise WorkerStartError("the ray launcher needs Ray: pip install 'hermes_env[cluster]'")
         self.config = config
         self._counts: Counter[str] = Counter()
         self._connected_here = False

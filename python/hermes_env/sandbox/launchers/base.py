@@ -1,28 +1,36 @@
-"""Worker handles: one sandbox server each, started as a local process (here) or a Ray actor.
+"""Launchers start sandbox workers; a :class:`WorkerHandle` is one running worker (one sandbox server).
 
-A launcher turns ``(index, slots, policy)`` into a started :class:`WorkerHandle`; the pool
-only talks to handles, so adding a cluster engine means adding a launcher.
+A launcher turns a :class:`WorkerSpec` (index, slots, policy) into a started handle; the pool only
+talks to handles, so running workers somewhere new (a cluster engine, containers) means adding a
+launcher and naming it in ``hermes_env.sandbox.config.LAUNCHERS``.
 """
 
 from __future__ import annotations
 
 import abc
-import asyncio
 import contextlib
 import json
 import os
-import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import hermes_env
+from hermes_env.errors import WorkerStartError
+from hermes_env.isolation.users import SLOT_UID_BASE, kill_uids, task_user
 from hermes_env.sandbox.config import SandboxPolicy
-from hermes_env.sandbox.isolation import SLOT_UID_BASE
 
-
-class WorkerStartError(RuntimeError):
-    """A sandbox server could not be started (the message says why and what to do)."""
+__all__ = [
+    "SECRET_ENV",
+    "SECRET_HEADER",
+    "WorkerHandle",
+    "WorkerLauncher",
+    "WorkerSpec",
+    "WorkerStartError",
+    "parse_ready_line",
+    "server_command",
+    "server_env",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +41,7 @@ class WorkerSpec:
     root: Path
     start_timeout_s: float
     secret: str | None = None  # shared with the pool; the server refuses requests without it
-    uid_base: int = SLOT_UID_BASE  # the pool's uid block (see isolation.UidBlock)
+    uid_base: int = SLOT_UID_BASE  # the pool's uid block (see hermes_env.isolation.users.UidBlock)
 
 
 class WorkerHandle(abc.ABC):
@@ -62,7 +70,16 @@ class WorkerHandle(abc.ABC):
         """Immediate stop, used for workers that stopped answering."""
 
 
+def kill_worker_uids(spec: WorkerSpec) -> None:
+    """Kill what runs under the worker's slot uids: after the worker itself was killed, a sandbox it was
+    starting may have missed its parent-death signal. Only as root, where each slot has a uid of its own."""
+    if os.geteuid() == 0:
+        kill_uids(task_user(spec.uid_base, spec.index * spec.slots + i).uid or 0 for i in range(spec.slots))
+
+
 class WorkerLauncher(abc.ABC):
+    """Starts workers; constructed with the pool's ``PoolConfig`` (``launchers.create_launcher``)."""
+
     @abc.abstractmethod
     def create(self, spec: WorkerSpec) -> WorkerHandle: ...
 
@@ -121,65 +138,3 @@ def parse_ready_line(line: bytes, worker_id: str, log_path: Path) -> int:
     if "error" in info:
         raise WorkerStartError(f"sandbox server {worker_id} refused to start: {info['error']}")
     return int(info["port"])
-
-
-class LocalWorker(WorkerHandle):
-    """A sandbox server as a child process of this one."""
-
-    def __init__(self, spec: WorkerSpec) -> None:
-        super().__init__(spec)
-        self._proc: asyncio.subprocess.Process | None = None
-
-    async def start(self) -> None:
-        self.spec.root.mkdir(parents=True, exist_ok=True)
-        log_path = self.spec.root / "server.log"
-        with log_path.open("ab") as log_file:
-            self._proc = await asyncio.create_subprocess_exec(
-                *server_command(self.spec, self.worker_id, os.getpid()),
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=log_file,
-                env=server_env(self.spec),
-                start_new_session=True,  # a Ctrl-C in the driver's terminal is handled by the pool
-            )
-        self.pid = self._proc.pid
-        assert self._proc.stdout is not None
-        try:
-            line = await asyncio.wait_for(self._proc.stdout.readline(), self.spec.start_timeout_s)
-        except TimeoutError as exc:
-            await self.kill()
-            raise WorkerStartError(
-                f"sandbox server {self.worker_id} was not ready within {self.spec.start_timeout_s:g}s; see {log_path}"
-            ) from exc
-        try:
-            port = parse_ready_line(line, self.worker_id, log_path)
-        except WorkerStartError:
-            await self.kill()
-            raise
-        self.url = f"http://127.0.0.1:{port}"
-        self.node_id = "local"
-
-    def process_alive(self) -> bool:
-        return self._proc is not None and self._proc.returncode is None
-
-    async def stop(self) -> None:
-        if self._proc is None or self._proc.returncode is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            self._proc.send_signal(signal.SIGTERM)
-        try:
-            await asyncio.wait_for(self._proc.wait(), 10.0)
-        except TimeoutError:
-            await self.kill()
-
-    async def kill(self) -> None:
-        if self._proc is None or self._proc.returncode is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            self._proc.kill()
-        await self._proc.wait()
-
-
-class LocalLauncher(WorkerLauncher):
-    def create(self, spec: WorkerSpec) -> WorkerHandle:
-        return LocalWorker(spec)

@@ -25,21 +25,22 @@ from hermes_env.containers.engine import (
     LABEL,
     OWNER_LABEL,
     ContainerEngine,
-    ContainerError,
     detect_engine,
     ensure_reaper,
     owner_token,
     sweep_leftovers,
 )
 from hermes_env.containers.images import BASE_IMAGE
+from hermes_env.errors import ContainerError
 from hermes_env.sandbox.config import PoolConfig
-from hermes_env.sandbox.workers import (
+from hermes_env.sandbox.launchers.base import (
     SECRET_ENV,
     WorkerHandle,
     WorkerLauncher,
     WorkerSpec,
     WorkerStartError,
     parse_ready_line,
+    server_command,
 )
 
 SOCKET_NAME = "server.sock"
@@ -113,15 +114,15 @@ class ContainerWorker(WorkerHandle):
     def _argv(self) -> list[str]:
         spec, launcher = self.spec, self._launcher
         limits = spec.policy.limits
-        memory_mb = launcher.config.container_memory_mb or spec.slots * limits.memory_mb
-        pids = launcher.config.container_pids or spec.slots * limits.max_processes + 64
+        memory_mib = int(launcher.config.container_memory_bytes or spec.slots * int(limits.memory_bytes)) // 1024**2
+        pids = launcher.config.container_max_processes or spec.slots * limits.max_processes + 64
         args = [
             "run", "--rm",
             "--name", self.name,
             "--label", f"{LABEL}=worker",
             "--label", f"{OWNER_LABEL}={owner_token()}",
             "--hostname", "sandbox",
-            "--memory", f"{memory_mb}m", "--memory-swap", f"{memory_mb}m",
+            "--memory", f"{memory_mib}m", "--memory-swap", f"{memory_mib}m",
             "--pids-limit", str(pids),
             "--cpus", f"{launcher.config.container_cpus:g}",
             "--volume", f"{spec.root}:{spec.root}:z",
@@ -134,18 +135,11 @@ class ContainerWorker(WorkerHandle):
             args += ["--volume", f"{path}:{path}:ro"]
         if spec.secret:
             args += ["--env", SECRET_ENV]  # the value comes from this client's environment, not its command line
-        args += [
-            "--entrypoint", "python3", launcher.image,
-            "-m", "hermes_env.sandbox.server",
-            "--slots", str(spec.slots),
-            "--root", str(spec.root),
-            "--policy", spec.policy.model_dump_json(),
-            "--worker-index", str(spec.index),
-            "--worker-id", self.worker_id,
-            "--uid-base", str(spec.uid_base),
-            "--unix-socket", str(spec.root / SOCKET_NAME),
-            "--isolation", "container",
-        ]  # fmt: skip
+        # The server's own command line, run by the image's python3; the container is its parent-watch (the pool's
+        # reaper and sweep remove it if the pool dies), so no --parent-pid.
+        server = server_command(spec, self.worker_id, parent_pid=0, python="python3")
+        args += ["--entrypoint", server[0], launcher.image, *server[1:]]
+        args += ["--unix-socket", str(spec.root / SOCKET_NAME), "--isolation", "container"]
         return self._launcher.engine.argv(*args)
 
     async def start(self) -> None:
@@ -211,12 +205,14 @@ class ContainerWorker(WorkerHandle):
 
     async def kill(self) -> None:
         try:
-            with contextlib.suppress(ContainerError):
-                await self._launcher.engine.remove(self.name)
+            # The attached client first (it is only a client: the container lives on until removed), so that
+            # nothing naming this worker lingers while the engine, perhaps slow under load, removes the container.
             if self._proc is not None and self._proc.returncode is None:
                 with contextlib.suppress(ProcessLookupError):
                     self._proc.kill()
                 await self._proc.wait()
+            with contextlib.suppress(ContainerError):
+                await self._launcher.engine.remove(self.name)
         except asyncio.CancelledError:
             self._kill_now()
             raise

@@ -1,0 +1,207 @@
+"""Every exception hermes_env raises on purpose, and the one vocabulary of error kinds.
+
+Exceptions (catch ``HermesEnvError`` for all of them; each also keeps the built-in base its
+callers catch, e.g. ``WorkspacePathError`` is a ``PermissionError``)::
+
+    HermesEnvError
+    ├── EnvSetupError                 the run cannot start (backend unusable, server silent)
+    │   ├── BackendUnavailableError   a sandbox/backend needs a program or kernel feature missing here
+    │   └── InferenceServerUnreachable
+    ├── ConfigError                   a dataset, phase or option that cannot be used as given
+    │   ├── DatasetError
+    │   └── PhaseError
+    ├── RolloutFailed                 one rollout produced nothing usable; its group is dropped
+    ├── ToolCallError                 a tool call failed; the message is for the model
+    │   └── ToolArgumentError
+    ├── WorkspacePathError            a path that would leave the task's workspace
+    ├── FileTooLargeError             a file over a read/write limit
+    ├── SandboxPoolError              the slot pool could not serve a call
+    │   ├── SlotAcquireTimeout
+    │   ├── PoolClosedError
+    │   └── WorkerStartError
+    └── ContainerError                a container engine, image or container failed
+        ├── EngineUnavailableError    no engine answers (also a BackendUnavailableError)
+        ├── EngineCommandError        one engine command failed
+        ├── ImageBuildError           a task's image recipe failed to build
+        ├── ImageUnavailableError     a named image is neither local nor pullable
+        └── ContainerLostError        a rollout's container could not start, died, or was out of memory
+
+The Rust core raises its own ``ValueError`` subclasses (``hermes_env.trajectory``'s
+``TrajectoryDivergence``); they are not part of this tree.
+
+Error kinds are short snake_case strings recorded in results rather than raised: a parser's
+``ParseIssue.kind``, the agent loop's ``ToolError.kind``, a backend's ``ExecResult.error_type``.
+One name means one thing wherever it appears (``malformed_json`` is JSON that breaks the grammar,
+whether the parser or the loop found it). The parser kinds are defined by the Rust core
+(``hermes_env.parsers.ISSUE_KINDS``, checked against :data:`ParseIssueKind` by the tests).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+
+class HermesEnvError(Exception):
+    """Base of every exception hermes_env raises on purpose."""
+
+
+# -- setup ------------------------------------------------------------------------------------
+class EnvSetupError(HermesEnvError, RuntimeError):
+    """The run cannot start: the backend is unusable or the inference server does not answer."""
+
+
+class BackendUnavailableError(EnvSetupError):
+    """A backend or sandbox cannot run on this machine (missing program, kernel feature); the message says
+    what to install or enable."""
+
+
+class InferenceServerUnreachable(EnvSetupError):
+    """No answer from an inference server named in the configuration."""
+
+
+class ConfigError(HermesEnvError, ValueError):
+    """Configuration or input that cannot be used as given; the message says what to change."""
+
+
+class DatasetError(ConfigError):
+    """A dataset that cannot be used as given (missing file, bad line, missing prompt field)."""
+
+
+class PhaseError(ConfigError):
+    """A phase that the configured inference server cannot provide."""
+
+
+# -- rollouts and tools -----------------------------------------------------------------------
+class RolloutFailed(HermesEnvError, RuntimeError):
+    """A rollout that produced no usable trajectory; its whole group is dropped."""
+
+
+class ToolCallError(HermesEnvError):
+    """A tool call failed; the message is written for the model to read."""
+
+
+class ToolArgumentError(ToolCallError, ValueError):
+    """The call's arguments do not match the tool's schema."""
+
+
+# -- workspaces and sandboxes -----------------------------------------------------------------
+class WorkspacePathError(HermesEnvError, PermissionError):
+    """A path that would leave the task's workspace."""
+
+
+class FileTooLargeError(HermesEnvError, OSError):
+    """A file over the backend's read or write limit."""
+
+
+class SandboxPoolError(HermesEnvError):
+    """The sandbox slot pool could not serve a call."""
+
+
+class SlotAcquireTimeout(SandboxPoolError, TimeoutError):
+    """No slot became free in time."""
+
+
+class PoolClosedError(SandboxPoolError, RuntimeError):
+    """The pool was closed."""
+
+
+class WorkerStartError(SandboxPoolError, RuntimeError):
+    """A sandbox server could not be started (the message says why and what to do)."""
+
+
+# -- containers -------------------------------------------------------------------------------
+class ContainerError(HermesEnvError, RuntimeError):
+    """A container operation failed; the message says what and what to do."""
+
+
+class EngineUnavailableError(ContainerError, BackendUnavailableError):
+    """No usable container engine (not installed, or its daemon is unreachable)."""
+
+
+class EngineCommandError(ContainerError):
+    """One engine command failed (its output is in the message)."""
+
+    def __init__(self, message: str, *, returncode: int | None = None, output: str = "") -> None:
+        super().__init__(message)
+        self.returncode = returncode
+        self.output = output
+
+
+class ImageBuildError(ContainerError):
+    """A task image could not be built (the message has the end of the build log and where the whole log is)."""
+
+
+class ImageUnavailableError(ContainerError):
+    """An image named by a task is not present and could not be pulled."""
+
+
+class ContainerLostError(ContainerError):
+    """The rollout's container could not be started, died, or a command in it was killed for memory: the
+    rollout fails (its group is dropped), not the run."""
+
+
+# -- error kinds ------------------------------------------------------------------------------
+#: What a parser found wrong in the model's output (``ParseIssue.kind``; defined by the Rust core).
+ParseIssueKind = Literal[
+    "malformed_json",  # JSON that breaks the grammar
+    "truncated",  # the output ended inside a call
+    "unknown_tool",  # a call names a tool that was not offered
+    "bad_arguments",  # arguments that are not what the tool takes (not an object, rejected by its schema)
+    "unexpected_text",
+    "missing_name",
+    "missing_arguments",
+    "malformed_markup",
+    "invalid_unicode",
+]
+
+#: Why one tool call of a rollout failed (``ToolError.kind``); the model saw the message.
+ToolErrorKind = Literal["unknown_tool", "malformed_json", "bad_arguments", "tool_failed", "timeout"]
+
+#: Why a backend could not run a call (``ExecResult.error_type``); a command that merely exits
+#: non-zero is not an error.
+ExecErrorKind = Literal[
+    "bad_arguments",  # arguments missing or of the wrong type
+    "unknown_tool",
+    "not_found",  # a file that does not exist
+    "permission_denied",  # a path outside the workspace
+    "too_large",  # a file over the read or write limit
+    "worker_lost",  # the sandbox worker died or stopped answering mid-call
+    "no_slot",  # no sandbox slot could be acquired
+    "sandbox_unavailable",  # isolation required but the sandbox could not be set up
+    "tool_server",  # the external tool server failed or refused
+    "internal",
+]
+
+#: Every kind, each listed once.
+ERROR_KINDS: tuple[str, ...] = tuple(
+    dict.fromkeys(get_args(ParseIssueKind) + get_args(ToolErrorKind) + get_args(ExecErrorKind))
+)
+
+__all__ = [
+    "ERROR_KINDS",
+    "BackendUnavailableError",
+    "ConfigError",
+    "ContainerError",
+    "ContainerLostError",
+    "DatasetError",
+    "EngineCommandError",
+    "EngineUnavailableError",
+    "EnvSetupError",
+    "ExecErrorKind",
+    "FileTooLargeError",
+    "HermesEnvError",
+    "ImageBuildError",
+    "ImageUnavailableError",
+    "InferenceServerUnreachable",
+    "ParseIssueKind",
+    "PhaseError",
+    "PoolClosedError",
+    "RolloutFailed",
+    "SandboxPoolError",
+    "SlotAcquireTimeout",
+    "ToolArgumentError",
+    "ToolCallError",
+    "ToolErrorKind",
+    "WorkerStartError",
+    "WorkspacePathError",
+]

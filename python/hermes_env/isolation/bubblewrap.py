@@ -1,0 +1,185 @@
+"""The bubblewrap sandbox: the one place a ``bwrap`` command line is built, and the check that bwrap works.
+
+What a sandboxed command sees:
+- the host's ``/usr`` (and the ``/bin``, ``/lib*`` links into it) and ``/opt`` read-only, a minimal
+  read-only ``/etc`` (alternatives, passwd/group, ld.so cache, certificates; no shadow, no host
+  secrets), extra read-only paths the environment names;
+- its workspace read-write at ``/workspace`` (cwd and ``HOME``), a private size-limited tmpfs
+  ``/tmp`` and ``/run`` (not kept between calls), a fresh ``/proc`` and minimal ``/dev``;
+- new user, PID, IPC, UTS, cgroup and network namespaces: no network, not even loopback to the
+  host's services, unless the policy allows it; no capabilities; a new session (no terminal
+  to inject keystrokes into).
+
+The rlimits (``ResourceLimits.prlimit_argv``) wrap the whole command line; which user it runs as is
+the caller's choice (``hermes_env.isolation.users``).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from hermes_env.isolation.users import SandboxUser
+
+WORKSPACE_MOUNT = "/workspace"
+SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# What bwrap itself runs with (it clears the sandbox's environment and sets its own).
+HOST_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+
+# /etc entries programs commonly need; bound read-only when they exist on the host.
+_ETC_ENTRIES = (
+    "alternatives",
+    "passwd",
+    "group",
+    "nsswitch.conf",
+    "hosts",
+    "host.conf",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "localtime",
+    "ssl",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "mime.types",
+    "bash.bashrc",
+    "profile",
+    "inputrc",
+    "python3",
+    "python3.11",
+    "python3.12",
+    "magic",
+    "magic.mime",
+    "gitconfig",
+)
+_SYSTEM_DIRS = ("/usr", "/usr/bin", "/usr/lib", "/etc", "/proc", "/dev", "/tmp", "/run", "/opt")
+
+
+def _root_links() -> list[str]:
+    """Recreate /bin, /sbin, /lib* as on the host: symlinks into /usr (merged-usr) or read-only binds."""
+    args: list[str] = []
+    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        host = Path("/") / name
+        if host.is_symlink():
+            args += ["--symlink", os.readlink(host), f"/{name}"]
+        elif host.is_dir():
+            args += ["--ro-bind", str(host), f"/{name}"]
+    return args
+
+
+@functools.lru_cache(maxsize=1)
+def _system_mounts() -> tuple[str, ...]:
+    args = ["--ro-bind", "/usr", "/usr", *_root_links()]
+    for entry in _ETC_ENTRIES:
+        args += ["--ro-bind-try", f"/etc/{entry}", f"/etc/{entry}"]
+    if os.path.isdir("/opt"):
+        args += ["--ro-bind", "/opt", "/opt"]
+    return tuple(args)
+
+
+def check_mount_point(mount_point: str) -> str:
+    """``mount_point`` without a trailing slash; ValueError unless it is an absolute path outside the system dirs."""
+    mount = mount_point.rstrip("/")
+    if not mount.startswith("/") or mount in ("", *_SYSTEM_DIRS):
+        raise ValueError(
+            f"workspace mount {mount_point!r} must be an absolute path outside the system "
+            f"directories ({', '.join(_SYSTEM_DIRS)}); use e.g. /workspace"
+        )
+    return mount
+
+
+@dataclass(frozen=True)
+class BwrapSpec:
+    """How one task's commands are sandboxed; :meth:`argv` wraps a command in it."""
+
+    workspace: str  # host directory bound read-write at ``mount_point``
+    mount_point: str = WORKSPACE_MOUNT
+    allow_network: bool = False
+    ro_paths: tuple[str, ...] = ()  # host paths visible read-only at the same place
+    ro_binds: tuple[tuple[str, str], ...] = ()  # (host path, path inside) read-only
+    binds: tuple[tuple[str, str], ...] = ()  # (host path, path inside) read-write, e.g. a control socket dir
+    env: tuple[tuple[str, str], ...] = ()  # added to (or overriding) the sandbox's small environment
+    tmp_bytes: int | None = None  # size of the private /tmp and /run; None: the kernel's default
+
+    def __post_init__(self) -> None:
+        check_mount_point(self.mount_point)
+
+    def argv(self, command: Sequence[str]) -> list[str]:
+        """The bwrap command line running ``command`` (an argv) in this sandbox."""
+        bwrap = shutil.which("bwrap")
+        if bwrap is None:
+            raise FileNotFoundError("bubblewrap (bwrap) is not installed; install it (apt-get install bubblewrap)")
+        mount = self.mount_point.rstrip("/")
+        argv = [
+            bwrap,
+            "--unshare-all",  # user, pid, ipc, uts, cgroup, net
+            *(["--share-net"] if self.allow_network else []),
+            "--die-with-parent",
+            "--new-session",
+            "--hostname",
+            "sandbox",
+            *_system_mounts(),
+        ]
+        if self.allow_network:
+            argv += ["--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"]
+        argv += ["--proc", "/proc", "--dev", "/dev"]
+        for target in ("/tmp", "/run"):
+            if self.tmp_bytes is not None:
+                argv += ["--size", str(int(self.tmp_bytes))]
+            argv += ["--tmpfs", target]
+        for path in self.ro_paths:  # after the tmpfs mounts, so a path under /tmp is not hidden by them
+            argv += ["--ro-bind-try", path, path]
+        for host, inside in self.ro_binds:
+            argv += ["--ro-bind", host, inside]
+        argv += ["--bind", self.workspace, mount]
+        for host, inside in self.binds:
+            argv += ["--bind", host, inside]
+        argv += ["--chdir", mount, "--clearenv"]
+        env = {
+            "PATH": SANDBOX_PATH,
+            "HOME": mount,
+            "TMPDIR": "/tmp",
+            "LANG": "C.UTF-8",
+            "TERM": "xterm",
+            "USER": "sandbox",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            **dict(self.env),
+        }
+        for key, value in env.items():
+            argv += ["--setenv", key, value]
+        return [*argv, "--", *command]
+
+
+def probe(user: SandboxUser | None = None, *, allow_network: bool = False) -> str | None:
+    """None when bubblewrap can sandbox a command here as ``user``, else why not (one sentence, with the fix)."""
+    if shutil.which("bwrap") is None:
+        return "the 'bwrap' program is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
+    user = user or SandboxUser()
+    scratch = Path(tempfile.mkdtemp(prefix="hermes-bwrap-probe-"))
+    try:
+        scratch.chmod(0o777)
+        argv = BwrapSpec(str(scratch), allow_network=allow_network).argv(["/bin/sh", "-c", "true"])
+        proc = subprocess.run(argv, capture_output=True, timeout=30, check=False, env=HOST_ENV, **user.spawn_kwargs())
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"bwrap could not be started: {exc}"
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if proc.returncode != 0:
+        err = proc.stderr.decode("utf-8", "replace").strip()
+        return (
+            f"bwrap failed a smoke test (exit {proc.returncode}: {err}); unprivileged user namespaces may be "
+            "disabled (sysctl kernel.unprivileged_userns_clone=1 or user.max_user_namespaces > 0)"
+        )
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def bwrap_problem() -> str | None:
+    """:func:`probe` as an unprivileged user (the one every sandbox here runs as), checked once per process."""
+    return probe(SandboxUser(65534, 65534) if os.geteuid() == 0 else None)

@@ -1,0 +1,299 @@
+"""Running one limited command: its own session, a wall-clock timeout, bounded output, nothing left behind.
+
+stdout and stderr share one pipe, so the output keeps the order it was written in. At most
+``max_output_bytes`` are kept; a command that writes past ``kill_output_bytes`` is stopped (an
+endless ``yes`` should not spin until its timeout). When the command's main process exits,
+whatever it left in its process group is killed: background jobs do not outlive their call.
+Inside bubblewrap the PID namespace ends with the command, taking every descendant with it.
+
+Stopping a command (timeout, output flood, cancellation, cleanup) goes through :func:`stop_tree`,
+which freezes the tree before killing it; see there for why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import os
+import signal
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from hermes_env.isolation.result import ExecResult
+from hermes_env.isolation.users import SandboxUser
+
+_READ_CHUNK = 65536
+# After the main process exits (or is killed), how long to wait for the pipe to reach EOF.
+_DRAIN_GRACE_S = 2.0
+TIMEOUT_EXIT_CODE = 124  # as timeout(1)
+
+# Children started by this process through :func:`spawn` (their statuses belong to asyncio's child
+# watcher); any other zombie child is an orphan reparented to us as subreaper (``reap_orphans``).
+_MANAGED: dict[int, asyncio.subprocess.Process] = {}
+_PR_SET_CHILD_SUBREAPER = 36
+_SPAWNING = 0  # spawns between fork and registration in _MANAGED
+# A child unregistered for this long cannot be a spawn still in progress.
+_SPAWN_GRACE_S = 30.0
+
+
+async def spawn(*argv: str, user: SandboxUser | None = None, **kwargs: Any) -> asyncio.subprocess.Process:
+    """``asyncio.create_subprocess_exec`` in a new session (its own process group), as ``user``."""
+    global _SPAWNING
+    kwargs["start_new_session"] = True
+    if user is not None:
+        kwargs.update(user.spawn_kwargs())
+    _SPAWNING += 1
+    try:
+        proc = await asyncio.create_subprocess_exec(*argv, **kwargs)
+        _MANAGED[proc.pid] = proc
+    finally:
+        _SPAWNING -= 1
+    return proc
+
+
+# -- stopping a process tree ------------------------------------------------------------------
+def _state(pid: int) -> bytes | None:
+    """The process's state letter (``R``, ``S``, ``T``, ``Z`` ...), None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def children(pid: int) -> list[int]:
+    """Direct children of ``pid`` (all its threads')."""
+    out: list[int] = []
+    with contextlib.suppress(OSError):
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{tid}/children") as f:
+                out += [int(c) for c in f.read().split()]
+    return out
+
+
+def _signal(pid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, sig)
+
+
+def kill_group(pgid: int) -> None:
+    """SIGKILL a process group; a group that is already gone is fine."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _stop_tree_steps(pid: int, settle_s: float) -> Iterator[None]:
+    """:func:`stop_tree`'s work; yields whenever it waits for processes to stop."""
+    frozen: list[int] = []
+    level = [pid]
+    deadline = time.monotonic() + settle_s
+    while level:
+        for p in level:
+            _signal(p, signal.SIGSTOP)
+        frozen += level
+        pending = set(level)
+        while pending and time.monotonic() < deadline:
+            pending = {p for p in pending if _state(p) not in (None, b"T", b"t", b"Z", b"X")}
+            if pending:
+                yield
+        seen = set(frozen)
+        level = [c for p in level for c in children(p) if c not in seen]
+    for p in frozen:
+        _signal(p, signal.SIGKILL)
+    kill_group(pid)
+
+
+async def stop_tree(pid: int, *, settle_s: float = 2.0) -> None:
+    """SIGKILL ``pid``, its process group and every descendant, leaving none a moment to escape.
+
+    The tree is frozen (SIGSTOP) level by level before anything is killed: a stopped process cannot
+    fork, so once a level is seen stopped its children are all known. Killing without freezing
+    leaks sandboxes: bwrap's monitor clones the sandbox's first process, which asks to die with
+    its parent (``PR_SET_PDEATHSIG``) only after setting up the mounts; a monitor killed inside that
+    window (a timeout or cleanup soon after the start) left the sandbox running, reparented to
+    init, its workspace deleted under it, and, being its PID namespace's init, deaf to SIGTERM.
+    Killing the namespace's first process takes the whole namespace down.
+    """
+    for _ in _stop_tree_steps(pid, settle_s):
+        await asyncio.sleep(0.001)
+
+
+def stop_tree_sync(pid: int, *, settle_s: float = 2.0) -> None:
+    """:func:`stop_tree` for code without an event loop."""
+    for _ in _stop_tree_steps(pid, settle_s):
+        time.sleep(0.001)
+
+
+# -- orphans (sandbox workers) ----------------------------------------------------------------
+def become_subreaper() -> bool:
+    """Make orphaned descendants (a sandbox's first process after its monitor exited) reparent to this process."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def reap_orphans() -> int:
+    """waitpid every zombie child that is an orphan reparented to us; returns how many were reaped.
+
+    A child we spawned belongs to asyncio's child watcher; between the fork and its registration
+    in ``_MANAGED`` (``create_subprocess_exec`` is still connecting pipes) it is unknown to us,
+    so while a spawn is in progress only zombies older than ``_SPAWN_GRACE_S`` are taken.
+    """
+    for pid in [pid for pid, proc in _MANAGED.items() if proc.returncode is not None]:
+        _MANAGED.pop(pid, None)
+    me = str(os.getpid())
+    reaped = 0
+    try:
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+    ticks = os.sysconf("SC_CLK_TCK")
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) in _MANAGED:
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            state, ppid, started = fields[0], fields[1].decode(), int(fields[19]) / ticks
+        except (OSError, IndexError, ValueError):
+            continue
+        if state != b"Z" or ppid != me:
+            continue
+        if _SPAWNING and uptime - started < _SPAWN_GRACE_S:
+            continue  # might be a spawn not registered yet
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(int(entry.name), os.WNOHANG)
+            reaped += 1
+    return reaped
+
+
+# -- the runner -------------------------------------------------------------------------------
+def truncation_note(kept: int, total: int) -> str:
+    return f"\n[output truncated: showing the first {kept} of {total} bytes]"
+
+
+async def run_limited(
+    argv: Sequence[str],
+    *,
+    cwd: str,
+    env: Mapping[str, str],
+    timeout: float,
+    max_output_bytes: int,
+    kill_output_bytes: int,
+    stdin: str | bytes | None = None,
+    user: SandboxUser | None = None,
+    running: set[int] | None = None,
+) -> ExecResult:
+    """Run ``argv`` (already wrapped in its sandbox and rlimits) and return its merged output.
+
+    Never raises for failures of the command itself. ``running`` (optional) holds the process's pid
+    while it runs, so that an owner can :func:`stop_tree` it from elsewhere (cleanup).
+    """
+    if timeout <= 0:
+        return ExecResult.failure("bad_arguments", f"timeout must be positive, got {timeout}")
+    # Our own pipe rather than asyncio's: asyncio's Process.wait() also waits for the pipes to
+    # close, so a background job holding stdout would make a finished command look hung.
+    read_fd, write_fd = os.pipe()
+    try:
+        proc = await spawn(
+            *argv,
+            user=user,
+            cwd=cwd,
+            env=dict(env),
+            stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+            stdout=write_fd,
+            stderr=write_fd,
+        )
+    except OSError as exc:
+        os.close(read_fd)
+        return ExecResult.failure("internal", f"could not start {argv[0]!r}: {exc}")
+    finally:
+        os.close(write_fd)
+
+    loop = asyncio.get_running_loop()
+    stream = asyncio.StreamReader(limit=_READ_CHUNK * 4)
+    transport, _ = await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(stream), os.fdopen(read_fd, "rb", buffering=0)
+    )
+    if running is not None:
+        running.add(proc.pid)
+    kept = bytearray()
+    total = 0
+    flooded = asyncio.Event()
+
+    async def pump() -> None:
+        nonlocal total
+        while True:
+            chunk = await stream.read(_READ_CHUNK)
+            if not chunk:
+                return
+            total += len(chunk)
+            room = max_output_bytes - len(kept)
+            if room > 0:
+                kept.extend(chunk[:room])
+            if total > kill_output_bytes and not flooded.is_set():
+                flooded.set()
+
+    async def feed() -> None:
+        if stdin is None or proc.stdin is None:
+            return
+        data = stdin.encode() if isinstance(stdin, str) else stdin
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            proc.stdin.write(data)
+            await proc.stdin.drain()
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError, OSError):
+            proc.stdin.close()
+
+    reader = asyncio.create_task(pump())
+    writer = asyncio.create_task(feed())
+    exited = asyncio.create_task(proc.wait())
+    flood = asyncio.create_task(flooded.wait())
+    timed_out = stopped_for_output = False
+    try:
+        try:
+            done, _ = await asyncio.wait({exited, flood}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            if exited not in done:
+                timed_out = flood not in done
+                stopped_for_output = not timed_out
+                await stop_tree(proc.pid)
+                await exited
+        finally:
+            flood.cancel()
+        # Background jobs left in the group die with the call (and release the pipe).
+        kill_group(proc.pid)
+        try:
+            await asyncio.wait_for(asyncio.shield(reader), timeout=_DRAIN_GRACE_S)
+        except TimeoutError:
+            # Something that escaped the group (setsid) still holds the pipe: stop reading.
+            reader.cancel()
+        writer.cancel()
+    except asyncio.CancelledError:
+        await asyncio.shield(stop_tree(proc.pid))
+        reader.cancel()
+        writer.cancel()
+        exited.cancel()
+        raise
+    finally:
+        if running is not None:
+            running.discard(proc.pid)
+        transport.close()
+        for task in (reader, writer):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    output = kept.decode("utf-8", errors="replace")
+    truncated = total > len(kept)
+    if truncated:
+        output += truncation_note(len(kept), total)
+    code = proc.returncode if proc.returncode is not None else -signal.SIGKILL
+    if stopped_for_output:
+        output += f"\n[command stopped: it wrote more than {kill_output_bytes} bytes of output]"
+    if timed_out:
+        output += f"\n[timed out after {timeout:g}s; the command and its child processes were killed]"
+        code = TIMEOUT_EXIT_CODE
+    return ExecResult(output=output, exit_code=code, timed_out=timed_out, truncated=truncated)

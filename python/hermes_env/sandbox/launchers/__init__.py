@@ -1,0 +1,21 @@
+"""Worker launchers: how the pool's sandbox workers are started (``PoolConfig.launcher``).
+
+``local`` runs each worker as a child process; ``ray`` runs it as a Ray actor on a cluster node.
+The names and their classes are listed in ``hermes_env.sandbox.config.LAUNCHERS``.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from hermes_env.sandbox.config import LAUNCHERS, PoolConfig
+from hermes_env.sandbox.launchers.base import WorkerHandle, WorkerLauncher, WorkerSpec, WorkerStartError
+
+__all__ = ["WorkerHandle", "WorkerLauncher", "WorkerSpec", "WorkerStartError", "create_launcher"]
+
+
+def create_launcher(config: PoolConfig) -> WorkerLauncher:
+    """The launcher ``config.launcher`` names, built from the pool's config."""
+    module_name, _, attr = LAUNCHERS[config.launcher].partition(":")
+    cls: type[WorkerLauncher] = getattr(importlib.import_module(module_name), attr)
+    return cls(config)  # type: ignore[call-arg]
