@@ -22,10 +22,13 @@ from __future__ import annotations
 
 import abc
 import inspect
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from hermes_env.isolation.bubblewrap import WORKSPACE_MOUNT
 from hermes_env.isolation.result import ExecResult
+
+if TYPE_CHECKING:
+    from hermes_env.containers.images import ImageSpec
 
 __all__ = ["ExecResult", "ExecutionBackend"]
 
@@ -34,6 +37,8 @@ class ExecutionBackend(abc.ABC):
     """Runs commands and file operations inside one workspace per task id."""
 
     name: ClassVar[str] = "abstract"
+    #: Whether each task can run in a container image of its own (:meth:`use_image`; the ``docker`` backend).
+    supports_images: ClassVar[bool] = False
 
     @classmethod
     def accepted_options(cls) -> list[str]:
@@ -56,6 +61,10 @@ class ExecutionBackend(abc.ABC):
     def visible_roots(self, task_id: str) -> tuple[str, ...]:
         """Absolute prefixes under which the task's commands see its workspace."""
         return (WORKSPACE_MOUNT,)
+
+    def use_image(self, task_id: str, image: ImageSpec | None) -> None:
+        """Run ``task_id`` in ``image`` (None: the backend's default); call before the task's first use."""
+        raise NotImplementedError(f"backend {self.name!r} runs no container images; use terminal_backend docker")
 
     async def start(self, task_id: str) -> None:  # noqa: B027 - optional hook
         """Create the task's workspace if it does not exist yet (idempotent)."""

@@ -173,7 +173,7 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         image = self.task_image(item)
         if image is None:
             return
-        if not getattr(self.backend, "supports_images", False):
+        if not self.backend.supports_images:
             raise RolloutFailed(
                 f"this task needs the container image {image.describe()}, but terminal_backend "
                 f"{self.config.terminal_backend!r} runs no images; use terminal_backend docker"

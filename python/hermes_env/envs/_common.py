@@ -68,7 +68,7 @@ class TaskFileEnv(HermesAgentBaseEnv):
 
     def _runnable(self, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The tasks this backend can run: those naming a container image need one that runs images."""
-        if getattr(self.backend, "supports_images", False):
+        if self.backend.supports_images:
             return tasks
         kept = [task for task in tasks if self.task_image(task) is None]
         if len(kept) < len(tasks):
