@@ -145,8 +145,12 @@ import numpy.typing as _npt  # noqa: E402
 
 MASK: int
 PROMPT_LOGPROB: float
+FINISH_REASONS: list[str]
 
-class TrajectoryDivergence(ValueError):
+class TrajectoryError(ValueError):
+    index: int | None
+
+class TrajectoryDivergence(TrajectoryError):
     index: int
     window: dict[str, _Any]
 
@@ -210,7 +214,10 @@ class Trajectory:
     ) -> dict[str, _Any]: ...
 
 def assistant_token_mask(
-    offsets: _Sequence[tuple[int, int]], spans: _Sequence[tuple[int, int]], ids: _Sequence[int]
+    offsets: _Sequence[tuple[int, int]],
+    spans: _Sequence[tuple[int, int]],
+    ids: _Sequence[int],
+    vocab_size: int | None = None,
 ) -> list[int]: ...
 
 # ---------------------------------------------------------------------------------------------

@@ -10,7 +10,9 @@ callers catch, e.g. ``WorkspacePathError`` is a ``PermissionError``)::
     ├── ConfigError                   a dataset, phase or option that cannot be used as given
     │   ├── DatasetError
     │   └── PhaseError
-    ├── RolloutFailed                 one rollout produced nothing usable; its group is dropped
+    ├── RolloutFailed                 one rollout produced nothing usable; its group is dropped (``kind``)
+    ├── PolicyCallError               a model call gave no usable completion (``kind``: a policy_* kind)
+    ├── BackendFailure                the tool backend failed under a call: the rollout fails, not the run
     ├── ToolCallError                 a tool call failed; the message is for the model
     │   └── ToolArgumentError
     ├── WorkspacePathError            a path that would leave the task's workspace
@@ -24,7 +26,9 @@ callers catch, e.g. ``WorkspacePathError`` is a ``PermissionError``)::
         ├── EngineCommandError        one engine command failed
         ├── ImageBuildError           a task's image recipe failed to build
         ├── ImageUnavailableError     a named image is neither local nor pullable
-        └── ContainerLostError        a rollout's container could not start, died, or was out of memory
+        ├── ContainerLostError        a rollout's container could not start, died, or was out of memory
+        │                             (also a BackendFailure)
+        └── ChannelClosedError        a container's call channel closed under a call (the container ended)
 
 The Rust core raises its own ``ValueError`` subclasses (``hermes_env.trajectory``'s
 ``TrajectoryDivergence``); they are not part of this tree.
@@ -72,8 +76,44 @@ class PhaseError(ConfigError):
 
 
 # -- rollouts and tools -----------------------------------------------------------------------
+#: Why a rollout failed (``RolloutFailed.kind``, ``AgentResult.failure``): its group is dropped, and the drop is
+#: logged and counted under this name (summary table, wandb ``train/groups_dropped/<kind>``).
+RolloutFailureKind = Literal[
+    "policy_http_error",  # the inference server answered with an HTTP error status (500, 404, ...)
+    "policy_bad_response",  # it answered, but not with a usable completion (not JSON, missing or impossible
+    # token ids / logprobs, an aborted request)
+    "policy_timeout",  # no answer within the rollout budget (rollout_timeout) or the request timeout
+    "policy_connection_error",  # the connection could not be made or was dropped
+    "policy_error",  # any other failure of the model call
+    "trajectory_divergence",  # Phase 2: the re-rendered prompt changed earlier tokens (divergence_policy 'raise')
+    "sandbox_failed",  # the tool backend itself failed mid-rollout (a worker died, a sandbox crashed)
+    "workspace_setup_failed",  # setup_trajectory_workspace (e.g. a task's setup command) failed
+    "rollout_lifetime",  # the rollout outlived terminal_lifetime
+    "no_trajectory",  # Phase 2 recorded no trajectory for a rollout that produced output
+    "rollout_error",  # an unexpected exception (a bug); logged with its traceback
+]
+ROLLOUT_FAILURE_KINDS: tuple[RolloutFailureKind, ...] = get_args(RolloutFailureKind)
+
+
 class RolloutFailed(HermesEnvError, RuntimeError):
-    """A rollout that produced no usable trajectory; its whole group is dropped."""
+    """A rollout that produced no usable trajectory; its whole group is dropped. ``kind`` says why."""
+
+    def __init__(self, message: str, kind: RolloutFailureKind = "rollout_error") -> None:
+        super().__init__(message)
+        self.kind: RolloutFailureKind = kind
+
+
+class PolicyCallError(HermesEnvError, RuntimeError):
+    """A model call that gave no usable completion; ``kind`` is one of the ``policy_*`` failure kinds."""
+
+    def __init__(self, kind: RolloutFailureKind, message: str) -> None:
+        super().__init__(message)
+        self.kind: RolloutFailureKind = kind
+
+
+class BackendFailure(HermesEnvError, RuntimeError):
+    """The backend failed under a tool call (worker died, sandbox crashed): the rollout's workspace is
+    gone or unusable, so the rollout fails instead of telling the model its call went wrong."""
 
 
 class ToolCallError(HermesEnvError):
@@ -135,7 +175,11 @@ class ImageUnavailableError(ContainerError):
     """An image named by a task is not present and could not be pulled."""
 
 
-class ContainerLostError(ContainerError):
+class ChannelClosedError(ContainerError, ConnectionError):
+    """A container's call channel closed (its main process ended): the backend turns it into ContainerLostError."""
+
+
+class ContainerLostError(ContainerError, BackendFailure):
     """The rollout's container could not be started, died, or a command in it was killed for memory: the
     rollout fails (its group is dropped), not the run."""
 
@@ -178,12 +222,14 @@ ERROR_KINDS: tuple[str, ...] = tuple(
 )
 
 __all__ = [
-    "ERROR_KINDS",
+    "BackendFailure",
     "BackendUnavailableError",
+    "ChannelClosedError",
     "ConfigError",
     "ContainerError",
     "ContainerLostError",
     "DatasetError",
+    "ERROR_KINDS",
     "EngineCommandError",
     "EngineUnavailableError",
     "EnvSetupError",
@@ -195,8 +241,11 @@ __all__ = [
     "InferenceServerUnreachable",
     "ParseIssueKind",
     "PhaseError",
+    "PolicyCallError",
     "PoolClosedError",
+    "ROLLOUT_FAILURE_KINDS",
     "RolloutFailed",
+    "RolloutFailureKind",
     "SandboxPoolError",
     "SlotAcquireTimeout",
     "ToolArgumentError",

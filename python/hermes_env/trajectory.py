@@ -2,7 +2,11 @@
 
 ``Trajectory`` (Rust, ``hermes_env._core``) keeps ``tokens``, ``masks`` (token id where the
 model generated the token, ``-100`` elsewhere) and ``logprobs`` (sampler logprob where
-generated, ``1.0`` elsewhere) in step::
+generated, ``1.0`` elsewhere) in step. Input that no sampler could have produced raises
+``TrajectoryError`` (a ``ValueError`` naming the argument and value, ``.index`` the position)
+before anything changes: a negative or out-of-vocabulary id, a logprob that is NaN, infinite or
+above 0, a ``finish_reason`` outside ``FINISH_REASONS``, an empty completion, a completion on
+an empty trajectory, ``vocab_size`` below 1::
 
     t = Trajectory(vocab_size=len(tokenizer))
     t.add_prompt(prompt_ids)
@@ -14,7 +18,7 @@ Extension policies, when the next prompt does not start with the trajectory's to
 template that drops earlier ``<think>`` blocks, re-serialised tool-call JSON, a re-tokenised
 boundary):
 
-- ``"raise"``: ``TrajectoryDivergence`` (a ``ValueError``) with ``.index`` and ``.window``;
+- ``"raise"``: ``TrajectoryDivergence`` (a ``TrajectoryError``) with ``.index`` and ``.window``;
   nothing changes.
 - ``"warn_and_restart"``: a ``TrajectoryDivergenceWarning``; the trajectory restarts from the
   next prompt, entirely masked. The returned dict's ``previous`` holds the old trajectory so
@@ -35,15 +39,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NamedTuple
 
 from hermes_env._core import (
+    FINISH_REASONS,
     MASK,
     PROMPT_LOGPROB,
     Trajectory,
     TrajectoryDivergence,
     TrajectoryDivergenceWarning,
+    TrajectoryError,
 )
 from hermes_env._core import assistant_token_mask as _assistant_token_mask
 
 __all__ = [
+    "FINISH_REASONS",
     "MASK",
     "PROMPT_LOGPROB",
     "DivergencePolicy",
@@ -51,6 +58,7 @@ __all__ = [
     "Trajectory",
     "TrajectoryDivergence",
     "TrajectoryDivergenceWarning",
+    "TrajectoryError",
     "assistant_token_mask",
     "render_chat",
     "render_with_assistant_spans",
@@ -63,7 +71,10 @@ _PROBE_ASSISTANT = "hermes-env-probe-7f3a9c-assistant"
 
 
 def assistant_token_mask(
-    offsets: Sequence[tuple[int, int]], spans: Sequence[tuple[int, int]], ids: Sequence[int]
+    offsets: Sequence[tuple[int, int]],
+    spans: Sequence[tuple[int, int]],
+    ids: Sequence[int],
+    vocab_size: int | None = None,
 ) -> list[int]:
     """The Phase-1 mask: ``ids[i]`` where token ``i`` overlaps an assistant span, ``-100`` elsewhere.
 
@@ -71,9 +82,11 @@ def assistant_token_mask(
     ``offset_mapping``), ``spans`` the assistant turns' ``(start, end)`` ranges, sorted and
     disjoint. A token straddling a span boundary is trained (the model had to emit it to
     produce the span's characters); a zero-width token is trained when it sits inside a span.
-    One O(tokens + spans) pass in Rust; bad input raises ``ValueError`` naming the index.
+    ``ids`` must be token ids (non-negative; below ``vocab_size`` when given), so every mask
+    value is a token id or ``-100``. One O(tokens + spans) pass in Rust; bad input raises
+    ``TrajectoryError`` (a ``ValueError``) naming the index.
     """
-    return _assistant_token_mask(offsets, spans, ids)
+    return _assistant_token_mask(offsets, spans, ids, vocab_size)
 
 
 class RenderedConversation(NamedTuple):

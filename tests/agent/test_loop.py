@@ -11,6 +11,8 @@ import pytest
 from hermes_env.agent import AgentResult, HermesAgentLoop, ToolError, ToolWorkerPool, extract_reasoning
 from hermes_env.testing.completions import scripted_completion as completion
 from hermes_env.tools.registry import ToolArgumentError
+from hypothesis import given
+from hypothesis import strategies as st
 from openai.types.chat import ChatCompletion
 from openai.types.completion_usage import CompletionUsage
 
@@ -172,14 +174,14 @@ async def test_unsafe_calls_run_one_at_a_time_in_order() -> None:
 async def test_turn_limit_cuts_the_rollout() -> None:
     server = ScriptedChat([lambda m: completion(None, [("echo", "{}")])])
     result = await make_loop(server, [EchoTool()], max_turns=3).run([{"role": "user", "content": "go"}])
-    assert result.turns_used == 3 and not result.finished_naturally
+    assert result.turns_used == 3 and not result.finished_naturally and result.end_reason == "turn_limit"
 
 
 async def test_length_finish_is_not_natural() -> None:
     c = completion("cut off mid")
     c.choices[0].finish_reason = "length"
     result = await make_loop(ScriptedChat([lambda m: c]), []).run([{"role": "user", "content": "go"}])
-    assert result.turns_used == 1 and not result.finished_naturally
+    assert result.turns_used == 1 and not result.finished_naturally and result.end_reason == "length"
 
 
 async def test_reasoning_field_is_kept_for_the_chat_template() -> None:
@@ -193,7 +195,9 @@ async def test_empty_choices_end_the_rollout_with_a_reason() -> None:
     empty = completion("x")
     empty.choices = []
     result = await make_loop(ScriptedChat([lambda m: empty]), []).run([{"role": "user", "content": "go"}])
-    assert result.error == "model call on turn 1 returned no choices" and not result.produced_output
+    assert result.error == "the model call on turn 1 returned no choices" and not result.produced_output
+    assert result.failure is not None and result.failure.kind == "policy_bad_response"
+    assert result.end_reason == "failed"
 
 
 async def test_server_failure_ends_rollout_with_a_reason() -> None:
@@ -204,6 +208,7 @@ async def test_server_failure_ends_rollout_with_a_reason() -> None:
     result = await make_loop(Down(), [EchoTool()]).run([{"role": "user", "content": "go"}])
     assert not result.produced_output and result.turns_used == 0
     assert "connection refused" in (result.error or "")
+    assert result.failure is not None and result.failure.kind == "policy_connection_error"
 
 
 async def test_model_call_that_hangs_uses_up_the_budget() -> None:
@@ -213,6 +218,7 @@ async def test_model_call_that_hangs_uses_up_the_budget() -> None:
 
     result = await make_loop(Stuck(), [], rollout_timeout=0.05).run([{"role": "user", "content": "go"}])
     assert result.budget_exhausted and not result.produced_output and "budget" in (result.error or "")
+    assert result.failure is not None and result.failure.kind == "policy_timeout" and result.end_reason == "failed"
 
 
 async def test_managed_state_is_collected_from_the_server() -> None:
@@ -302,3 +308,153 @@ async def test_generation_is_clamped_to_the_context_and_stops_when_full() -> Non
     result = await loop.run([{"role": "user", "content": "go"}])
     assert [r["max_tokens"] for r in server.requests] == [500, 100]  # the second turn may only fill the room left
     assert result.turns_used == 2 and result.context_exhausted and not result.finished_naturally
+    assert result.end_reason == "context_limit"
+
+
+async def test_a_failure_on_a_later_turn_fails_the_rollout() -> None:
+    """Output from earlier turns does not make a rollout usable: any failed model call fails it."""
+
+    def server_error(messages: list[dict[str, Any]]) -> ChatCompletion:
+        import httpx
+        import openai
+
+        request = httpx.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
+        raise openai.InternalServerError("boom", response=httpx.Response(500, request=request), body=None)
+
+    server = ScriptedChat([lambda m: completion(None, [("echo", '{"text": "a"}')]), server_error])
+    result = await make_loop(server, [EchoTool()]).run([{"role": "user", "content": "go"}])
+    assert result.produced_output and result.turns_used == 1
+    assert result.failure is not None and result.failure.kind == "policy_http_error" and result.failure.turn == 1
+    assert "turn 2" in result.failure.message and "InternalServerError" in result.failure.message
+    assert result.end_reason == "failed" and not result.finished_naturally
+
+
+@pytest.mark.parametrize(
+    ("error", "kind"),
+    [
+        pytest.param(TimeoutError(), "policy_timeout", id="timeout"),
+        pytest.param(ConnectionResetError("reset"), "policy_connection_error", id="reset"),
+        pytest.param(json.JSONDecodeError("Expecting value", "<html>", 0), "policy_bad_response", id="not-json"),
+        pytest.param(RuntimeError("something else"), "policy_error", id="other"),
+    ],
+)
+def test_policy_errors_are_classified(error: Exception, kind: str) -> None:
+    import aiohttp
+    import tenacity
+    from hermes_env.env.errors import PolicyCallError, classify_policy_error
+
+    assert classify_policy_error(error) == kind
+    # atroposlib retries every call with tenacity; the kind is the last attempt's.
+    attempt = tenacity.Future(3)
+    attempt.set_exception(error)
+    assert classify_policy_error(tenacity.RetryError(attempt)) == kind
+    assert classify_policy_error(PolicyCallError("policy_bad_response", "x")) == "policy_bad_response"
+    info = aiohttp.RequestInfo(aiohttp.client.URL("http://127.0.0.1:9/generate"), "POST", {})  # type: ignore[arg-type]
+    assert classify_policy_error(aiohttp.ClientResponseError(info, (), status=500)) == "policy_http_error"
+    assert classify_policy_error(aiohttp.ContentTypeError(info, (), status=200)) == "policy_bad_response"
+
+
+class BrokenBackendTool(EchoTool):
+    name = "broken"
+    schema = {"type": "function", "function": {"name": "broken", "parameters": {"type": "object"}}}
+
+    async def run(self, args: dict[str, Any], ctx: Any) -> str:
+        from hermes_env.backends.base import BackendFailure
+
+        raise BackendFailure("sandbox worker w1 did not answer (connection reset)")
+
+
+async def test_a_tool_backend_that_fails_under_a_call_fails_the_rollout() -> None:
+    server = ScriptedChat([lambda m: completion(None, [("broken", "{}")]), lambda m: completion("Done.")])
+    result = await make_loop(server, [BrokenBackendTool()]).run([{"role": "user", "content": "go"}])
+    assert result.failure is not None and result.failure.kind == "sandbox_failed" and result.failure.turn == 0
+    assert "worker w1" in result.failure.message and result.end_reason == "failed"
+    assert len(server.requests) == 1  # no further turn on a lost workspace
+
+
+async def test_parse_issues_from_the_server_are_kept_per_turn() -> None:
+    def with_issues(text: str, issues: list[dict[str, Any]], calls: list[Any] | None = None) -> ChatCompletion:
+        c = completion(text, calls)
+        c.choices[0].message.parse_issues = issues  # type: ignore[attr-defined]  # as the managed server sends them
+        return c
+
+    issue = {"kind": "malformed_json", "offset": 47, "message": "malformed JSON in tool call"}
+    server = ScriptedChat(
+        [
+            lambda m: with_issues("x", [issue], [("echo", '{"text": ')]),
+            lambda m: with_issues("Done.", []),
+        ]
+    )
+    result = await make_loop(server, [EchoTool()]).run([{"role": "user", "content": "go"}])
+    assert [(p.turn, p.kind, p.offset) for p in result.parse_issues] == [(0, "malformed_json", 47)]
+    # The call's bad arguments are a tool error the model saw; the server already reported the parse issue.
+    assert [e.kind for e in result.tool_errors] == ["malformed_json"]
+
+
+async def test_phase1_parse_issues_are_the_loops_own_invalid_arguments() -> None:
+    server = ScriptedChat(
+        [lambda m: completion(None, [("echo", '{"text": '), ("echo", "[1]")]), lambda m: completion("Done.")]
+    )
+    result = await make_loop(server, [EchoTool()]).run([{"role": "user", "content": "go"}])
+    found = [(p.turn, p.kind, p.offset) for p in result.parse_issues]
+    assert found == [(0, "malformed_json", 9), (0, "bad_arguments", 0)]
+    assert [e.kind for e in result.tool_errors] == ["malformed_json", "bad_arguments"]
+
+
+async def test_repeated_identical_calls_are_counted_and_can_end_the_rollout() -> None:
+    same = lambda m: completion(None, [("echo", '{"text": "a"}')])  # noqa: E731
+    spaced = lambda m: completion(None, [("echo", '{ "text" :"a" }')])  # noqa: E731  # same call, other spacing
+    other = lambda m: completion(None, [("echo", '{"text": "b"}')])  # noqa: E731
+    script = [same, spaced, other, same, same, lambda m: completion("Done.")]
+    result = await make_loop(ScriptedChat(script), [EchoTool()]).run([{"role": "user", "content": "go"}])
+    assert result.end_reason == "stop" and result.repeated_tool_calls == 2 and result.longest_repeat == 2
+
+    echo = EchoTool()
+    limited = make_loop(ScriptedChat([same]), [echo], max_turns=20, max_repeated_tool_calls=3)
+    result = await limited.run([{"role": "user", "content": "go"}])
+    assert result.end_reason == "repeated_tool_calls" and result.turns_used == 3 and result.longest_repeat == 3
+    assert len(echo.calls) == 2  # the third identical call is not run
+    assert result.failure is None and not result.finished_naturally
+    with pytest.raises(ValueError, match="max_repeated_tool_calls must be at least 2"):
+        make_loop(ScriptedChat([same]), [echo], max_repeated_tool_calls=1)
+
+
+async def test_end_reasons_of_finished_rollouts() -> None:
+    result = await make_loop(ScriptedChat([lambda m: completion("hi")]), []).run([{"role": "user", "content": "go"}])
+    assert result.end_reason == "stop" and result.finished_naturally and result.failure is None
+
+    server = ScriptedChat([lambda m: completion(None, [("hang", "{}")])])
+    loop = make_loop(server, [HangTool()], rollout_timeout=0.3, tool_grace=0.0)
+    result = await loop.run([{"role": "user", "content": "go"}])
+    assert result.end_reason == "rollout_budget" and result.budget_exhausted and result.failure is None
+
+
+CALLS = [("echo", '{"text": "a"}'), ("echo", '{"text":"a"}'), ("echo", '{"text": "b"}'), ("echo", "[1]")]
+
+
+@given(
+    st.lists(st.lists(st.sampled_from(range(len(CALLS))), min_size=1, max_size=3), min_size=1, max_size=6),
+    st.one_of(st.none(), st.integers(2, 4)),
+)
+def test_repeat_counting_matches_a_reference(turns: list[list[int]], limit: int | None) -> None:
+    """Calls are identical when name and parsed arguments are (spacing aside); counted over turns, in order."""
+    script = [lambda m, t=t: completion(None, [CALLS[i] for i in t]) for t in turns] + [lambda m: completion("Done.")]
+    loop = make_loop(ScriptedChat(script), [EchoTool()], max_turns=len(turns) + 1, max_repeated_tool_calls=limit)
+    result = asyncio.run(loop.run([{"role": "user", "content": "go"}]))
+    signature = [0, 0, 2, 3]  # CALLS[0] and CALLS[1] are the same call
+    repeated = longest = streak = 0
+    previous = None
+    for turn_number, turn in enumerate(turns, start=1):
+        hit = False
+        for i in turn:
+            streak = streak + 1 if signature[i] == previous else 1
+            previous = signature[i]
+            repeated += streak > 1
+            longest = max(longest, streak)
+            hit = hit or (limit is not None and streak >= limit)
+        if hit:
+            assert result.end_reason == "repeated_tool_calls" and result.turns_used == turn_number
+            break
+    else:
+        assert result.end_reason == "stop" and result.turns_used == len(turns) + 1
+    assert (result.repeated_tool_calls, result.longest_repeat) == (repeated, longest)

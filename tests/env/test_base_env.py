@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from env_fixtures import TASKS, completion
+from env_fixtures import TASKS, completion, solve_or_fail
 from hermes_env.testing import qwen3_tokenizer
 
 
@@ -113,6 +113,27 @@ async def test_a_failed_rollout_drops_the_whole_group(make_env: Any, caplog: Any
     group, _ = await env.collect_trajectories(await env.get_next_item())
     assert group is None
     assert env.rollout_stats.groups_dropped == 1 and "server went away" in caplog.text
+    assert env.rollout_stats.dropped_by_cause == {"policy_connection_error": 1}
+    drops = [r for r in caplog.records if "dropping group" in r.getMessage()]
+    assert len(drops) == 1 and drops[0].levelname == "WARNING"
+    assert "group 1 (item 'hello'): 1 of 4 rollouts failed; policy_connection_error" in drops[0].getMessage()
+
+
+async def test_a_failure_after_the_first_turn_still_drops_the_group(make_env: Any, caplog: Any) -> None:
+    """A rollout that already produced output is not scored or written when a later model call fails."""
+
+    def fails_on_second_turn(messages: list[dict[str, Any]], call: int) -> Any:
+        if messages[-1]["role"] == "tool" and call == 6:
+            raise TimeoutError()
+        return solve_or_fail(messages, call)
+
+    env = make_env(fails_on_second_turn)
+    await env.setup()
+    group, _ = await env.collect_trajectories(await env.get_next_item())
+    assert group is None and env.rollout_stats.dropped_by_cause == {"policy_timeout": 1}
+    assert env.rollout_stats.summary()["rollouts"] == 0
+    assert "policy_timeout: the model call on turn 2 failed: TimeoutError" in caplog.text
+    assert [event for event, _ in env.events].count("verify") == 3  # the failed rollout was never scored
 
 
 async def test_bad_tool_calls_are_counted_per_kind(make_env: Any) -> None:
@@ -166,7 +187,7 @@ async def test_process_stops_cleanly_when_every_group_fails(make_env: Any, tmp_p
     env.preflight = _no_preflight  # type: ignore[method-assign]
     with pytest.raises(SystemExit, match=r"no groups were produced: [2-5] groups in a row failed"):
         await env.process_manager()
-    assert out.read_text() == ""
+    assert not out.exists()  # no empty file left behind
 
 
 async def test_unreachable_server_is_reported_before_anything_runs(make_env: Any) -> None:

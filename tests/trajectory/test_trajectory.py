@@ -11,10 +11,13 @@ from typing import Any
 import numpy as np
 import pytest
 from hermes_env.trajectory import (
+    FINISH_REASONS,
     MASK,
     Trajectory,
     TrajectoryDivergence,
     TrajectoryDivergenceWarning,
+    TrajectoryError,
+    assistant_token_mask,
 )
 from hypothesis import given
 from hypothesis import strategies as st
@@ -81,6 +84,87 @@ def test_bad_input_raises_and_changes_nothing(call: Callable[[Trajectory], Any],
     assert snapshot(t) == before
 
 
+# Input no sampler could produce: each raises TrajectoryError naming the argument and value, and nothing changes.
+IMPOSSIBLE = [
+    pytest.param(lambda t: t.add_completion([6], [5.0]), "logprob at index 0 is 5.0.*<= 0", 0, id="logprob-5.0"),
+    pytest.param(lambda t: t.add_completion([6, 7], [-1.0, 1e-6]), "logprob at index 1 is 1e-6", 1, id="logprob-tiny"),
+    pytest.param(lambda t: t.add_completion([6], [math.nan]), "logprob at index 0 is NaN", 0, id="logprob-nan"),
+    pytest.param(lambda t: t.add_completion([6], [-math.inf]), "logprob at index 0 is -inf", 0, id="logprob-neg-inf"),
+    pytest.param(
+        lambda t: t.add_completion([6], [-1.0], finish_reason="banana"),
+        "finish_reason \"banana\" is not a sampler finish reason; use one of stop, length",
+        None,
+        id="finish-banana",
+    ),
+    pytest.param(lambda t: t.add_completion([], []), "add_completion got no token ids", None, id="empty-completion"),
+    pytest.param(lambda t: t.add_completion([6], []), "1 ids and 0 logprobs", 0, id="empty-logprobs"),
+    pytest.param(lambda t: t.add_completion([-3], [-1.0]), "index 0 is negative \\(-3\\)", 0, id="negative-id"),
+    pytest.param(lambda t: t.add_completion([VOCAB], [-1.0]), "index 0 is 1000, outside the vocabulary", 0, id="oov"),
+    pytest.param(lambda t: t.add_prompt([2**40]), "outside the vocabulary", 0, id="oov-prompt"),
+]
+
+
+@pytest.mark.parametrize(("call", "match", "index"), IMPOSSIBLE)
+def test_impossible_input_raises_trajectory_error(
+    call: Callable[[Trajectory], Any], match: str, index: int | None
+) -> None:
+    t = make()
+    before = snapshot(t)
+    with pytest.raises(TrajectoryError, match=match) as info:
+        call(t)
+    assert isinstance(info.value, ValueError) and info.value.index == index
+    assert snapshot(t) == before
+
+
+def test_completion_before_any_prompt_and_bad_vocab_size_raise() -> None:
+    t = Trajectory(vocab_size=VOCAB)
+    with pytest.raises(TrajectoryError, match="empty trajectory.*call add_prompt"):
+        t.add_completion([4, 5], [-0.5, -0.25], finish_reason="stop")
+    assert len(t) == 0
+    for bad in (0, -3):
+        with pytest.raises(TrajectoryError, match=f"vocab_size must be a positive integer.*got {bad}"):
+            Trajectory(vocab_size=bad)
+    assert Trajectory(vocab_size=None).vocab_size is None
+
+
+def test_every_sampler_finish_reason_is_accepted() -> None:
+    assert {"stop", "length", "abort"} <= set(FINISH_REASONS)
+    for reason in [*FINISH_REASONS, None]:
+        t = make()
+        t.add_completion([6], [0.0], finish_reason=reason)  # logprob 0.0: a certain token
+        assert t.last_finish_reason == reason
+
+
+@given(st.lists(st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.just(0.0), st.just(-0.0)), max_size=8))
+def test_logprobs_are_refused_exactly_when_not_finite_or_positive(lps: list[float]) -> None:
+    t = make()
+    ids = [6] * len(lps)
+    bad = [i for i, x in enumerate(lps) if not math.isfinite(x) or x > 0]
+    if not lps:
+        with pytest.raises(TrajectoryError):
+            t.add_completion(ids, lps)
+        return
+    if not bad:
+        t.add_completion(ids, lps)
+        assert t.logprobs[5:] == lps
+        return
+    with pytest.raises(TrajectoryError) as info:
+        t.add_completion(ids, lps)
+    assert info.value.index == bad[0]
+    assert snapshot(t) == snapshot(make())
+
+
+def test_mask_values_are_token_ids_or_minus_100() -> None:
+    with pytest.raises(TrajectoryError, match="index 1 is negative \\(-7\\)") as info:
+        assistant_token_mask([(0, 1), (1, 2)], [(0, 2)], [3, -7])
+    assert info.value.index == 1
+    with pytest.raises(TrajectoryError, match="index 1 is 10, outside the vocabulary \\(size 10\\)"):
+        assistant_token_mask([(0, 1), (1, 2)], [(0, 2)], [3, 10], vocab_size=10)
+    with pytest.raises(TrajectoryError, match="vocab_size must be a positive integer"):
+        assistant_token_mask([(0, 1)], [(0, 1)], [3], vocab_size=0)
+    assert assistant_token_mask([(0, 1), (1, 2)], [(1, 2)], [3, 9], vocab_size=10) == [MASK, 9]
+
+
 def test_extension_on_token_ids_keeps_masks() -> None:
     t = make()
     out = t.extend([1, 2, 3, 4, 5, 6, 7])
@@ -138,9 +222,10 @@ segments = st.lists(
 @given(segments)
 def test_random_segments_keep_arrays_aligned(segs: list[tuple[bool, list[int]]]) -> None:
     t = Trajectory(vocab_size=VOCAB)
+    t.add_prompt([0])
     completion_positions: set[int] = set()
     for is_completion, ids in segs:
-        if is_completion:
+        if is_completion and ids:
             completion_positions.update(range(len(t), len(t) + len(ids)))
             t.add_completion(ids, [-(i % 7) / 3 for i in ids], finish_reason="stop")
         else:
@@ -159,8 +244,9 @@ def test_random_segments_keep_arrays_aligned(segs: list[tuple[bool, list[int]]])
 @given(segments, st.lists(st.integers(0, VOCAB - 1), max_size=8), st.integers(0, 40))
 def test_fork_independence_and_prefix_extension(segs: list[tuple[bool, list[int]]], extra: list[int], cut: int) -> None:
     t = Trajectory(vocab_size=VOCAB)
+    t.add_prompt([0])
     for is_completion, ids in segs:
-        if is_completion:
+        if is_completion and ids:
             t.add_completion(ids, [-0.5] * len(ids))
         else:
             t.add_prompt(ids)
@@ -188,9 +274,11 @@ def test_out_of_range_ids_name_first_bad_index(ids: list[int]) -> None:
         t.add_prompt(ids)
         assert t.tokens == ids
         return
-    with pytest.raises(ValueError, match=f"index {bad[0]} "):
+    t.add_prompt([0])
+    with pytest.raises(TrajectoryError, match=f"index {bad[0]} ") as info:
         t.add_completion(ids, [-1.0] * len(ids))
-    assert len(t) == 0
+    assert info.value.index == bad[0]
+    assert t.tokens == [0]
 
 
 def test_numpy_inputs_match_lists() -> None:

@@ -5,29 +5,41 @@ returning an OpenAI-shaped chat completion: atroposlib's ServerManager (Phase 1,
 parses tool calls) or hermes_env's managed server (Phase 2, hermes_env parses them and records
 exact tokens). Each turn: ask the model, record its reasoning, run the tool calls it made
 (concurrently when every tool allows it) through a shared bounded pool, feed the results
-back, until the model answers without a tool call, the turn limit, or the wall-clock budget.
+back, until the model answers without a tool call, the turn limit, the context limit, the
+wall-clock budget, or (``max_repeated_tool_calls``) the model repeating one call; which one is
+``AgentResult.end_reason``.
 
 A tool call the model got wrong (unknown tool, arguments that are not a JSON object,
 arguments the tool rejects, a tool that fails or hangs) is answered with an error message
 the model sees in the tool result, and recorded as a :class:`ToolError`; it never ends the
 rollout and is never replaced by empty arguments.
+
+A model call that fails (HTTP error, unusable reply, no answer within the budget) or a tool
+backend that fails under a call (``BackendFailure``: a worker died) ends the rollout as a
+*failed* one: ``AgentResult.failure`` says why (kinds from :mod:`hermes_env.env.errors`), and the
+environment drops its whole group. Nothing is logged here; the environment logs once per group.
+
+Parse issues: a server that parses tool calls itself and says so (hermes_env's managed server
+puts ``parse_issues`` on each message) has them copied to ``AgentResult.parse_issues`` with the
+turn. A server that does not (Phase 1, an OpenAI-compatible server) hides malformed calls in
+its content; there the only issues the loop can see are call arguments that are not a JSON
+object, recorded as ``malformed_json`` / ``bad_arguments`` issues (offset into the arguments
+text) besides their tool error of the same kind.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from hermes_env.agent.reasoning import extract_reasoning, separated_reasoning
 from hermes_env.agent.tool_pool import ToolWorkerPool
-from hermes_env.errors import ToolArgumentError, ToolErrorKind
-
-logger = logging.getLogger(__name__)
+from hermes_env.env.errors import RolloutFailureKind, classify_policy_error, describe_error
+from hermes_env.errors import BackendFailure, ToolArgumentError, ToolErrorKind
 
 # A tool enforces its own time limit (the backend kills the command and reports partial output);
 # the pool's limit is a safety net this much later, for a tool that fails to stop itself.
@@ -35,6 +47,12 @@ TOOL_GRACE_SECONDS = 5.0
 
 # Fewer tokens than this left before max_context_tokens: no further turn is started.
 MIN_TURN_TOKENS = 32
+
+# Why a rollout ended. Every one but "failed" is a finished rollout whose data may be trained on:
+# stop (answered without a tool call), length (that answer was cut at max_tokens), turn_limit,
+# context_limit (max_context_tokens reached), rollout_budget (rollout_timeout passed between
+# turns), repeated_tool_calls (max_repeated_tool_calls identical calls in a row).
+EndReason = Literal["stop", "length", "turn_limit", "context_limit", "rollout_budget", "repeated_tool_calls", "failed"]
 
 
 class ToolLike(Protocol):
@@ -62,9 +80,36 @@ class ToolError:
     message: str
 
 
+@dataclass(frozen=True, slots=True)
+class TurnParseIssue:
+    """A problem reading the model's output on one turn (a ``ParseIssue`` with its turn).
+
+    ``kind`` is a ``ParseIssue`` kind (``malformed_json``, ``truncated``, ``unknown_tool``, ...);
+    ``offset`` is the byte offset into the reply's text (after reasoning is split off), or into
+    the call's arguments for the issues the loop finds itself (see the module docstring).
+    """
+
+    turn: int
+    kind: str
+    offset: int
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class RolloutFailure:
+    """Why a rollout failed (its group is dropped); ``turn`` is the model turn it happened on."""
+
+    kind: RolloutFailureKind
+    turn: int
+    message: str
+
+
 @dataclass
 class AgentResult:
-    """Everything a reward function and the trainer need from one rollout."""
+    """Everything a reward function and the trainer need from one rollout.
+
+    ``turn`` fields (tool errors, parse issues, failure) are 0-based model-turn indices.
+    """
 
     messages: list[dict[str, Any]]
     turns_used: int
@@ -75,18 +120,39 @@ class AgentResult:
     tool_calls_made: int = 0
     budget_exhausted: bool = False
     context_exhausted: bool = False  # stopped because another turn could overflow max_context_tokens
-    error: str | None = None  # why the loop stopped early (model call failed), if it did
+    end_reason: EndReason | None = None  # set when the loop returns
+    failure: RolloutFailure | None = None  # set when the rollout failed (end_reason "failed")
+    parse_issues: list[TurnParseIssue] = field(default_factory=list)
+    repeated_tool_calls: int = 0  # calls identical (name and arguments) to the call just before them
+    longest_repeat: int = 0  # most identical calls in a row (1 when any call was made and none repeated)
 
     @property
     def produced_output(self) -> bool:
         """True when the model answered at least once (a reward is only computed then)."""
         return self.turns_used > 0
 
+    @property
+    def error(self) -> str | None:
+        """Why the rollout failed, in words (``failure.message``), or None."""
+        return self.failure.message if self.failure is not None else None
+
 
 def _get(obj: Any, name: str, default: Any = None) -> Any:
     if isinstance(obj, dict):
         return obj.get(name, default)
     return getattr(obj, name, default)
+
+
+def _call_signature(call: dict[str, Any]) -> tuple[str, str]:
+    """(name, arguments) with the arguments as canonical JSON when they parse, so spacing and key order
+    do not make two identical calls look different."""
+    function = call["function"]
+    raw = function["arguments"]
+    try:
+        args = json.dumps(json.loads(raw), sort_keys=True, separators=(",", ":"))
+    except (json.JSONDecodeError, TypeError):
+        args = raw.strip()
+    return function["name"], args
 
 
 def _tool_call_dicts(message: Any) -> list[dict[str, Any]]:
@@ -123,7 +189,12 @@ class HermesAgentLoop:
         extra_body: dict[str, Any] | None = None,
         sampling: dict[str, Any] | None = None,
         max_context_tokens: int | None = None,
+        max_repeated_tool_calls: int | None = None,
     ) -> None:
+        if max_repeated_tool_calls is not None and max_repeated_tool_calls < 2:
+            raise ValueError(
+                f"max_repeated_tool_calls must be at least 2 (or None for no limit), got {max_repeated_tool_calls}"
+            )
         self.server = server
         self.tools = {tool.name: tool for tool in tools}
         self.schemas = [tool.schema for tool in tools]
@@ -134,6 +205,7 @@ class HermesAgentLoop:
         self.tool_grace = tool_grace
         self.rollout_timeout = rollout_timeout
         self.max_context_tokens = max_context_tokens
+        self.max_repeated_tool_calls = max_repeated_tool_calls
         self.max_tokens = max_tokens
         self.sampling: dict[str, Any] = {"temperature": temperature, **(sampling or {})}
         if max_tokens is not None:
@@ -147,39 +219,62 @@ class HermesAgentLoop:
         result = AgentResult(messages=messages, turns_used=0, finished_naturally=False)
         deadline = time.monotonic() + self.rollout_timeout
         used_tokens = 0  # prompt + completion of the last call, as the server reported them
+        last_call: tuple[str, str] | None = None
+        streak = 0
+        end: EndReason = "turn_limit"
         for turn in range(self.max_turns):
             sampling = self.sampling
+            clamped = False
             if self.max_context_tokens and used_tokens:
                 room = self.max_context_tokens - used_tokens
                 if room < MIN_TURN_TOKENS:
                     # The conversation has (nearly) reached the trainer's limit: stop rather than grow past it.
-                    result.context_exhausted = True
+                    end = "context_limit"
                     break
                 if self.max_tokens is None or self.max_tokens > room:
                     sampling = {**self.sampling, "max_tokens": room}
+                    clamped = True
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                result.budget_exhausted = True
+                end = "rollout_budget"
                 break
+            budget = asyncio.timeout(remaining)
             try:
-                async with asyncio.timeout(remaining):
+                async with budget:
                     if self.schemas:
                         completion = await self.server.chat_completion(
                             messages=messages, tools=self.schemas, n=1, **sampling
                         )
                     else:  # no `tools` key at all: some servers reject tools=null
                         completion = await self.server.chat_completion(messages=messages, n=1, **sampling)
-            except TimeoutError:
+            except TimeoutError as err:
+                if not budget.expired():  # the server's own request timeout, not the rollout budget
+                    reason = f"the model call on turn {turn + 1} failed: {describe_error(err)}"
+                    _fail(result, "policy_timeout", turn, reason)
+                    end = "failed"
+                    break
                 result.budget_exhausted = True
-                result.error = f"model call did not return within the rollout budget of {self.rollout_timeout:g}s"
+                _fail(
+                    result,
+                    "policy_timeout",
+                    turn,
+                    f"the model call on turn {turn + 1} did not return within the rollout budget "
+                    f"(rollout_timeout={self.rollout_timeout:g}s)",
+                )
+                end = "failed"
                 break
             except Exception as err:  # noqa: BLE001 - any server failure ends this rollout, not the run
-                result.error = f"model call failed on turn {turn + 1}: {type(err).__name__}: {err}"
-                logger.warning("rollout stopped: %s", result.error)
+                _fail(
+                    result,
+                    classify_policy_error(err),
+                    turn,
+                    f"the model call on turn {turn + 1} failed: {describe_error(err)}",
+                )
+                end = "failed"
                 break
             if not getattr(completion, "choices", None):
-                result.error = f"model call on turn {turn + 1} returned no choices"
-                logger.warning("rollout stopped: %s", result.error)
+                _fail(result, "policy_bad_response", turn, f"the model call on turn {turn + 1} returned no choices")
+                end = "failed"
                 break
             choice = completion.choices[0]
             message = choice.message
@@ -190,6 +285,16 @@ class HermesAgentLoop:
                 )
             result.turns_used += 1
             result.reasoning_per_turn.append(extract_reasoning(message))
+            server_issues = _get(message, "parse_issues")
+            for issue in server_issues or []:
+                result.parse_issues.append(
+                    TurnParseIssue(
+                        turn=turn,
+                        kind=str(_get(issue, "kind", "unknown")),
+                        offset=int(_get(issue, "offset", 0) or 0),
+                        message=str(_get(issue, "message", "")),
+                    )
+                )
             calls = _tool_call_dicts(message)
             assistant: dict[str, Any] = {"role": "assistant", "content": _get(message, "content") or ""}
             # Servers put separated reasoning in `reasoning_content` (vLLM <0.10) or `reasoning`; chat
@@ -201,41 +306,75 @@ class HermesAgentLoop:
                 assistant["tool_calls"] = calls
             messages.append(assistant)
             if not calls:
-                result.finished_naturally = _get(choice, "finish_reason") != "length"
+                if _get(choice, "finish_reason") == "length":
+                    # Cut at max_tokens: by the context limit when that is what set max_tokens.
+                    end = "context_limit" if clamped else "length"
+                else:
+                    end = "stop"
                 break
             result.tool_calls_made += len(calls)
-            tool_messages = await self._run_calls(turn, calls, deadline, result)
-            messages.extend(tool_messages)
-            if time.monotonic() >= deadline:
-                result.budget_exhausted = True
+            repeat_limit_hit = False
+            for call in calls:
+                signature = _call_signature(call)
+                streak = streak + 1 if signature == last_call else 1
+                last_call = signature
+                result.repeated_tool_calls += streak > 1
+                result.longest_repeat = max(result.longest_repeat, streak)
+                if self.max_repeated_tool_calls is not None and streak >= self.max_repeated_tool_calls:
+                    repeat_limit_hit = True
+            if repeat_limit_hit:
+                # The model is looping: end here, without running this turn's calls.
+                end = "repeated_tool_calls"
                 break
+            tool_messages = await self._run_calls(turn, calls, deadline, result, parses=server_issues is not None)
+            messages.extend(tool_messages)
+            if result.failure is not None:  # the tool backend failed under a call
+                end = "failed"
+                break
+            if time.monotonic() >= deadline:
+                end = "rollout_budget"
+                break
+        result.end_reason = end
+        result.finished_naturally = end == "stop"
+        result.budget_exhausted = result.budget_exhausted or end == "rollout_budget"
+        result.context_exhausted = end == "context_limit"
         state = getattr(self.server, "get_state", None)
         if callable(state):
             result.managed_state = state()
         return result
 
     async def _run_calls(
-        self, turn: int, calls: list[dict[str, Any]], deadline: float, result: AgentResult
+        self, turn: int, calls: list[dict[str, Any]], deadline: float, result: AgentResult, *, parses: bool
     ) -> list[dict[str, Any]]:
-        """Tool-result messages for one turn's calls, in call order."""
+        """Tool-result messages for one turn's calls, in call order.
+
+        ``parses``: the server parsed the calls and reported its own parse issues.
+        """
         tools = [self.tools.get(call["function"]["name"]) for call in calls]
         parallel = len(calls) > 1 and all(tool is not None and tool.parallel_safe for tool in tools)
         if parallel:
-            outputs = await asyncio.gather(*(self._run_one(turn, call, deadline, result) for call in calls))
+            outputs = await asyncio.gather(*(self._run_one(turn, call, deadline, result, parses) for call in calls))
         else:
-            outputs = [await self._run_one(turn, call, deadline, result) for call in calls]
+            outputs = [await self._run_one(turn, call, deadline, result, parses) for call in calls]
         return [
             {"role": "tool", "tool_call_id": call["id"], "content": output}
             for call, output in zip(calls, outputs, strict=True)
         ]
 
-    async def _run_one(self, turn: int, call: dict[str, Any], deadline: float, result: AgentResult) -> str:
+    async def _run_one(
+        self, turn: int, call: dict[str, Any], deadline: float, result: AgentResult, parses: bool
+    ) -> str:
         name = call["function"]["name"]
         raw = call["function"]["arguments"]
 
         def fail(kind: ToolErrorKind, message: str) -> str:
             result.tool_errors.append(ToolError(turn=turn, tool_name=name, arguments=raw, kind=kind, message=message))
             return message
+
+        def unreadable(kind: ToolErrorKind, offset: int, message: str) -> str:
+            if not parses:  # the server hid what it could not parse; this is all the loop can see
+                result.parse_issues.append(TurnParseIssue(turn=turn, kind=kind, offset=offset, message=message))
+            return fail(kind, message)
 
         tool = self.tools.get(name)
         if tool is None:
@@ -244,14 +383,16 @@ class HermesAgentLoop:
         try:
             args = json.loads(raw) if raw.strip() else {}
         except json.JSONDecodeError as err:
-            return fail(
+            return unreadable(
                 "malformed_json",
+                err.pos,
                 f"Error: the arguments of {name!r} are not valid JSON ({err.msg} at position {err.pos}): {raw!r}. "
                 "Call the tool again with a JSON object matching its schema.",
             )
         if not isinstance(args, dict):
-            return fail(
+            return unreadable(
                 "bad_arguments",
+                0,
                 f"Error: the arguments of {name!r} must be a JSON object, got {type(args).__name__}: {raw!r}.",
             )
         timeout = min(self.tool_timeout + self.tool_grace, deadline - time.monotonic())
@@ -259,6 +400,13 @@ class HermesAgentLoop:
             return fail("timeout", f"Error: {name!r} was not run: the rollout's time budget is used up.")
         try:
             output = await self.pool.run(lambda: tool.run(args, self.tool_context), timeout)
+        except BackendFailure as err:
+            # Not the model's doing: the rollout's workspace is gone or unusable, so the rollout fails.
+            if result.failure is None:
+                result.failure = RolloutFailure(
+                    "sandbox_failed", turn, f"the tool backend failed under {name!r} on turn {turn + 1}: {err}"
+                )
+            return f"Error: {name!r} could not run: {err}"
         except TimeoutError:
             return fail("timeout", f"Error: {name!r} did not finish within {timeout:.0f}s and was stopped.")
         except Exception as err:  # noqa: BLE001 - a failing tool fails this call only
@@ -267,3 +415,7 @@ class HermesAgentLoop:
             prefix = "invalid arguments for" if kind == "bad_arguments" else "tool failed:"
             return fail(kind, f"Error: {prefix} {name!r}: {detail}")
         return output if isinstance(output, str) else json.dumps(output)
+
+
+def _fail(result: AgentResult, kind: RolloutFailureKind, turn: int, message: str) -> None:
+    result.failure = RolloutFailure(kind=kind, turn=turn, message=message)

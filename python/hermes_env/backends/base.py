@@ -14,7 +14,9 @@ Contract:
   ``WorkspacePathError`` (a ``PermissionError``).
 - A crashed or hung command never raises out of ``execute``: it comes back as an
   :class:`ExecResult` with ``exit_code != 0`` (and ``timed_out`` when the limit was hit),
-  so one bad tool call fails that call and not the run.
+  so one bad tool call fails that call and not the run. When the backend itself failed
+  (a worker died, the sandbox could not start) ``ExecResult.error`` says so; tools turn that
+  into :class:`BackendFailure`, which fails the rollout (not the model's doing) but not the run.
 - All methods are coroutines and never block the event loop.
 """
 
@@ -24,13 +26,14 @@ import abc
 import inspect
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from hermes_env.errors import BackendFailure
 from hermes_env.isolation.bubblewrap import WORKSPACE_MOUNT
 from hermes_env.isolation.result import ExecResult
 
 if TYPE_CHECKING:
     from hermes_env.containers.images import ImageSpec
 
-__all__ = ["ExecResult", "ExecutionBackend"]
+__all__ = ["BackendFailure", "ExecResult", "ExecutionBackend"]
 
 
 class ExecutionBackend(abc.ABC):

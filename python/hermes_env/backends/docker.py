@@ -30,7 +30,7 @@ from typing import Any, ClassVar, Literal
 
 from hermes_env.backends.base import ExecResult, ExecutionBackend
 from hermes_env.containers import shell
-from hermes_env.containers.channel import LOOP_SCRIPT, MOUNT, Channel, ChannelClosed
+from hermes_env.containers.channel import LOOP_SCRIPT, MOUNT, Channel
 from hermes_env.containers.engine import (
     LABEL,
     OWNER_LABEL,
@@ -42,6 +42,7 @@ from hermes_env.containers.engine import (
 )
 from hermes_env.containers.images import ImageCache, ImageSpec
 from hermes_env.errors import (
+    ChannelClosedError,
     ContainerError,
     ContainerLostError,
     EngineCommandError,
@@ -166,7 +167,7 @@ class DockerBackend(ExecutionBackend):
         self._containers: dict[str, _Container] = {}
         self._names = itertools.count()
         self._run_id = uuid.uuid4().hex[:8]
-        self._channels_root: RunRoot | None = None
+        self._root: RunRoot | None = None
 
     @classmethod
     def accepted_options(cls) -> list[str]:
@@ -220,12 +221,12 @@ class DockerBackend(ExecutionBackend):
             raise ContainerLostError(box.lost)
         return box
 
-    def _new_channel(self, box: _Container) -> Channel:
-        if self._channels_root is None:
-            # Mode 0700: only this user reaches the channels; each one is mounted into its own container only.
-            self._channels_root = RunRoot("docker", mode=0o700)
-        box.channel = Channel(self._channels_root.path / box.name)
-        return box.channel
+    def _run_root(self) -> RunRoot:
+        """This backend's directory: the containers' channels, and the engine's working directory (podman's monitor
+        writes files into it). Mode 0700: only this user reaches the channels; each is mounted into one container."""
+        if self._root is None:
+            self._root = RunRoot("docker", mode=0o700)
+        return self._root
 
     async def _start(self, task_id: str, box: _Container) -> None:
         if self.engine.program not in _swept_engines:
@@ -253,8 +254,9 @@ class DockerBackend(ExecutionBackend):
             args += ["--network", "none"]
         for key, value in {**_DEFAULT_ENV, **self.extra_env}.items():
             args += ["--env", f"{key}={value}"]
+        root = self._run_root()
         if self.transport == "channel":
-            channel = self._new_channel(box)
+            channel = box.channel = Channel(root.path / box.name)
             args += ["--volume", f"{channel.dir}:{MOUNT}:z", "--entrypoint", "/bin/sh", box.image]
             args += [f"{MOUNT}/{LOOP_SCRIPT}", self.workspace]
             flood = self.kill_output_bytes - self.max_output_bytes  # bytes counted past the kept ones, then SIGPIPE
@@ -262,14 +264,14 @@ class DockerBackend(ExecutionBackend):
         else:
             args += ["--entrypoint", "/bin/sh", box.image, "-c", _KEEPALIVE, self.workspace]
         try:
-            result = await self.engine.run(*args, timeout=self.start_timeout_s)
+            result = await self.engine.run(*args, timeout=self.start_timeout_s, cwd=root.path)
             box.cid = result.text.strip().splitlines()[-1] if result.text.strip() else box.name
             if box.channel is not None:
                 await box.channel.wait_ready(self.start_timeout_s)
         except BaseException as exc:
             # A half-created container must not outlive a failed or cancelled start.
             await asyncio.shield(self._remove(box))
-            if isinstance(exc, EngineCommandError | ChannelClosed | TimeoutError):
+            if isinstance(exc, EngineCommandError | ChannelClosedError | TimeoutError):
                 raise ContainerLostError(
                     f"{self.engine.name} could not start a container from {box.image} for task {task_id!r}: {exc}"
                 ) from exc
@@ -299,9 +301,9 @@ class DockerBackend(ExecutionBackend):
         for box in boxes:
             if box.channel is not None:
                 box.channel.close()
-        if self._channels_root is not None:
-            self._channels_root.remove()
-            self._channels_root = None
+        if self._root is not None:
+            self._root.remove()
+            self._root = None
 
     async def _lost(self, task_id: str, box: _Container, what: str) -> ContainerLostError:
         """The error for a container that stopped answering; the container is removed (it is of no further use)."""
@@ -366,7 +368,7 @@ class DockerBackend(ExecutionBackend):
             outcome = await self._call(
                 box, "run", timeout + (_ENGINE_GRACE_S if box.channel is None else 1.0), inputs, f"{timeout:.3f}"
             )
-        except ChannelClosed:
+        except ChannelClosedError:
             if box.removed:
                 return ExecResult(output="", exit_code=-9, error=f"task {task_id!r} was cleaned up while this ran")
             raise await self._lost(task_id, box, "during a call") from None
@@ -415,7 +417,7 @@ class DockerBackend(ExecutionBackend):
             inputs["data"] = data
         try:
             outcome = await self._call(box, op, self.start_timeout_s, inputs, "-")
-        except ChannelClosed:
+        except ChannelClosedError:
             raise await self._lost(task_id, box, f"during {op}_file") from None
         if outcome.exit_code == 0:
             return outcome.data

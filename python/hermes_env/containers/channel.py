@@ -22,15 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hermes_env.containers.shell import CHANNEL_LOOP
+from hermes_env.errors import ChannelClosedError
 
 MOUNT = "/.hermes_env"
 #: The loop's file in the channel directory (run as ``/bin/sh /.hermes_env/loop.sh WORKSPACE ...``; a file rather
 #: than ``sh -c`` so that ``ps`` in the container shows one short line).
 LOOP_SCRIPT = "loop.sh"
-
-
-class ChannelClosed(ConnectionError):
-    """The container's end of the channel is gone (the container died or was removed)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,12 +81,12 @@ class Channel:
             self._alive_fd = None
 
     async def wait_ready(self, timeout: float) -> None:
-        """Until the container's loop answers; ChannelClosed if it ended first, TimeoutError past ``timeout``."""
+        """Until the container's loop answers; ChannelClosedError if it ended first, TimeoutError past ``timeout``."""
         done, _ = await asyncio.wait({self.ready, self.dead}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         if self.ready.done():
             return
         if self.dead.done():
-            raise ChannelClosed("the container's main process ended before it was ready")
+            raise ChannelClosedError("the container's main process ended before it was ready")
         raise TimeoutError(f"the container did not become ready within {timeout:g}s")
 
     # -- calls ------------------------------------------------------------------------------------------------------
@@ -100,7 +97,7 @@ class Channel:
             os.write(self._req_fd, line.encode())  # one short line: atomic on a pipe
         except OSError as exc:
             if exc.errno in (errno.ENXIO, errno.EPIPE):
-                raise ChannelClosed("the container's main process is gone") from exc
+                raise ChannelClosedError("the container's main process is gone") from exc
             raise
 
     async def call(
@@ -110,10 +107,10 @@ class Channel:
 
         Past ``timeout`` the call's process group is killed and its answer awaited ``kill_grace`` more seconds;
         None if even that does not come (a process that escaped the group still holds its output open).
-        ChannelClosed if the container ends first.
+        ChannelClosedError if the container ends first.
         """
         if self.dead.done():
-            raise ChannelClosed("the container's main process is gone")
+            raise ChannelClosedError("the container's main process is gone")
         call_id = f"{next(self._ids):x}"
         prefix = self.dir / call_id
         for suffix, data in inputs.items():
@@ -153,7 +150,7 @@ class Channel:
                 if answer.done():
                     return self._answer(answer.result(), prefix)
                 if self.dead.done():
-                    raise ChannelClosed("the container's main process ended during the call")
+                    raise ChannelClosedError("the container's main process ended during the call")
                 if kill:
                     self._send(f"kill {call_id} -\n")
             abandoned = True  # on_done removes its files if it ever ends

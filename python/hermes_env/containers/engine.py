@@ -180,12 +180,22 @@ class ContainerEngine:
         return result
 
     async def run(
-        self, *args: str, timeout: float = _CLI_TIMEOUT_S, input: bytes | None = None, check: bool = True
+        self,
+        *args: str,
+        timeout: float = _CLI_TIMEOUT_S,
+        input: bytes | None = None,
+        check: bool = True,
+        cwd: str | os.PathLike[str] | None = None,
     ) -> CliResult:
-        """Run one engine command without blocking the event loop; killed (and an error) past ``timeout``."""
+        """Run one engine command without blocking the event loop; killed (and an error) past ``timeout``.
+
+        ``cwd``: podman's container monitor (conmon) inherits it from ``run`` and writes files there (an ``oom``
+        marker when the container's memory limit is hit), so ``run`` gets a directory of the caller's.
+        """
         try:
             proc = await asyncio.create_subprocess_exec(
                 *self.argv(*args),
+                cwd=cwd,
                 stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,

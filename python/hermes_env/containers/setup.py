@@ -27,7 +27,7 @@ from pathlib import Path
 from hermes_env.containers.config import podman_conf_path, write_podman_conf
 from hermes_env.containers.engine import LABEL, ContainerEngine, detect_engine, make_engine, sweep_leftovers
 from hermes_env.containers.images import BASE_IMAGE
-from hermes_env.errors import ContainerError
+from hermes_env.errors import ContainerError, EngineUnavailableError
 
 SUITE = "bookworm"
 #: What tasks without an image of their own may use (beyond Debian's minbase: coreutils, sed, grep, mawk, tar,
@@ -38,10 +38,6 @@ DEFAULT_MIRROR = "http://deb.debian.org/debian"
 ENV_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #: How the docker backend starts containers, minus its workspace and command (the probe must pass the same way).
 PROBE_RUN_ARGS = ("--init", "--network", "none", "--memory", "64m", "--pids-limit", "32", "--cpus", "0.5")
-
-
-class SetupError(ContainerError):
-    """Set-up could not make the engine usable (the message says what failed and what to try)."""
 
 
 def _say(quiet: bool, message: str) -> None:
@@ -73,7 +69,7 @@ def _import_rootfs(engine: ContainerEngine, rootfs: Path, ref: str) -> None:
         tar.stdout.close()
         tar.wait()
     if imported.returncode != 0 or tar.returncode != 0:
-        raise SetupError(
+        raise EngineUnavailableError(
             f"importing the base image failed (tar exit {tar.returncode}, {engine.name} import exit "
             f"{imported.returncode}): {imported.stderr.decode(errors='replace')[-800:]}"
         )
@@ -100,7 +96,7 @@ def _debootstrap(engine: ContainerEngine, ref: str, mirror: str, quiet: bool) ->
                 check=False,
             )
         if proc.returncode != 0:
-            raise SetupError(
+            raise EngineUnavailableError(
                 f"debootstrap {SUITE} from {mirror} failed (exit {proc.returncode}); set ${MIRROR_ENV} to a "
                 f"reachable Debian mirror. Its log ends with:\n{log.read_text(errors='replace')[-1500:]}"
             )
@@ -125,7 +121,7 @@ def _from_registry(engine: ContainerEngine, ref: str) -> None:
         (Path(ctx) / "Dockerfile").write_text(recipe)
         result = engine.run_sync("build", "-q", "--label", f"{LABEL}=base", "-t", ref, ctx, timeout=1800, check=False)
     if result.returncode != 0:
-        raise SetupError(
+        raise EngineUnavailableError(
             f"building the base image from debian:{SUITE}-slim failed (this route needs a reachable registry; as "
             f"root with debootstrap installed set-up needs none): {result.err[-1500:]}"
         )
@@ -192,7 +188,7 @@ def ensure_engine_config(engine: ContainerEngine, *, quiet: bool = False) -> Con
     if problem is None:
         return engine
     if engine.kind != "podman":
-        raise SetupError(
+        raise EngineUnavailableError(
             f"docker cannot start a container here: {problem}. Set the daemon's default-runtime / default-ulimits "
             "in /etc/docker/daemon.json, restart it, and run set-up again"
         )
@@ -218,7 +214,7 @@ def ensure_engine_config(engine: ContainerEngine, *, quiet: bool = False) -> Con
             ulimits = lowered
     podman_conf_path().unlink(missing_ok=True)
     detect_engine.cache_clear()
-    raise SetupError("podman cannot start a container here. Tried " + "; ".join(tried))
+    raise EngineUnavailableError("podman cannot start a container here. Tried " + "; ".join(tried))
 
 
 def readiness_problem(engine_name: str | None = None) -> str | None:

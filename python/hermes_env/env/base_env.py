@@ -11,8 +11,12 @@ A subclass implements ``setup``, ``get_next_item``, ``format_prompt(item)``,
   by default ``compute_reward``): a rollout in which the model produced nothing scores 0.0
   without calling the reward, a reward that raises is logged and scores 0.0, and the
   workspace is always cleaned up;
-- sends only complete groups: if any rollout of a group fails (server error, time budget),
-  the whole group is dropped and counted;
+- sends only complete groups of finished rollouts: if any rollout of a group failed (a model
+  call that failed on any turn, a tool backend that died, a workspace that could not be set up;
+  kinds in :mod:`hermes_env.env.errors`), the whole group is dropped — never written, never sent —
+  logged once at WARNING with its cause and counted by cause;
+- records why each written rollout ended (``end_reasons`` in the group: stop, length,
+  turn_limit, context_limit, rollout_budget, repeated_tool_calls);
 - ``serve``/``process``/``evaluate`` come from :class:`~hermes_env.env.run_modes.RunModesMixin`.
 """
 
@@ -32,11 +36,12 @@ from atroposlib.envs.base import BaseEnv, ScoredDataGroup
 
 from hermes_env.agent.loop import AgentResult, HermesAgentLoop
 from hermes_env.agent.tool_pool import ToolWorkerPool
+from hermes_env.backends.base import BackendFailure
 from hermes_env.containers.images import ImageSpec
 from hermes_env.env.config import HermesAgentEnvConfig
 from hermes_env.env.defaults import default_server_config, default_tokenizer_name
-from hermes_env.env.errors import RolloutFailed
-from hermes_env.env.output import GroupJsonlWriter
+from hermes_env.env.errors import RolloutFailed, RolloutFailureKind
+from hermes_env.env.output import replace_atropos_writer
 from hermes_env.env.phases import ResolvedPhase, phase1_item, phase2_item, prompt_only_item, resolve_phase
 from hermes_env.env.run_modes import RunModesMixin
 from hermes_env.env.stats import RolloutRecord, RolloutStats, wandb_table
@@ -76,6 +81,7 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
     def __init__(
         self, config: HermesAgentEnvConfig, server_configs: Any, slurm: bool = False, testing: bool = False
     ) -> None:
+        requested_output = config.data_path_to_save_groups  # atroposlib may move on to <stem>_1.jsonl
         super().__init__(config, server_configs, slurm=slurm, testing=testing)
         self.phase: ResolvedPhase = resolve_phase(config.phase, self.server)
         self.tool_call_parser = config.tool_call_parser or self._detect_parser()
@@ -83,10 +89,12 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         self.rollout_stats = RolloutStats(keep_readable=config.num_rollouts_to_keep)
         self._rng = random.Random(config.seed)
         self._backend: Any = None
+        self._groups_collected = 0
         # atroposlib opened a buffered jsonlines writer; replace it with one that writes whole lines.
         if self.jsonl_writer is not None:
-            self.jsonl_writer.close()
-            self.jsonl_writer = GroupJsonlWriter(self.config.data_path_to_save_groups)
+            self.jsonl_writer = replace_atropos_writer(
+                self.jsonl_writer, requested_output or "", self.config.data_path_to_save_groups
+            )
         logger.info(
             "%s: phase=%s, tool_call_parser=%s, backend=%s",
             type(self).__name__,
@@ -176,7 +184,8 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         if not self.backend.supports_images:
             raise RolloutFailed(
                 f"this task needs the container image {image.describe()}, but terminal_backend "
-                f"{self.config.terminal_backend!r} runs no images; use terminal_backend docker"
+                f"{self.config.terminal_backend!r} runs no images; use terminal_backend docker",
+                "workspace_setup_failed",
             )
         self.backend.use_image(trajectory_id, image)
 
@@ -202,6 +211,7 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
             extra_body=self.config.extra_body,
             sampling=sampling,
             max_context_tokens=self.config.max_token_length if self.config.max_token_length > 0 else None,
+            max_repeated_tool_calls=self.config.max_repeated_tool_calls,
         )
 
     async def run_agent(
@@ -232,16 +242,20 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
                 await self.setup_trajectory_workspace(item, trajectory_id, ctx)
                 messages = self.build_messages(item)
                 result = await self.run_agent(messages, group, ctx, split)
-                if result.error is not None and not result.produced_output:
-                    raise RolloutFailed(result.error)
+                if result.failure is not None:
+                    # A rollout cut short by a failure is never scored or trained on, whatever it produced.
+                    raise RolloutFailed(result.failure.message, result.failure.kind)
                 score, reward_failed = 0.0, False
                 if result.produced_output:
                     score, reward_failed = await self._score(item, result, ctx, trajectory_id)
             return self._scored_item(result, group, score, reward_failed)
         except TimeoutError:
             raise RolloutFailed(
-                f"rollout {trajectory_id} outlived terminal_lifetime={self.config.terminal_lifetime:g}s"
+                f"rollout {trajectory_id} outlived terminal_lifetime={self.config.terminal_lifetime:g}s",
+                "rollout_lifetime",
             ) from None
+        except BackendFailure as err:  # workspace setup or reward on a backend that failed
+            raise RolloutFailed(f"the tool backend failed for {trajectory_id}: {err}", "sandbox_failed") from None
         finally:
             try:
                 await ctx.cleanup()
@@ -252,6 +266,8 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         try:
             async with asyncio.timeout(self.config.reward_timeout):
                 score = float(await self.verify_and_score_trajectory(item, result, ctx))
+        except BackendFailure:
+            raise  # the sandbox died under the reward: the rollout fails, it does not score 0.0
         except TimeoutError:
             logger.error(
                 "compute_reward for %s did not finish within reward_timeout=%gs; scoring it 0.0",
@@ -275,7 +291,9 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         elif self.phase == "managed":
             item = phase2_item(result.managed_state, score)
             if item is None:
-                raise RolloutFailed("the managed server recorded no trajectory for a rollout that produced output")
+                raise RolloutFailed(
+                    "the managed server recorded no trajectory for a rollout that produced output", "no_trajectory"
+                )
         else:
             item = phase1_item(self.tokenizer, result.messages, group.schemas)
         item["scores"] = score
@@ -286,25 +304,23 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         return item, record
 
     async def collect_trajectories(self, item: Any) -> tuple[ScoredDataGroup | None, list[Any]]:
-        """``group_size`` concurrent rollouts of ``item``; None (nothing sent) unless all of them succeed."""
+        """``group_size`` concurrent rollouts of ``item``; None (nothing sent) unless all of them finished."""
+        self._groups_collected += 1
+        number = self._groups_collected
         group_tools = self.resolve_group_tools()
         outcomes = await asyncio.gather(
             *(self.rollout(item, group_tools, i) for i in range(self.config.group_size)), return_exceptions=True
         )
         failures = [o for o in outcomes if isinstance(o, BaseException)]
+        if any(isinstance(f, asyncio.CancelledError) for f in failures):
+            raise asyncio.CancelledError  # the run is stopping: not a dropped group
         if failures:
-            self.rollout_stats.groups_dropped += 1
-            for failure in failures:
-                if isinstance(failure, RolloutFailed | asyncio.CancelledError):
-                    logger.warning("dropping group (%d rollouts): %s", len(outcomes), failure)
-                else:
-                    logger.error("dropping group: a rollout raised", exc_info=failure)
-            if any(isinstance(f, asyncio.CancelledError) for f in failures):
-                raise asyncio.CancelledError
+            self._drop_group(number, item, failures, len(outcomes))
             return None, []
         group = ScoredDataGroup(tokens=[], masks=[], scores=[], messages=[])
         if self.phase == "managed" or any("inference_logprobs" in o[0] for o in outcomes):
             group["inference_logprobs"] = []
+        group["end_reasons"] = []  # type: ignore[typeddict-unknown-key]  # why each rollout ended; trainers ignore it
         records = []
         for scored, record in outcomes:  # type: ignore[misc]
             group["tokens"].append(scored["tokens"])
@@ -315,6 +331,7 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
                 group["inference_logprobs"].append(
                     scored.get("inference_logprobs") or [PROMPT_LOGPROB] * len(scored["tokens"])
                 )
+            group["end_reasons"].append(record.end_reason)  # type: ignore[typeddict-item]
             records.append(record)
         if not self.config.include_messages:
             group["messages"] = None
@@ -322,6 +339,24 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         best = max(range(len(records)), key=lambda i: records[i].score)
         self.rollout_stats.add_readable(outcomes[best][0]["messages"], records[best].score)  # type: ignore[index]
         return group, []
+
+    def _drop_group(self, number: int, item: Any, failures: list[BaseException], rollouts: int) -> None:
+        """Counts a dropped group under its first failure's kind and logs it once."""
+        kinds: list[RolloutFailureKind] = [
+            f.kind if isinstance(f, RolloutFailed) else "rollout_error" for f in failures
+        ]
+        self.rollout_stats.drop_group(kinds[0])
+        label = item.get("id") if isinstance(item, dict) and "id" in item else None
+        where = f"group {number}" + (f" (item {label!r})" if label is not None else "")
+        others = sorted(set(kinds[1:]) - {kinds[0]})
+        also = f" (also: {', '.join(others)})" if others else ""
+        bug = next((f for f in failures if not isinstance(f, RolloutFailed)), None)
+        message = "dropping %s: %d of %d rollouts failed; %s: %s%s"
+        args = (where, len(failures), rollouts, kinds[0], failures[0], also)
+        if bug is not None:  # an unexpected exception is a bug: keep its traceback
+            logger.error(message, *args, exc_info=bug)
+        else:
+            logger.warning(message, *args)
 
     # ------------------------------------------------------------------ wandb (optional)
     async def add_rollouts_for_wandb(self, scored_data: Any, item: Any = None) -> None:
@@ -338,5 +373,5 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         metrics.update(self.rollout_stats.drain_metrics())
         metrics["train/tool_pool_max_in_flight"] = self.tool_pool.stats.max_in_flight
         metrics["train/tool_pool_timeouts"] = self.tool_pool.stats.timed_out
-        metrics["train/groups_dropped"] = self.rollout_stats.groups_dropped
+        metrics.update(self.rollout_stats.dropped_metrics())
         await super().wandb_log(metrics)

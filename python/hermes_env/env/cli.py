@@ -2,7 +2,8 @@
 
 atroposlib's ``cli()`` provides ``serve``/``process``/``evaluate``; this wrapper turns the errors a
 user can cause (a bad flag value, a missing dataset file, an unknown toolset, a phase the
-server cannot provide) into one ``error: ...`` message and exit status 2, instead of a traceback.
+server cannot provide) into one ``error: ...`` message and exit status 2, instead of a traceback;
+Ctrl-C exits with status 130 and no traceback.
 """
 
 from __future__ import annotations
@@ -25,10 +26,14 @@ def format_validation_error(err: ValidationError) -> str:
 
 
 def run_cli(env_cls: Any) -> None:
-    """``env_cls.cli()`` with user errors reported in one message."""
+    """``env_cls.cli()`` with user errors reported in one message, and Ctrl-C as exit status 130."""
     try:
         env_cls.cli()
     except ValidationError as err:
         sys.exit(f"error: {format_validation_error(err)}")
     except (DatasetError, PhaseError) as err:
         sys.exit(f"error: {err}")
+    except KeyboardInterrupt:
+        # Ctrl-C outside process mode's own handling (start-up, a second Ctrl-C): no traceback.
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)

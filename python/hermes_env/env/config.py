@@ -67,6 +67,12 @@ class HermesAgentEnvConfig(BaseEnvConfig):
     rollout_timeout: float = Field(
         default=600.0, gt=0, description="Wall-clock budget of one rollout (model calls and tools), in seconds."
     )
+    max_repeated_tool_calls: int | None = Field(
+        default=None,
+        ge=2,
+        description="End a rollout when the model makes this many identical tool calls (same name and arguments) "
+        "in a row; that turn's calls are not run and end_reason is 'repeated_tool_calls'. None: no limit.",
+    )
     extra_body: dict[str, Any] | None = Field(
         default=None, description="Extra request fields sent with every model call (e.g. chat_template_kwargs)."
     )

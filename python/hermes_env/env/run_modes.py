@@ -4,7 +4,10 @@
   (one ``error:`` line otherwise, instead of a run that waits forever);
 - ``process`` keeps up to ``process_concurrency`` groups in flight, writes each complete group as
   one jsonl line, shows a progress bar (groups done of total, mean reward), stops cleanly after
-  ``max_failed_groups_in_a_row`` dropped groups, and ends with the HTML view and a summary table;
+  ``max_failed_groups_in_a_row`` dropped groups, and ends with the HTML view and a summary table
+  (groups dropped by cause). Ctrl-C (or SIGTERM) stops it the same way: groups in flight are
+  cancelled and their workspaces cleaned, the summary is printed, then one line
+  (``interrupted after N groups; <file> holds N whole groups``) and exit status 130;
 - ``evaluate`` runs each item once and saves ``metrics.json``/``samples.jsonl`` with ``evaluate_log``;
 - wandb stays optional: in ``process``/``evaluate`` it is used only when a login exists.
 """
@@ -12,8 +15,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -51,6 +56,9 @@ def _wandb_configured() -> bool:
         return False
 
 
+# Failure causes that point at the tool backend rather than the inference server (for the stop message's hint).
+_BACKEND_CAUSES = frozenset({"sandbox_failed", "workspace_setup_failed"})
+
 class RunModesMixin:
     """serve/process/evaluate for :class:`~hermes_env.env.base_env.HermesAgentBaseEnv` (mixed in before BaseEnv)."""
 
@@ -63,7 +71,7 @@ class RunModesMixin:
                 try:
                     scored, record = await self.rollout(item, self.resolve_group_tools(), 0, split="eval")
                 except RolloutFailed as err:
-                    return item, None, None, str(err)
+                    return item, None, None, f"{err.kind}: {err}"
                 return item, scored, record, None
 
         return list(await asyncio.gather(*(one(item) for item in items)))
@@ -101,6 +109,8 @@ class RunModesMixin:
                 "turns": record.turns if record else 0,
                 "tool_calls": record.tool_calls if record else 0,
                 "tool_errors": list(record.tool_error_kinds) if record else [],
+                "parse_issues": list(record.parse_issue_kinds) if record else [],
+                "end_reason": record.end_reason if record else "failed",
                 "error": err,
                 "messages": scored["messages"] if scored else None,
             }
@@ -191,6 +201,7 @@ class RunModesMixin:
         started = time.monotonic()
         progress = GroupProgress(total=total, desc=self.name or type(self).__name__)
         stop_reason = None
+        interrupted = False
         pending: set[asyncio.Task[tuple[Any, ScoredDataGroup | None]]] = set()
         out_of_items = False
 
@@ -200,6 +211,11 @@ class RunModesMixin:
                 group = await self.postprocess_histories(group)
             return item, group
 
+        main = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+        # SIGTERM stops the run like Ctrl-C does (asyncio.run already turns Ctrl-C into a cancellation).
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(signal.SIGTERM, main.cancel if main is not None else lambda: None)
         try:
             while self.curr_step < total and stop_reason is None:
                 # Keep up to process_concurrency groups in flight, never more than the groups still needed.
@@ -223,38 +239,62 @@ class RunModesMixin:
                         failures_in_a_row += 1
                         progress.dropped(self.rollout_stats.groups_dropped)
                         if failures_in_a_row >= self.config.max_failed_groups_in_a_row:
+                            causes = ", ".join(self.rollout_stats.dropped_by_cause) or "unknown"
+                            backend_only = set(self.rollout_stats.dropped_by_cause) <= _BACKEND_CAUSES
+                            hint = (
+                                "the tool backend (see the first warning)"
+                                if backend_only
+                                else "the inference server and --env.rollout_timeout"
+                            )
                             stop_reason = (
-                                f"{failures_in_a_row} groups in a row failed (see the warnings above); stopping. "
-                                "Check the inference server and --env.rollout_timeout"
+                                f"{failures_in_a_row} groups in a row failed ({causes}; see the warnings above); "
+                                f"stopping. Check {hint}"
                             )
                         continue
                     failures_in_a_row = 0
-                    # One complete group, one whole jsonl line.
-                    await self.handle_send_to_api(
-                        group, item, do_send_to_api=False, abort_on_any_max_length_exceeded=False
-                    )
-                    if self.config.use_wandb:
-                        await self.wandb_log()
-                    self.curr_step += 1
-                    progress.advance(self.rollout_stats.summary()["mean_reward"], self.rollout_stats.groups_dropped)
+                    await self._write_group(item, group, progress)
+        except asyncio.CancelledError:
+            if main is None or not main.cancelling():
+                raise  # not a stop request for this run
+            main.uncancel()  # finish cleaning up normally, then exit with 130
+            interrupted = True
         finally:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.remove_signal_handler(signal.SIGTERM)
             for task in pending:
                 task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
+            finished = await asyncio.gather(*pending, return_exceptions=True)
+            if interrupted:  # groups that completed as the stop came are whole: keep them
+                for outcome in finished:
+                    if isinstance(outcome, tuple) and outcome[1]:
+                        await self._write_group(outcome[0], outcome[1], progress)
             progress.close()
             await self.close()
-        self._report(started, stop_reason)
+        self._report(started, stop_reason, interrupted=interrupted)
 
-    def _report(self, started: float, stop_reason: str | None) -> None:
+    async def _write_group(self, item: Any, group: ScoredDataGroup, progress: GroupProgress) -> None:
+        """One complete group, one whole jsonl line."""
+        await self.handle_send_to_api(group, item, do_send_to_api=False, abort_on_any_max_length_exceeded=False)
+        if self.config.use_wandb:
+            await self.wandb_log()
+        self.curr_step += 1
+        progress.advance(self.rollout_stats.summary()["mean_reward"], self.rollout_stats.groups_dropped)
+
+    def _report(self, started: float, stop_reason: str | None, *, interrupted: bool = False) -> None:
         path = self.config.data_path_to_save_groups
         summary = self.rollout_stats.summary()
         out = sys.stdout
         print(format_summary_table(summary, elapsed=time.monotonic() - started), file=out)
-        if path and summary["groups"] > 0:
+        written = self.jsonl_writer.lines_written if self.jsonl_writer is not None else 0
+        if path and written > 0:
             html = write_html(path)
             print(f"scored groups: {path}\nhtml view:     {html}", file=out)
         if stop_reason:
             print(f"stopped early: {stop_reason}", file=out)
         out.flush()
+        if interrupted:
+            held = f"{path} holds {written} whole groups" if path and written else "nothing was written"
+            print(f"interrupted after {written} groups; {held}", file=sys.stderr, flush=True)
+            raise SystemExit(130)
         if stop_reason and summary["groups"] == 0:
             raise SystemExit(f"error: no groups were produced: {stop_reason}")

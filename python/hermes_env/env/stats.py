@@ -30,6 +30,9 @@ class RolloutRecord:
     reward_failed: bool
     context_exhausted: bool = False
     toolsets: tuple[str, ...] = ()
+    end_reason: str = ""  # AgentResult.end_reason
+    parse_issue_kinds: tuple[str, ...] = ()
+    repeated_tool_calls: int = 0
 
     @classmethod
     def from_result(
@@ -53,6 +56,9 @@ class RolloutRecord:
             reward_failed=reward_failed,
             context_exhausted=result.context_exhausted,
             toolsets=toolsets,
+            end_reason=result.end_reason or "",
+            parse_issue_kinds=tuple(p.kind for p in result.parse_issues),
+            repeated_tool_calls=result.repeated_tool_calls,
         )
 
 
@@ -72,6 +78,10 @@ class RolloutTotals:
     trained_tokens: int = 0
     total_tokens: int = 0
     tool_error_kinds: Counter[str] = field(default_factory=Counter)
+    parse_issues: int = 0
+    parse_issue_kinds: Counter[str] = field(default_factory=Counter)
+    repeated_tool_calls: int = 0
+    end_reasons: Counter[str] = field(default_factory=Counter)
 
     def add(self, records: list[RolloutRecord]) -> None:
         for r in records:
@@ -87,6 +97,11 @@ class RolloutTotals:
             self.trained_tokens += r.trained_tokens
             self.total_tokens += r.total_tokens
             self.tool_error_kinds.update(r.tool_error_kinds)
+            self.parse_issues += len(r.parse_issue_kinds)
+            self.parse_issue_kinds.update(r.parse_issue_kinds)
+            self.repeated_tool_calls += r.repeated_tool_calls
+            if r.end_reason:
+                self.end_reasons[r.end_reason] += 1
 
     def summary(self) -> dict[str, Any]:
         """Means over rollouts (tool error kinds: errors per rollout); all 0 before the first rollout."""
@@ -108,6 +123,10 @@ class RolloutTotals:
             "trained_tokens": self.trained_tokens,
             "total_tokens": self.total_tokens,
             "tool_error_kinds": {k: v / n for k, v in sorted(self.tool_error_kinds.items())} if n else {},
+            "parse_issues_per_rollout": mean(self.parse_issues),
+            "parse_issue_kinds": {k: v / n for k, v in sorted(self.parse_issue_kinds.items())} if n else {},
+            "repeated_tool_calls_per_rollout": mean(self.repeated_tool_calls),
+            "end_reasons": dict(sorted(self.end_reasons.items())),
         }
 
 
@@ -119,6 +138,7 @@ class RolloutStats:
     totals: RolloutTotals = field(default_factory=RolloutTotals)
     groups: int = 0
     groups_dropped: int = 0
+    dropped_by_cause: Counter[str] = field(default_factory=Counter)  # failure kind of each dropped group
     readable: list[tuple[str, float]] = field(default_factory=list)
     keep_readable: int = 32
 
@@ -126,6 +146,11 @@ class RolloutStats:
         self.groups += 1
         self.window.extend(records)
         self.totals.add(records)
+
+    def drop_group(self, cause: str) -> None:
+        """A group was dropped because a rollout failed with ``cause`` (a failure kind)."""
+        self.groups_dropped += 1
+        self.dropped_by_cause[cause] += 1
 
     def add_readable(self, messages: list[dict[str, Any]], score: float) -> None:
         self.readable.append((render_conversation(messages), score))
@@ -139,10 +164,25 @@ class RolloutStats:
         out = {f"train/{k}": v for k, v in metrics.items() if not isinstance(v, dict)}
         for kind, rate in metrics["tool_error_kinds"].items():
             out[f"train/tool_errors/{kind}"] = rate
+        for kind, rate in metrics["parse_issue_kinds"].items():
+            out[f"train/parse_issues/{kind}"] = rate
+        for reason, count in metrics["end_reasons"].items():
+            out[f"train/end_reason/{reason}"] = count / len(records)
+        return out
+
+    def dropped_metrics(self) -> dict[str, float]:
+        """Groups dropped so far, in total and by cause (``train/groups_dropped/<kind>``)."""
+        out = {"train/groups_dropped": float(self.groups_dropped)}
+        out.update({f"train/groups_dropped/{cause}": float(n) for cause, n in self.dropped_by_cause.items()})
         return out
 
     def summary(self) -> dict[str, Any]:
-        return {"groups": self.groups, "groups_dropped": self.groups_dropped, **self.totals.summary()}
+        return {
+            "groups": self.groups,
+            "groups_dropped": self.groups_dropped,
+            "groups_dropped_by_cause": dict(self.dropped_by_cause.most_common()),
+            **self.totals.summary(),
+        }
 
 
 def summarize(records: list[RolloutRecord]) -> dict[str, Any]:
@@ -179,9 +219,13 @@ def wandb_table(readable: list[tuple[str, float]]) -> Any:
 
 def format_summary_table(summary: dict[str, Any], *, elapsed: float | None = None) -> str:
     """The end-of-run table printed by process mode."""
+    dropped = f"{summary['groups_dropped']}"
+    causes = summary.get("groups_dropped_by_cause") or {}
+    if causes:
+        dropped += " (" + ", ".join(f"{cause} {n}" for cause, n in causes.items()) + ")"
     rows = [
         ("groups written", f"{summary['groups']}"),
-        ("groups dropped", f"{summary['groups_dropped']}"),
+        ("groups dropped", dropped),
         ("rollouts", f"{summary['rollouts']}"),
         ("mean reward", f"{summary['mean_reward']:.3f}"),
         ("mean turns", f"{summary['mean_turns']:.2f}"),
@@ -193,6 +237,13 @@ def format_summary_table(summary: dict[str, Any], *, elapsed: float | None = Non
     ]
     if summary["tool_error_kinds"]:
         rows.append(("tool error kinds", json.dumps(summary["tool_error_kinds"])))
+    if "parse_issues_per_rollout" in summary:
+        rows.append(("parse issues / rollout", f"{summary['parse_issues_per_rollout']:.2f}"))
+        if summary["parse_issue_kinds"]:
+            rows.append(("parse issue kinds", json.dumps(summary["parse_issue_kinds"])))
+        rows.append(("repeat calls / rollout", f"{summary['repeated_tool_calls_per_rollout']:.2f}"))
+    if summary.get("end_reasons"):
+        rows.append(("end reasons", ", ".join(f"{r} {n}" for r, n in summary["end_reasons"].items())))
     if elapsed is not None:
         rows.append(("elapsed", f"{elapsed:.1f}s"))
     width = max(len(k) for k, _ in rows)

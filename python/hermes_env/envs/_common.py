@@ -106,7 +106,8 @@ class TaskFileEnv(HermesAgentBaseEnv):
         result = await exec_tool.terminal(setup, timeout=timeout)
         if not result.ok:
             raise RolloutFailed(
-                f"{self.name}: setup of task {item['id']!r} failed (exit {result.exit_code}): {result.output[-500:]}"
+                f"{self.name}: setup of task {item['id']!r} failed (exit {result.exit_code}): {result.output[-500:]}",
+                "workspace_setup_failed",
             )
 
     def eval_metrics(self, outcomes: list[EvalOutcome]) -> dict[str, float]:

@@ -36,11 +36,15 @@ class ParsedReply:
     issues: list[Any] = field(default_factory=list)
 
     def to_openai(self) -> ChatCompletionMessage:
+        """The assistant message; ``parse_issues`` (always present, maybe empty) lists the parser's issues."""
         return ChatCompletionMessage(
             role="assistant",
             content=self.content,
             tool_calls=self.tool_calls or None,  # type: ignore[arg-type]
             reasoning_content=self.reasoning,  # type: ignore[call-arg]  # vLLM's field; openai keeps extras
+            parse_issues=[  # type: ignore[call-arg]  # hermes_env's field, read by HermesAgentLoop
+                {"kind": i.kind, "offset": i.offset, "message": i.message} for i in self.issues
+            ],
         )
 
 

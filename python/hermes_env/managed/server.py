@@ -11,7 +11,11 @@
    template changed earlier turns), and sends the trajectory's own tokens as the prompt;
 4. records each sample's token ids and logprobs (``n > 1`` forks the branch), splits off
    ``<think>`` reasoning as ``reasoning_content`` and parses tool calls with
-   ``hermes_env.parsers`` — no vLLM needed in this process.
+   ``hermes_env.parsers`` — no vLLM needed in this process. Each message carries the
+   parser's issues as ``parse_issues`` (``kind``, ``offset``, ``message`` dicts).
+
+A ``/generate`` call that fails or returns what no sampler could produce raises
+``PolicyCallError`` before anything is recorded (:mod:`hermes_env.managed.reply_checks`).
 
 The response is an ``openai`` ``ChatCompletion``, like atroposlib's ``ManagedServer`` returns.
 """
@@ -41,6 +45,7 @@ from hermes_env.managed.branches import (
     continues,
 )
 from hermes_env.managed.rendering import EncodedPrefix, encode, encode_incremental, new_turn_ids, render_text
+from hermes_env.managed.reply_checks import generate
 from hermes_env.managed.response import load_parser, parse_reply
 from hermes_env.trajectory import DivergencePolicy, Trajectory
 
@@ -164,9 +169,7 @@ class ManagedServer:
         for i, (sample, ids, finish) in enumerate(samples):
             record = self._record(ids, finish)
             reply = parse_reply(record.raw_text, parser)
-            message = reply.to_openai()
-            if reply.issues:
-                logger.debug("tool-call parse issues in sample %d: %s", i, reply.issues)
+            message = reply.to_openai()  # carries reply.issues as `parse_issues` (read by HermesAgentLoop)
             reported = "tool_calls" if reply.tool_calls and finish == "stop" else finish
             choices.append(
                 Choice(
@@ -343,47 +346,22 @@ class ManagedServer:
 
         Returns (trajectory, token ids, finish reason) per sample, sample 0 on ``traj`` itself, and
         the usage. ``traj`` is a fresh prompt trajectory, so a reply that does not line up raises
-        before any tracked branch changes.
+        before any tracked branch changes; a failed or impossible reply raises ``PolicyCallError``
+        (:mod:`hermes_env.managed.reply_checks`).
         """
         sent = traj.tokens
-        prompt_tokens, outputs, logprobs, finishes = await self.server.tokens_and_logprobs_completion(
-            input_ids=sent, n=n, **params
-        )
-        self._check_reply(sent, prompt_tokens, outputs, logprobs)
+        reply = await generate(self.server, sent, n, params, self._vocab_size)
         # Fork before appending: every sample continues the same prompt.
-        forks = [traj] + [traj.fork() for _ in range(len(outputs) - 1)]
+        forks = [traj] + [traj.fork() for _ in range(len(reply.outputs) - 1)]
         samples = []
-        for i, (sample, raw_ids, lps) in enumerate(zip(forks, outputs, logprobs, strict=True)):
-            finish = self._finish_reason(finishes[i] if i < len(finishes) else "stop")
-            ids = [int(t) for t in raw_ids]
-            sample.add_completion(ids, [float(x) for x in lps], finish_reason=finish)
+        for sample, ids, lps, finish in zip(forks, reply.outputs, reply.logprobs, reply.finish_reasons, strict=True):
+            sample.add_completion(ids, lps, finish_reason=finish)
             samples.append((sample, ids, finish))
         completion_tokens = sum(len(ids) for _, ids, _ in samples)
         usage = CompletionUsage(
             prompt_tokens=len(sent), completion_tokens=completion_tokens, total_tokens=len(sent) + completion_tokens
         )
         return samples, usage
-
-    def _check_reply(self, sent: list[int], prompt_tokens: Any, outputs: Any, logprobs: Any) -> None:
-        """Refuses a reply that does not line up, before anything is recorded."""
-        if prompt_tokens is not None and list(prompt_tokens) != list(sent):
-            raise RuntimeError(
-                "the server reports a different prompt than was sent (it rewrote the token ids, e.g. dropped a "
-                "duplicate BOS); the trajectory would not match what the model saw"
-            )
-        if not outputs:
-            raise RuntimeError("the server returned no completions")
-        if len(outputs) != len(logprobs):
-            raise ValueError(f"the server returned {len(outputs)} completions but {len(logprobs)} logprob lists")
-        for i, (ids, lps) in enumerate(zip(outputs, logprobs, strict=True)):
-            if len(ids) != len(lps):
-                raise ValueError(f"completion {i}: {len(ids)} token ids but {len(lps)} logprobs from the server")
-
-    @staticmethod
-    def _finish_reason(raw: Any) -> str:
-        if isinstance(raw, Mapping):  # vLLM can report {"type": "stop", ...}
-            raw = raw.get("type", "stop")
-        return str(raw) if raw else "stop"
 
     def _record(self, ids: Sequence[int], finish: str) -> CompletionRecord:
         ids = [int(t) for t in ids]

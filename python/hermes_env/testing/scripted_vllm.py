@@ -20,26 +20,65 @@ Usage::
         config = srv.server_config()   # atroposlib APIServerConfig(server_type="vllm", ...)
         ...
 
-``responder`` is a callable ``(ScriptedRequest) -> str | ScriptedCompletion`` or a sequence of
-texts served in order. ``KeyedScript`` serves one script per conversation. Command line:
-``python -m hermes_env.testing.scripted_vllm --port 9001 --texts replies.json``.
+``responder`` is a callable ``(ScriptedRequest) -> str | ScriptedCompletion | ScriptedFault`` or a
+sequence of texts served in order. ``KeyedScript`` serves one script per conversation.
+
+Faults, for testing what a client does with a server that misbehaves: a responder may return a
+``ScriptedFault`` instead of an answer, and ``FaultAtTurn(responder, kind, turn=k)`` does so on
+the k-th model turn of the conversations it selects. The kinds (``FAULT_KINDS``): ``http_500``,
+``non_json`` (a 200 whose body is not JSON), ``missing_logprobs``, ``empty_logprob_entry``,
+``negative_token_id``, ``out_of_vocab_token_id``, ``nan_logprob``, ``positive_logprob``,
+``bad_finish_reason``, ``empty_completion``, ``abort`` (vLLM's aborted request),
+``drop_connection`` (the socket is closed without an answer), ``slow`` (the normal answer after
+``seconds``) and ``hang`` (no answer for ``seconds``, by default until the server stops).
+
+Command line: ``python -m hermes_env.testing.scripted_vllm --port 9001 --texts replies.json``.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
+import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from aiohttp import web
 
 from hermes_env.testing.http_thread import ThreadedHTTPServer
 
-__all__ = ["KeyedScript", "ScriptedCompletion", "ScriptedRequest", "ScriptedVLLMServer", "scripted_logprob"]
+__all__ = [
+    "FAULT_KINDS",
+    "FaultAtTurn",
+    "KeyedScript",
+    "ScriptedCompletion",
+    "ScriptedFault",
+    "ScriptedRequest",
+    "ScriptedVLLMServer",
+    "scripted_logprob",
+]
+
+FaultKind = Literal[
+    "http_500",
+    "non_json",
+    "missing_logprobs",
+    "empty_logprob_entry",
+    "negative_token_id",
+    "out_of_vocab_token_id",
+    "nan_logprob",
+    "positive_logprob",
+    "bad_finish_reason",
+    "empty_completion",
+    "abort",
+    "drop_connection",
+    "slow",
+    "hang",
+]
+FAULT_KINDS: tuple[FaultKind, ...] = get_args(FaultKind)
 
 
 @dataclass(frozen=True)
@@ -63,7 +102,51 @@ class ScriptedCompletion:
     logprobs: list[float] | None = None
 
 
-Responder = Callable[[ScriptedRequest], "str | ScriptedCompletion"]
+@dataclass(frozen=True)
+class ScriptedFault:
+    """Answer a request wrongly on purpose (see the module docstring for the kinds).
+
+    ``answer`` is what the server would have said; corrupting faults (``nan_logprob``, ...) damage
+    it at ``position``, ``slow`` sends it after ``seconds``. ``hang`` holds the request ``seconds``
+    (0: until the server stops) and then answers 503.
+    """
+
+    kind: FaultKind
+    answer: str | ScriptedCompletion = ""
+    seconds: float = 0.0
+    position: int = 0
+
+    def __post_init__(self) -> None:
+        if self.kind not in FAULT_KINDS:
+            raise ValueError(f"unknown fault kind {self.kind!r}; use one of {', '.join(FAULT_KINDS)}")
+
+
+Responder = Callable[[ScriptedRequest], "str | ScriptedCompletion | ScriptedFault"]
+
+
+@dataclass
+class FaultAtTurn:
+    """A responder that answers with a ``kind`` fault on model turn ``turn`` (0: the first) of the
+    conversations ``when`` selects (default: all), and like ``responder`` otherwise.
+
+    The turn is the number of assistant turns already in the prompt, counted with ``turn_marker``
+    (ChatML's assistant header by default), so retries of a failed request fail the same way.
+    """
+
+    responder: Responder
+    kind: FaultKind
+    turn: int = 1
+    when: Callable[[ScriptedRequest], bool] | None = None
+    seconds: float = 0.0
+    position: int = 0
+    turn_marker: str = "<|im_start|>assistant"
+
+    def __call__(self, request: ScriptedRequest) -> str | ScriptedCompletion | ScriptedFault:
+        answer = self.responder(request)
+        turn = request.prompt_text.count(self.turn_marker) - 1
+        if turn != self.turn or (self.when is not None and not self.when(request)) or isinstance(answer, ScriptedFault):
+            return answer
+        return ScriptedFault(self.kind, answer=answer, seconds=self.seconds, position=self.position)
 
 
 def scripted_logprob(token_id: int, position: int) -> float:
@@ -159,6 +242,15 @@ class ScriptedVLLMServer(ThreadedHTTPServer):
         self.model_name = model_name
         self.logprob_fn = logprob_fn
         self.requests: list[RecordedRequest] = []
+        self.faults: list[FaultKind] = []  # every fault served, in order
+        self._release: asyncio.Event | None = None  # set on stop: hung requests end
+
+    def stop(self) -> None:
+        """Release hung requests, then stop serving."""
+        loop, release = self._loop, self._release
+        if loop is not None and release is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(release.set)
+        super().stop()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -204,11 +296,62 @@ class ScriptedVLLMServer(ThreadedHTTPServer):
         if not isinstance(body, dict) or "prompt" not in body:
             return web.json_response({"error": "request needs a 'prompt' field"}, status=400)
         try:
-            return web.json_response(self._answer(body))
+            out, fault = self._answer(body)
         except (LookupError, ValueError, TypeError) as e:
             return web.json_response({"error": f"{type(e).__name__}: {e}"}, status=400)
+        if fault is None:
+            return web.json_response(out)
+        self.faults.append(fault.kind)
+        return await self._faulty_response(request, out, fault)
 
-    def _answer(self, body: dict[str, Any]) -> dict[str, Any]:
+    async def _faulty_response(self, request: web.Request, out: dict[str, Any], fault: ScriptedFault) -> web.Response:
+        kind = fault.kind
+        if kind == "http_500":
+            return web.json_response({"error": "scripted internal server error"}, status=500)
+        if kind == "non_json":
+            return web.Response(status=200, text="<html>502 Bad Gateway (scripted)</html>", content_type="text/html")
+        if kind == "drop_connection":
+            if request.transport is not None:
+                request.transport.close()
+            return web.Response(status=500)  # never reaches the client: the socket is closed
+        if kind == "slow":
+            await asyncio.sleep(fault.seconds)
+            return web.json_response(out)
+        if kind == "hang":
+            if self._release is None:
+                self._release = asyncio.Event()
+            waiter = asyncio.ensure_future(self._release.wait())
+            try:
+                await asyncio.wait_for(waiter, fault.seconds or None)
+            except TimeoutError:
+                pass
+            return web.json_response({"error": "scripted hang ended"}, status=503)
+        # The rest damage the first sample of a 200 answer.
+        if kind == "missing_logprobs":
+            out.pop("logprobs", None)
+        elif kind == "bad_finish_reason":
+            out["finish_reasons"][0] = "banana"
+        elif kind == "abort":
+            out["finish_reasons"][0] = "abort"
+        elif kind == "empty_completion":
+            out["text"][0], out["logprobs"][0], out["token_ids"][0] = "", [], []
+        else:
+            entries = out["logprobs"][0]
+            at = min(fault.position, len(entries) - 1)
+            (tid, lp) = next(iter(entries[at][0].items()))
+            if kind == "empty_logprob_entry":
+                entries[at] = []
+            elif kind == "negative_token_id":
+                entries[at] = [{"-5": lp}]
+            elif kind == "out_of_vocab_token_id":
+                entries[at] = [{str(len(self.tokenizer) + 1000): lp}]
+            elif kind == "nan_logprob":
+                entries[at] = [{tid: math.nan}]
+            elif kind == "positive_logprob":
+                entries[at] = [{tid: 5.0}]
+        return web.json_response(out)  # json.dumps writes NaN as NaN, as Python servers do
+
+    def _answer(self, body: dict[str, Any]) -> tuple[dict[str, Any], ScriptedFault | None]:
         prompt = body["prompt"]
         if isinstance(prompt, dict) and "prompt_token_ids" in prompt:
             prompt_ids = [int(i) for i in prompt["prompt_token_ids"]]
@@ -221,8 +364,12 @@ class ScriptedVLLMServer(ThreadedHTTPServer):
         max_tokens = params.get("max_tokens")
         prompt_text = self.tokenizer.decode(prompt_ids, skip_special_tokens=False)
         record = RecordedRequest(body=body)
+        fault = None
         for index in range(n):
             answer = self._responder(ScriptedRequest(prompt_ids, prompt_text, index, n, params))
+            if isinstance(answer, ScriptedFault):
+                fault = fault or answer
+                answer = answer.answer
             record.samples.append(self._sample(answer, max_tokens))
         self.requests.append(record)
         out: dict[str, Any] = {
@@ -236,7 +383,7 @@ class ScriptedVLLMServer(ThreadedHTTPServer):
             ]
             out["prompt_token_ids"] = prompt_ids
             out["token_ids"] = [s.token_ids for s in record.samples]
-        return out
+        return out, fault
 
     def _sample(self, answer: str | ScriptedCompletion, max_tokens: Any) -> _Sample:
         if isinstance(answer, str):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from hermes_env.backends.base import BackendFailure
 from hermes_env.tools.output import truncate_middle
 from hermes_env.tools.registry import Tool, ToolRunContext
 from hermes_env.tools.schema import object_schema
@@ -41,8 +42,8 @@ class TerminalTool(Tool):
         timeout = ctx.clamp_timeout(args.get("timeout"))
         result = await ctx.backend.execute(ctx.task_id, args["command"], timeout)
         if result.error is not None:
-            status = f"[sandbox error: {result.error}]"
-        elif result.timed_out:
+            raise BackendFailure(result.error)
+        if result.timed_out:
             status = f"[exit code {result.exit_code}; timed out after {timeout:g}s]"
         else:
             status = f"[exit code {result.exit_code}]"

@@ -1,13 +1,14 @@
 //! Python wrappers for `hermes_core::trajectory`.
 //!
-//! Errors are converted once, in [`to_py_err`]: bad input becomes `ValueError`, a divergence
-//! under policy `raise` becomes `TrajectoryDivergence` (a `ValueError`) carrying `.index` and
-//! `.window`.
+//! Errors are converted once, in [`to_py_err`]: bad input becomes `TrajectoryError` (a
+//! `ValueError`) carrying `.index` where one token is at fault; a divergence under policy
+//! `raise` becomes its subclass `TrajectoryDivergence`, which also carries `.window`.
 
 use std::ffi::CString;
 
 use hermes_core::trajectory::{
-    self as core, Divergence, DivergencePolicy, Extension, Segment, SegmentKind, Trajectory, TrajectoryError,
+    self as core, Divergence, DivergencePolicy, Extension, MaskError, Segment, SegmentKind, Trajectory,
+    TrajectoryError as CoreError,
 };
 use numpy::{Element, PyArray1, PyArrayMethods};
 use pyo3::exceptions::{PyUserWarning, PyValueError};
@@ -16,8 +17,16 @@ use pyo3::types::{PyDict, PyList};
 
 pyo3::create_exception!(
     hermes_env._core,
-    TrajectoryDivergence,
+    TrajectoryError,
     PyValueError,
+    "Impossible trajectory input (a negative or out-of-vocabulary id, a logprob that is not a \
+     finite number <= 0, an unknown finish reason, a completion before any prompt...). Nothing \
+     was changed. `.index` is the offending position, or None."
+);
+pyo3::create_exception!(
+    hermes_env._core,
+    TrajectoryDivergence,
+    TrajectoryError,
     "A re-rendered prompt does not start with the trajectory's tokens. `.index` is the first \
      differing position; `.window` holds both sides around it (ids, and text when a decoder was given)."
 );
@@ -77,9 +86,9 @@ fn divergence_message(base: String, window: &Bound<'_, PyDict>) -> String {
     }
 }
 
-fn to_py_err(py: Python<'_>, err: TrajectoryError, decode: Option<&Bound<'_, PyAny>>) -> PyErr {
+fn to_py_err(py: Python<'_>, err: CoreError, decode: Option<&Bound<'_, PyAny>>) -> PyErr {
     match &err {
-        TrajectoryError::Divergence(d) | TrajectoryError::KeepRawNeedsNewTurn(d) => {
+        CoreError::Divergence(d) | CoreError::KeepRawNeedsNewTurn(d) => {
             let window = match window_dict(py, d, decode) {
                 Ok(w) => w,
                 Err(e) => return e,
@@ -94,7 +103,34 @@ fn to_py_err(py: Python<'_>, err: TrajectoryError, decode: Option<&Bound<'_, PyA
             }
             exc
         }
-        _ => PyValueError::new_err(err.to_string()),
+        _ => trajectory_error(py, err.to_string(), err.index()),
+    }
+}
+
+/// A `TrajectoryError` with `.index` set (None when no single position is at fault).
+fn trajectory_error(py: Python<'_>, message: String, index: Option<usize>) -> PyErr {
+    let exc = TrajectoryError::new_err(message);
+    if let Err(e) = exc.value(py).setattr("index", index) {
+        return e;
+    }
+    exc
+}
+
+fn mask_error(py: Python<'_>, err: MaskError) -> PyErr {
+    let index = err.index();
+    trajectory_error(py, err.to_string(), Some(index))
+}
+
+/// `vocab_size` as the core wants it: None, or a positive integer.
+fn checked_vocab_size(py: Python<'_>, vocab_size: Option<i64>) -> PyResult<Option<u64>> {
+    match vocab_size {
+        None => Ok(None),
+        Some(v) if v > 0 => Ok(Some(v.unsigned_abs())),
+        Some(v) => Err(trajectory_error(
+            py,
+            format!("vocab_size must be a positive integer (the tokenizer's len(tokenizer)) or None, got {v}"),
+            None,
+        )),
     }
 }
 
@@ -117,10 +153,10 @@ pub struct PyTrajectory {
 impl PyTrajectory {
     #[new]
     #[pyo3(signature = (vocab_size = None))]
-    fn new(vocab_size: Option<u64>) -> Self {
-        Self {
-            inner: Trajectory::new(vocab_size),
-        }
+    fn new(py: Python<'_>, vocab_size: Option<i64>) -> PyResult<Self> {
+        let vocab_size = checked_vocab_size(py, vocab_size)?;
+        let inner = Trajectory::new(vocab_size).map_err(|e| to_py_err(py, e, None))?;
+        Ok(Self { inner })
     }
 
     /// Appends prompt tokens (masked, logprob 1.0).
@@ -248,6 +284,7 @@ impl PyTrajectory {
     #[allow(clippy::type_complexity)]
     fn __setstate__(
         &mut self,
+        py: Python<'_>,
         state: (
             Vec<i64>,
             Vec<i64>,
@@ -264,9 +301,11 @@ impl PyTrajectory {
                     "prompt" => SegmentKind::Prompt,
                     "completion" => SegmentKind::Completion,
                     other => {
-                        return Err(PyValueError::new_err(format!(
-                            "segment kind must be 'prompt' or 'completion', got {other:?}"
-                        )))
+                        return Err(trajectory_error(
+                            py,
+                            format!("segment kind must be 'prompt' or 'completion', got {other:?}"),
+                            None,
+                        ))
                     }
                 };
                 Ok(Segment {
@@ -278,7 +317,7 @@ impl PyTrajectory {
             })
             .collect::<PyResult<Vec<_>>>()?;
         self.inner = Trajectory::from_parts(tokens, masks, logprobs, segments, vocab_size)
-            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+            .map_err(|e| to_py_err(py, e, None))?;
         Ok(())
     }
 
@@ -367,9 +406,11 @@ impl PyTrajectory {
         images: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         if !score.is_finite() {
-            return Err(PyValueError::new_err(format!(
-                "score must be a finite number, got {score}"
-            )));
+            return Err(trajectory_error(
+                py,
+                format!("score must be a finite number, got {score}"),
+                None,
+            ));
         }
         let out = PyDict::new(py);
         out.set_item("tokens", PyList::new(py, self.inner.tokens())?)?;
@@ -390,16 +431,26 @@ impl PyTrajectory {
 
 /// Phase-1 mask: `ids[i]` where token `i` shares a character with an assistant span, -100
 /// elsewhere. `offsets` are per-token `(start, end)` character offsets of the rendered text,
-/// `spans` the assistant turns' `(start, end)` character ranges, sorted and disjoint.
+/// `spans` the assistant turns' `(start, end)` character ranges, sorted and disjoint; ids must
+/// be token ids (non-negative, below `vocab_size` when given).
 #[pyfunction]
-fn assistant_token_mask(offsets: Vec<(usize, usize)>, spans: Vec<(usize, usize)>, ids: Vec<i64>) -> PyResult<Vec<i64>> {
-    core::assistant_token_mask(&ids, &offsets, &spans).map_err(|e| PyValueError::new_err(e.to_string()))
+#[pyo3(signature = (offsets, spans, ids, vocab_size = None))]
+fn assistant_token_mask(
+    py: Python<'_>,
+    offsets: Vec<(usize, usize)>,
+    spans: Vec<(usize, usize)>,
+    ids: Vec<i64>,
+    vocab_size: Option<i64>,
+) -> PyResult<Vec<i64>> {
+    let vocab_size = checked_vocab_size(py, vocab_size)?;
+    core::assistant_token_mask(&ids, &offsets, &spans, vocab_size).map_err(|e| mask_error(py, e))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_class::<PyTrajectory>()?;
     m.add_function(wrap_pyfunction!(assistant_token_mask, m)?)?;
+    m.add("TrajectoryError", py.get_type::<TrajectoryError>())?;
     m.add("TrajectoryDivergence", py.get_type::<TrajectoryDivergence>())?;
     m.add(
         "TrajectoryDivergenceWarning",
@@ -407,5 +458,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     m.add("MASK", core::MASK)?;
     m.add("PROMPT_LOGPROB", core::PROMPT_LOGPROB)?;
+    m.add("FINISH_REASONS", core::FINISH_REASONS.to_vec())?;
     Ok(())
 }

@@ -15,6 +15,7 @@ import argparse
 import sys
 import warnings
 from collections.abc import Sequence
+from typing import Any
 
 from hermes_env.env.cli import run_cli
 from hermes_env.envs import configure_logging
@@ -34,6 +35,15 @@ def demo(argv: Sequence[str]) -> None:
     )
     parser.add_argument("--out", default="data/terminal_tasks_demo.jsonl", help="jsonl of scored groups")
     parser.add_argument("--seed", type=int, default=0, help="seed of the scripted policy's choices")
+    parser.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="KIND@TURN",
+        help="make the scripted server misbehave on model turn TURN (0: the first) of some tasks, to see failed "
+        "rollouts dropped with their cause (repeatable; e.g. http_500@1 nan_logprob@2). KIND is one of "
+        "hermes_env.testing.scripted_vllm.FAULT_KINDS",
+    )
     args, passthrough = parser.parse_known_args(argv)
 
     from transformers import AutoTokenizer
@@ -53,14 +63,18 @@ def demo(argv: Sequence[str]) -> None:
             backend = "local"
     tokenizer_name = default_tokenizer_name()
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_name)
-    policy = SolutionPolicy(load_rows(str(TASKS_PATH)), seed=args.seed)
+    rows = load_rows(str(TASKS_PATH))
+    policy = SolutionPolicy(rows, seed=args.seed)
+    responder = policy.vllm_responder
+    for j, spec in enumerate(args.fault):
+        responder = _fault(responder, spec, [r["prompt"] for r in rows[j :: len(args.fault) + 1]], parser)
     # The demo prints a short header instead of atroposlib's full config dump and its warning
     # about a local base URL (the scripted server is local on purpose).
     import atroposlib.envs.base as atropos_base
 
     atropos_base.rprint = lambda *a, **k: None
     warnings.filterwarnings("ignore", message="You are using a local Base URL")
-    with ScriptedVLLMServer(tokenizer, policy.vllm_responder, model_name="scripted-policy") as server:
+    with ScriptedVLLMServer(tokenizer, responder, model_name="scripted-policy") as server:
         print(
             f"demo: terminal_tasks `process`, Phase 2 against a SCRIPTED vLLM /generate policy (no model) at "
             f"{server.url}\ndemo: {args.groups} groups x {args.group_size} rollouts, tools in {backend}, "
@@ -85,6 +99,18 @@ def demo(argv: Sequence[str]) -> None:
             *passthrough,
         ]  # fmt: skip
         run_cli(TerminalTasksEnv)
+
+
+def _fault(responder: Any, spec: str, prompts: list[str], parser: argparse.ArgumentParser) -> Any:
+    """``responder`` failing as ``KIND@TURN`` says for the tasks whose prompt is in ``prompts``."""
+    from hermes_env.testing.scripted_vllm import FAULT_KINDS, FaultAtTurn
+
+    kind, _, turn = spec.partition("@")
+    if kind not in FAULT_KINDS or not turn.isdigit():
+        parser.error(f"--fault {spec!r}: expected KIND@TURN with KIND one of {', '.join(FAULT_KINDS)}")
+    return FaultAtTurn(
+        responder, kind, turn=int(turn), when=lambda r: any(p in r.prompt_text for p in prompts)  # type: ignore[arg-type]
+    )
 
 
 def main() -> None:

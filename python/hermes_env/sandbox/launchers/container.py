@@ -152,6 +152,7 @@ class ContainerWorker(WorkerHandle):
         with log_path.open("ab") as log_file:
             self._proc = await asyncio.create_subprocess_exec(
                 *self._argv(),
+                cwd=self.spec.root,  # podman's container monitor writes files into its working directory
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=log_file,

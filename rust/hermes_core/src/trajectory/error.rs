@@ -53,14 +53,41 @@ impl fmt::Display for Divergence {
 /// Every way a trajectory call can be refused. Nothing is changed when one is returned.
 #[derive(Clone, Debug, PartialEq)]
 pub enum TrajectoryError {
-    LengthMismatch { ids: usize, logprobs: usize },
-    NegativeId { index: usize, id: i64 },
-    IdOutOfVocab { index: usize, id: i64, vocab_size: u64 },
-    NonFiniteLogprob { index: usize, value: f64 },
+    LengthMismatch {
+        ids: usize,
+        logprobs: usize,
+    },
+    NegativeId {
+        index: usize,
+        id: i64,
+    },
+    IdOutOfVocab {
+        index: usize,
+        id: i64,
+        vocab_size: u64,
+    },
+    NonFiniteLogprob {
+        index: usize,
+        value: f64,
+    },
+    PositiveLogprob {
+        index: usize,
+        value: f64,
+    },
+    /// `vocab_size` of 0: no token id could ever be valid.
+    ZeroVocab,
+    /// A completion on an empty trajectory: generated tokens always continue a prompt.
+    CompletionWithoutPrompt,
+    /// A completion of zero tokens: a sampler always returns at least one.
+    EmptyCompletion,
+    UnknownFinishReason(String),
     Divergence(Divergence),
     KeepRawNeedsNewTurn(Divergence),
     UnknownPolicy(String),
-    InconsistentState { index: usize, reason: String },
+    InconsistentState {
+        index: usize,
+        reason: String,
+    },
 }
 
 impl TrajectoryError {
@@ -70,9 +97,14 @@ impl TrajectoryError {
             Self::LengthMismatch { ids, logprobs } => Some((*ids).min(*logprobs)),
             Self::NegativeId { index, .. }
             | Self::IdOutOfVocab { index, .. }
-            | Self::NonFiniteLogprob { index, .. } => Some(*index),
+            | Self::NonFiniteLogprob { index, .. }
+            | Self::PositiveLogprob { index, .. } => Some(*index),
             Self::Divergence(d) | Self::KeepRawNeedsNewTurn(d) => Some(d.index),
-            Self::UnknownPolicy(_) => None,
+            Self::UnknownPolicy(_)
+            | Self::ZeroVocab
+            | Self::CompletionWithoutPrompt
+            | Self::EmptyCompletion
+            | Self::UnknownFinishReason(_) => None,
             Self::InconsistentState { index, .. } => Some(*index),
         }
     }
@@ -100,7 +132,31 @@ impl fmt::Display for TrajectoryError {
             ),
             Self::NonFiniteLogprob { index, value } => write!(
                 f,
-                "logprob at index {index} is {value}; logprobs must be finite numbers"
+                "logprob at index {index} is {value:?}; logprobs must be finite numbers"
+            ),
+            Self::PositiveLogprob { index, value } => write!(
+                f,
+                "logprob at index {index} is {value:?}; a logprob is the log of a probability, so it \
+                 must be <= 0 (pass the sampler's logprobs, not probabilities or logits)"
+            ),
+            Self::ZeroVocab => write!(
+                f,
+                "vocab_size is 0; pass the tokenizer's vocabulary size (len(tokenizer)) or None"
+            ),
+            Self::CompletionWithoutPrompt => write!(
+                f,
+                "add_completion on an empty trajectory: generated tokens continue a prompt; \
+                 call add_prompt(prompt_ids) first"
+            ),
+            Self::EmptyCompletion => write!(
+                f,
+                "add_completion got no token ids; a sampler returns at least one token per \
+                 completion (check the server's reply)"
+            ),
+            Self::UnknownFinishReason(reason) => write!(
+                f,
+                "finish_reason {reason:?} is not a sampler finish reason; use one of {}",
+                super::FINISH_REASONS.join(", ")
             ),
             Self::Divergence(d) => write!(
                 f,

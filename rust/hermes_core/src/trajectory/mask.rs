@@ -12,10 +12,12 @@
 
 use std::fmt;
 
-use super::MASK;
+use super::{validate_ids, TrajectoryError, MASK};
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum MaskError {
+    /// A token id that cannot be a mask value (negative, or outside the vocabulary).
+    BadId(TrajectoryError),
     LengthMismatch {
         ids: usize,
         offsets: usize,
@@ -45,6 +47,7 @@ pub enum MaskError {
 impl MaskError {
     pub fn index(&self) -> usize {
         match self {
+            Self::BadId(e) => e.index().unwrap_or(0),
             Self::LengthMismatch { ids, offsets } => (*ids).min(*offsets),
             Self::BadOffset { index, .. }
             | Self::UnsortedOffsets { index, .. }
@@ -57,6 +60,7 @@ impl MaskError {
 impl fmt::Display for MaskError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Self::BadId(e) => write!(f, "ids: {e}"),
             Self::LengthMismatch { ids, offsets } => write!(
                 f,
                 "ids and offsets must have the same length, got {ids} ids and {offsets} offsets \
@@ -96,11 +100,16 @@ impl fmt::Display for MaskError {
 impl std::error::Error for MaskError {}
 
 /// The Phase-1 mask: `ids[i]` where token `i` overlaps an assistant span, [`MASK`] elsewhere.
+///
+/// Ids are checked first (non-negative, below `vocab_size` when given), so every mask value is
+/// either a real token id or [`MASK`].
 pub fn assistant_token_mask(
     ids: &[i64],
     offsets: &[(usize, usize)],
     spans: &[(usize, usize)],
+    vocab_size: Option<u64>,
 ) -> Result<Vec<i64>, MaskError> {
+    validate_ids(ids, vocab_size).map_err(MaskError::BadId)?;
     if ids.len() != offsets.len() {
         return Err(MaskError::LengthMismatch {
             ids: ids.len(),

@@ -19,8 +19,36 @@ pub use mask::{assistant_token_mask, MaskError};
 pub const MASK: i64 = -100;
 /// Logprob stored for tokens the model did not generate.
 pub const PROMPT_LOGPROB: f64 = 1.0;
+/// Finish reasons a sampler reports: OpenAI's, plus `abort` (vLLM, SGLang).
+pub const FINISH_REASONS: [&str; 6] = [
+    "stop",
+    "length",
+    "tool_calls",
+    "content_filter",
+    "function_call",
+    "abort",
+];
 /// How many tokens on each side of a divergence a report shows.
 pub const DIVERGENCE_WINDOW: usize = 8;
+
+/// Checks token ids: non-negative and below `vocab_size` when one is given (0 is refused).
+pub fn validate_ids(ids: &[i64], vocab_size: Option<u64>) -> Result<(), TrajectoryError> {
+    if vocab_size == Some(0) {
+        return Err(TrajectoryError::ZeroVocab);
+    }
+    for (index, &id) in ids.iter().enumerate() {
+        if id < 0 {
+            return Err(TrajectoryError::NegativeId { index, id });
+        }
+        if let Some(vocab_size) = vocab_size {
+            // id >= 0 here, so the cast is lossless.
+            if id as u64 >= vocab_size {
+                return Err(TrajectoryError::IdOutOfVocab { index, id, vocab_size });
+            }
+        }
+    }
+    Ok(())
+}
 
 /// Whether a segment was fed to the model or produced by it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,12 +127,15 @@ pub struct Trajectory {
 }
 
 impl Trajectory {
-    /// An empty trajectory; ids are checked against `vocab_size` when it is given.
-    pub fn new(vocab_size: Option<u64>) -> Self {
-        Self {
+    /// An empty trajectory; ids are checked against `vocab_size` when it is given (0 is refused).
+    pub fn new(vocab_size: Option<u64>) -> Result<Self, TrajectoryError> {
+        if vocab_size == Some(0) {
+            return Err(TrajectoryError::ZeroVocab);
+        }
+        Ok(Self {
             vocab_size,
             ..Self::default()
-        }
+        })
     }
 
     pub fn tokens(&self) -> &[i64] {
@@ -143,18 +174,7 @@ impl Trajectory {
 
     /// Checks every id: non-negative and below the vocabulary size when one is set.
     pub fn validate_ids(&self, ids: &[i64]) -> Result<(), TrajectoryError> {
-        for (index, &id) in ids.iter().enumerate() {
-            if id < 0 {
-                return Err(TrajectoryError::NegativeId { index, id });
-            }
-            if let Some(vocab_size) = self.vocab_size {
-                // id >= 0 here, so the cast is lossless.
-                if id as u64 >= vocab_size {
-                    return Err(TrajectoryError::IdOutOfVocab { index, id, vocab_size });
-                }
-            }
-        }
-        Ok(())
+        validate_ids(ids, self.vocab_size)
     }
 
     /// Appends prompt tokens: masked, logprob 1.0.
@@ -180,26 +200,53 @@ impl Trajectory {
         });
     }
 
+    /// Checks sampler logprobs: finite and `<= 0`.
+    pub fn validate_logprobs(logprobs: &[f64]) -> Result<(), TrajectoryError> {
+        for (index, &value) in logprobs.iter().enumerate() {
+            if !value.is_finite() {
+                return Err(TrajectoryError::NonFiniteLogprob { index, value });
+            }
+            if value > 0.0 {
+                return Err(TrajectoryError::PositiveLogprob { index, value });
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks a finish reason against [`FINISH_REASONS`].
+    pub fn validate_finish_reason(reason: Option<&str>) -> Result<(), TrajectoryError> {
+        match reason {
+            Some(r) if !FINISH_REASONS.contains(&r) => Err(TrajectoryError::UnknownFinishReason(r.to_string())),
+            _ => Ok(()),
+        }
+    }
+
     /// Appends generated tokens: trained (mask = id), with the sampler's logprobs.
+    ///
+    /// Refused (nothing changes): an empty trajectory (a completion continues a prompt), no
+    /// ids, a length mismatch, a bad id, a logprob that is not finite or is above 0, an
+    /// unknown finish reason.
     pub fn add_completion(
         &mut self,
         ids: &[i64],
         logprobs: &[f64],
         finish_reason: Option<&str>,
     ) -> Result<(), TrajectoryError> {
+        if self.tokens.is_empty() {
+            return Err(TrajectoryError::CompletionWithoutPrompt);
+        }
         if ids.len() != logprobs.len() {
             return Err(TrajectoryError::LengthMismatch {
                 ids: ids.len(),
                 logprobs: logprobs.len(),
             });
         }
-        self.validate_ids(ids)?;
-        if let Some(index) = logprobs.iter().position(|lp| !lp.is_finite()) {
-            return Err(TrajectoryError::NonFiniteLogprob {
-                index,
-                value: logprobs[index],
-            });
+        if ids.is_empty() {
+            return Err(TrajectoryError::EmptyCompletion);
         }
+        self.validate_ids(ids)?;
+        Self::validate_logprobs(logprobs)?;
+        Self::validate_finish_reason(finish_reason)?;
         let start = self.tokens.len();
         self.tokens.extend_from_slice(ids);
         self.masks.extend_from_slice(ids);
@@ -261,7 +308,10 @@ impl Trajectory {
         match policy {
             DivergencePolicy::Raise => Err(TrajectoryError::Divergence(divergence)),
             DivergencePolicy::WarnAndRestart => {
-                let fresh = Trajectory::new(self.vocab_size);
+                let fresh = Trajectory {
+                    vocab_size: self.vocab_size,
+                    ..Trajectory::default()
+                };
                 let previous = Box::new(std::mem::replace(self, fresh));
                 self.push_prompt_unchecked(next);
                 Ok(Extension::Restarted { divergence, previous })
@@ -303,7 +353,7 @@ impl Trajectory {
             masks,
             logprobs,
             segments,
-            vocab_size,
+            ..Self::new(vocab_size)?
         };
         t.validate_ids(&t.tokens)?;
         let mut at = 0;
@@ -311,10 +361,18 @@ impl Trajectory {
             if seg.start != at || seg.end < seg.start || seg.end > t.tokens.len() {
                 return Err(bad(at, "segments must be contiguous and cover the tokens"));
             }
+            if seg.kind == SegmentKind::Completion {
+                if seg.start == 0 {
+                    return Err(TrajectoryError::CompletionWithoutPrompt);
+                }
+                Self::validate_finish_reason(seg.finish_reason.as_deref())?;
+            }
             for i in seg.start..seg.end {
                 let ok = match seg.kind {
                     SegmentKind::Prompt => t.masks[i] == MASK && t.logprobs[i] == PROMPT_LOGPROB,
-                    SegmentKind::Completion => t.masks[i] == t.tokens[i] && t.logprobs[i].is_finite(),
+                    SegmentKind::Completion => {
+                        t.masks[i] == t.tokens[i] && t.logprobs[i].is_finite() && t.logprobs[i] <= 0.0
+                    }
                 };
                 if !ok {
                     return Err(bad(i, "mask or logprob does not match its segment"));

@@ -2,7 +2,7 @@ use super::*;
 use proptest::prelude::*;
 
 fn traj() -> Trajectory {
-    let mut t = Trajectory::new(Some(1000));
+    let mut t = Trajectory::new(Some(1000)).unwrap();
     t.add_prompt(&[1, 2, 3]).unwrap();
     t.add_completion(&[4, 5], &[-0.5, -0.25], Some("stop")).unwrap();
     t
@@ -44,6 +44,127 @@ fn bad_input_changes_nothing() {
     assert_eq!(e.index(), Some(0));
     assert!(e.to_string().contains("index 0"), "{e}");
     assert_eq!(t, before);
+}
+
+#[test]
+fn impossible_input_is_refused_before_any_change() {
+    assert_eq!(Trajectory::new(Some(0)).unwrap_err(), TrajectoryError::ZeroVocab);
+    let mut empty = Trajectory::new(Some(1000)).unwrap();
+    assert_eq!(
+        empty.add_completion(&[4], &[-0.5], Some("stop")).unwrap_err(),
+        TrajectoryError::CompletionWithoutPrompt
+    );
+    assert!(empty.is_empty());
+    let mut t = traj();
+    let before = t.clone();
+    type Case<'a> = (&'a [i64], &'a [f64], Option<&'a str>, TrajectoryError);
+    let cases: [Case; 6] = [
+        (
+            &[6],
+            &[5.0],
+            None,
+            TrajectoryError::PositiveLogprob { index: 0, value: 5.0 },
+        ),
+        (
+            &[6, 7],
+            &[-1.0, 1e-9],
+            None,
+            TrajectoryError::PositiveLogprob { index: 1, value: 1e-9 },
+        ),
+        (
+            &[6],
+            &[f64::NEG_INFINITY],
+            None,
+            TrajectoryError::NonFiniteLogprob {
+                index: 0,
+                value: f64::NEG_INFINITY,
+            },
+        ),
+        (&[], &[], None, TrajectoryError::EmptyCompletion),
+        (
+            &[6],
+            &[-1.0],
+            Some("banana"),
+            TrajectoryError::UnknownFinishReason("banana".into()),
+        ),
+        (
+            &[6],
+            &[-1.0],
+            Some(""),
+            TrajectoryError::UnknownFinishReason(String::new()),
+        ),
+    ];
+    for (ids, lps, finish, want) in cases {
+        let got = t.add_completion(ids, lps, finish).unwrap_err();
+        assert_eq!(got, want);
+        assert!(!got.to_string().is_empty());
+        assert_eq!(t, before);
+    }
+    for reason in FINISH_REASONS {
+        t.fork().add_completion(&[6], &[0.0], Some(reason)).unwrap();
+    }
+    let msg = t.add_completion(&[6], &[5.0], None).unwrap_err().to_string();
+    assert!(msg.contains("index 0 is 5.0") && msg.contains("<= 0"), "{msg}");
+}
+
+#[test]
+fn from_parts_refuses_what_the_api_refuses() {
+    let t = traj();
+    let seg = t.segments().to_vec();
+    let mut lp = t.logprobs().to_vec();
+    lp[4] = 0.5;
+    assert!(Trajectory::from_parts(t.tokens().to_vec(), t.masks().to_vec(), lp, seg.clone(), None).is_err());
+    assert_eq!(
+        Trajectory::from_parts(
+            t.tokens().to_vec(),
+            t.masks().to_vec(),
+            t.logprobs().to_vec(),
+            seg.clone(),
+            Some(0)
+        )
+        .unwrap_err(),
+        TrajectoryError::ZeroVocab
+    );
+    let mut bad_finish = seg.clone();
+    bad_finish[1].finish_reason = Some("banana".into());
+    assert!(Trajectory::from_parts(
+        t.tokens().to_vec(),
+        t.masks().to_vec(),
+        t.logprobs().to_vec(),
+        bad_finish,
+        None
+    )
+    .is_err());
+    // A sequence that is all completion (no prompt) is not a trajectory.
+    let only = vec![Segment {
+        kind: SegmentKind::Completion,
+        start: 0,
+        end: 2,
+        finish_reason: None,
+    }];
+    assert_eq!(
+        Trajectory::from_parts(vec![4, 5], vec![4, 5], vec![-0.1, -0.2], only, None).unwrap_err(),
+        TrajectoryError::CompletionWithoutPrompt
+    );
+}
+
+#[test]
+fn mask_refuses_ids_that_are_not_tokens() {
+    let offsets = [(0, 1), (1, 2)];
+    let e = assistant_token_mask(&[3, -7], &offsets, &[(0, 2)], None).unwrap_err();
+    assert_eq!(e, MaskError::BadId(TrajectoryError::NegativeId { index: 1, id: -7 }));
+    assert_eq!(e.index(), 1);
+    let e = assistant_token_mask(&[3, 10], &offsets, &[(0, 2)], Some(10)).unwrap_err();
+    assert_eq!(e.index(), 1);
+    assert!(e.to_string().contains("outside the vocabulary"), "{e}");
+    assert_eq!(
+        assistant_token_mask(&[3, 9], &offsets, &[(0, 2)], Some(0)).unwrap_err(),
+        MaskError::BadId(TrajectoryError::ZeroVocab)
+    );
+    assert_eq!(
+        assistant_token_mask(&[3, 9], &offsets, &[(1, 2)], Some(10)).unwrap(),
+        vec![MASK, 9]
+    );
 }
 
 #[test]
@@ -151,29 +272,29 @@ fn mask_boundary_rule() {
     let ids = [10, 11, 12];
     let offsets = [(0, 2), (2, 4), (4, 6)];
     assert_eq!(
-        assistant_token_mask(&ids, &offsets, &[(3, 5)]).unwrap(),
+        assistant_token_mask(&ids, &offsets, &[(3, 5)], None).unwrap(),
         vec![MASK, 11, 12]
     );
     assert_eq!(
-        assistant_token_mask(&ids, &offsets, &[(2, 4)]).unwrap(),
+        assistant_token_mask(&ids, &offsets, &[(2, 4)], None).unwrap(),
         vec![MASK, 11, MASK]
     );
     assert_eq!(
-        assistant_token_mask(&ids, &offsets, &[(0, 0), (6, 6)]).unwrap(),
+        assistant_token_mask(&ids, &offsets, &[(0, 0), (6, 6)], None).unwrap(),
         vec![MASK; 3]
     );
     // zero-width token at 2 lies inside [2, 4)
     assert_eq!(
-        assistant_token_mask(&[1, 2], &[(2, 2), (4, 6)], &[(2, 4)]).unwrap(),
+        assistant_token_mask(&[1, 2], &[(2, 2), (4, 6)], &[(2, 4)], None).unwrap(),
         vec![1, MASK]
     );
 }
 
 #[test]
 fn mask_errors_name_the_index() {
-    let e = assistant_token_mask(&[1, 2], &[(0, 1)], &[]).unwrap_err();
+    let e = assistant_token_mask(&[1, 2], &[(0, 1)], &[], None).unwrap_err();
     assert_eq!(e.index(), 1);
-    let e = assistant_token_mask(&[1, 2], &[(0, 1), (2, 1)], &[]).unwrap_err();
+    let e = assistant_token_mask(&[1, 2], &[(0, 1), (2, 1)], &[], None).unwrap_err();
     assert_eq!(
         e,
         MaskError::BadOffset {
@@ -182,9 +303,9 @@ fn mask_errors_name_the_index() {
             end: 1
         }
     );
-    let e = assistant_token_mask(&[1, 2], &[(3, 4), (2, 3)], &[]).unwrap_err();
+    let e = assistant_token_mask(&[1, 2], &[(3, 4), (2, 3)], &[], None).unwrap_err();
     assert_eq!(e.index(), 1);
-    let e = assistant_token_mask(&[1], &[(0, 1)], &[(0, 5), (4, 6)]).unwrap_err();
+    let e = assistant_token_mask(&[1], &[(0, 1)], &[(0, 5), (4, 6)], None).unwrap_err();
     assert_eq!(
         e,
         MaskError::OverlappingSpans {
@@ -217,10 +338,11 @@ proptest! {
     fn segments_keep_arrays_aligned(segs in proptest::collection::vec(
         (any::<bool>(), proptest::collection::vec(0i64..500, 0..20)), 0..20)
     ) {
-        let mut t = Trajectory::new(Some(500));
-        let mut expect_mask = Vec::new();
+        let mut t = Trajectory::new(Some(500)).unwrap();
+        t.add_prompt(&[1]).unwrap();
+        let mut expect_mask = vec![MASK];
         for (completion, ids) in &segs {
-            if *completion {
+            if *completion && !ids.is_empty() {
                 let lps: Vec<f64> = ids.iter().map(|&i| -(i as f64) / 100.0).collect();
                 t.add_completion(ids, &lps, Some("stop")).unwrap();
                 expect_mask.extend_from_slice(ids);
@@ -251,6 +373,6 @@ proptest! {
         let mut cuts = cuts;
         cuts.sort_unstable();
         let spans: Vec<(usize, usize)> = cuts.chunks_exact(2).map(|c| (c[0], c[1])).collect();
-        prop_assert_eq!(assistant_token_mask(&ids, &offsets, &spans).unwrap(), naive_mask(&ids, &offsets, &spans));
+        prop_assert_eq!(assistant_token_mask(&ids, &offsets, &spans, None).unwrap(), naive_mask(&ids, &offsets, &spans));
     }
 }
