@@ -70,3 +70,21 @@ async def test_an_image_task_reaching_a_backend_without_images_fails_its_rollout
     item = {"id": "x", "prompt": "p", "check": "true", "image": "debian:bookworm"}
     group, _ = await env.collect_trajectories(item)
     assert group is None and env.rollout_stats.groups_dropped == 1
+
+
+@pytest.mark.containers
+async def test_a_command_killed_for_memory_drops_its_group_on_docker(make_env: Any) -> None:
+    hog = completion("<think>go</think>", [("terminal", {"command": "python3 -c 'x = bytearray(600 * 1024 * 1024)'"})])
+    env = make_env(
+        lambda messages, call: hog if messages[-1]["role"] == "user" else completion("done"),
+        env_cls=TerminalTasksEnv,
+        group_size=2,
+        terminal_backend="docker",
+        terminal_backend_options={"memory_bytes": "256MiB"},
+    )
+    await env.setup()
+    try:
+        group, _ = await env.collect_trajectories({"id": "hog", "prompt": "use memory", "check": "true"})
+    finally:
+        await env.backend.aclose()
+    assert group is None and env.rollout_stats.dropped_by_cause == {"sandbox_failed": 1}
