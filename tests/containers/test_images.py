@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from hermes_env.containers import ContainerEngine, ImageBuildError, ImageCache, ImageSpec, ImageUnavailableError
 from hermes_env.containers.images import CONTENT_LABEL, TASK_REPOSITORY, recipe_hash, remove_images
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 RECIPE = "ARG HERMES_BASE_IMAGE\nFROM ${HERMES_BASE_IMAGE}\nCOPY note.txt /etc/hermes-note\n"
@@ -32,6 +32,7 @@ contexts = st.dictionaries(names.filter(lambda n: n != "Dockerfile"), st.binary(
 )
 
 
+@settings(max_examples=60)  # each example writes two trees; 60 cover names, nesting, empty files and bases
 @given(files=contexts, base=st.sampled_from([None, "sha256:aa", "sha256:bb"]))
 def test_recipe_hash_is_a_function_of_the_contents(files: dict[str, bytes], base: str | None) -> None:
     with tempfile.TemporaryDirectory() as one, tempfile.TemporaryDirectory() as two:

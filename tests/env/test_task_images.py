@@ -13,6 +13,7 @@ from env_fixtures import completion
 from hermes_env.containers import ImageSpec
 from hermes_env.env.dataset import DatasetError
 from hermes_env.envs.terminal_tasks.env import TASKS_PATH, TerminalTasksEnv
+from hermes_env.errors import EnvSetupError
 
 
 def write_rows(path: Path, rows: list[dict[str, Any]]) -> str:
@@ -88,3 +89,14 @@ async def test_a_command_killed_for_memory_drops_its_group_on_docker(make_env: A
     finally:
         await env.backend.aclose()
     assert group is None and env.rollout_stats.dropped_by_cause == {"sandbox_failed": 1}
+
+
+async def test_a_missing_engine_stops_the_run_at_start_saying_what_to_install(make_env: Any) -> None:
+    env = make_env(
+        env_cls=TerminalTasksEnv, terminal_backend="docker", terminal_backend_options={"engine": "no-such-engine"}
+    )
+    with pytest.raises(EnvSetupError) as info:
+        await env.preflight()
+    message = str(info.value)
+    assert "terminal backend 'docker' cannot be used" in message and "'no-such-engine' is not installed" in message
+    assert "podman" in message
