@@ -103,7 +103,7 @@ def test_a_run_that_dies_leaves_no_container(engine: ContainerEngine, sig: signa
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.wait()
+        proc.communicate()  # reaps it and closes its pipes
         engine.remove_sync([leftover])
 
 

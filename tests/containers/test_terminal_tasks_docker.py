@@ -36,10 +36,13 @@ async def docker() -> AsyncIterator[DockerBackend]:
     await backend.aclose()
 
 
-async def _solve_and_check(backend: DockerBackend, task: dict[str, Any], task_id: str, image: ImageSpec | None) -> Any:
+async def _check(
+    backend: DockerBackend, task: dict[str, Any], task_id: str, image: ImageSpec | None, *, solve: bool = True
+) -> Any:
+    """The task's check in a fresh container of ``image`` after its setup and (``solve``) its reference solution."""
     backend.use_image(task_id, image)
     try:
-        for command in (task.get("setup"), task["solution"]):
+        for command in (task.get("setup"), task["solution"] if solve else None):
             if command:
                 await backend.execute(task_id, command, 60)
         return await backend.execute(task_id, task["check"], 60)
@@ -56,9 +59,12 @@ def test_at_least_five_tasks_need_their_own_image() -> None:
 
 @pytest.mark.parametrize("task", IMAGE_TASKS, ids=lambda t: t["id"])
 async def test_an_image_task_passes_in_its_image_and_fails_in_the_base(docker: DockerBackend, task: dict) -> None:
-    own = await _solve_and_check(docker, task, "own", ImageSpec.from_item(task, TASKS_PATH.parent))
+    image = ImageSpec.from_item(task, TASKS_PATH.parent)
+    untouched = await _check(docker, task, "untouched", image, solve=False)
+    assert not untouched.ok, f"{task['id']}: the check passes without doing anything"
+    own = await _check(docker, task, "own", image)
     assert own.ok, (task["id"], own)
-    base = await _solve_and_check(docker, task, "base", None)
+    base = await _check(docker, task, "base", None)
     assert not base.ok, (task["id"], base)
 
 
@@ -67,7 +73,7 @@ async def test_every_other_task_passes_in_the_base_image(docker: DockerBackend) 
 
     async def one(task: dict[str, Any]) -> tuple[str, Any]:
         async with gate:
-            return task["id"], await _solve_and_check(docker, task, task["id"], None)
+            return task["id"], await _check(docker, task, task["id"], None)
 
     results = await asyncio.gather(*(one(t) for t in BASE_TASKS))
     failed = [(tid, r.output[-300:]) for tid, r in results if not r.ok]

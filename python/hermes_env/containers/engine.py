@@ -355,23 +355,36 @@ ids=$("$0" ps -aq --filter "label=$label=$owner")
 
 class _Reaper:
     """A process that waits for this one to end (however it ends: return, exception, SIGTERM, SIGKILL), then
-    removes the containers it owned."""
+    removes the containers it owned. It reads a pipe whose only write end this process holds; end-of-file is the
+    signal. Spawned without a ``Popen`` object: it is meant to outlive this process, not to be waited for."""
 
     def __init__(self) -> None:
-        self._procs: dict[str, subprocess.Popen[bytes]] = {}
+        self._running: dict[str, tuple[int, int]] = {}  # engine program -> (pid, write end of its pipe)
 
     def ensure(self, engine: ContainerEngine) -> None:
-        if engine.program in self._procs and self._procs[engine.program].poll() is None:
+        known = self._running.get(engine.program)
+        if known is not None and _start_time(known[0]) is not None:
             return
-        rm = engine.force_remove_args()
-        self._procs[engine.program] = subprocess.Popen(
-            ["/bin/sh", "-c", _REAPER_SCRIPT, engine.program, OWNER_LABEL, owner_token(), *rm],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env=dict(engine.env),
-            start_new_session=True,  # Ctrl-C in the terminal must not stop it before it has cleaned up
-        )
+        read_end, write_end = os.pipe()  # both close-on-exec: no other child of ours keeps the write end
+        argv = ["/bin/sh", "-c", _REAPER_SCRIPT, engine.program, OWNER_LABEL, owner_token()]
+        argv += engine.force_remove_args()
+        try:
+            pid = os.posix_spawn(
+                "/bin/sh",
+                argv,
+                dict(engine.env),
+                file_actions=[
+                    (os.POSIX_SPAWN_DUP2, read_end, 0),
+                    (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+                    (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
+                ],
+                setsid=True,  # Ctrl-C in the terminal must not stop it before it has cleaned up
+            )
+        finally:
+            os.close(read_end)
+        if known is not None:
+            os.close(known[1])
+        self._running[engine.program] = (pid, write_end)
 
 
 _REAPER = _Reaper()
