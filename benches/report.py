@@ -165,6 +165,18 @@ def goals(res: dict[str, Any]) -> list[dict[str, Any]]:
                 False,
             )
         )
+    longroll = res.get("longroll")
+    if isinstance(longroll, dict):
+        flat = longroll.get("flatness") or {}
+        if flat:
+            out.append(_goal("managed server per turn, ~100k / ~6k tokens", f"<= {flat['target']:g}x",
+                             flat.get("ratio_100k_to_6k"), float(flat["target"]), "x", False))  # fmt: skip
+            out.append(_goal("managed server per turn at ~100k tokens", f"< {flat['target_ms']:g} ms",
+                             flat.get("ms_at_100k"), float(flat["target_ms"]), "ms", False))  # fmt: skip
+        vs = longroll.get("vs_atroposlib") or {}
+        if vs:
+            out.append(_goal(f"managed server per turn at ~{vs['at_tokens'] // 1000}k tokens vs atroposlib",
+                             f">= {vs['target']:g}x", vs.get("speedup"), float(vs["target"]), "x"))  # fmt: skip
     # Trajectory and sandbox benches report {"speedup"..., "target"} per comparison.
     for section in ("trajectory", "sandbox"):
         data = res.get(section)
@@ -307,7 +319,7 @@ def markdown(res: dict[str, Any], plots: list[str]) -> str:
             + (f" ({v['note']})" if v.get("note") else "")
             for k, v in few.items()
         ]
-    for section in ("trajectory", "sandbox"):
+    for section in ("trajectory", "longroll", "sandbox"):
         data = res.get(section)
         lines += ["", f"## {section.title()}", ""]
         if isinstance(data, dict) and isinstance(data.get("markdown"), str):

@@ -12,7 +12,8 @@ implementation). Columns:
   with the reason printed when no interpreter is given;
 - hermes_core (pure Rust) and the ``tool-parser`` crate, whole text and 4-byte-chunk streaming
   (rust/bench_peers; ``--full`` builds it with cargo, ``--quick`` skips it unless ``--rust-peers``);
-- ``benches/trajectory_bench.py`` and ``benches/sandbox_bench.py`` (their ``run(quick)`` dicts).
+- ``benches/trajectory_bench.py``, ``benches/longroll_bench.py`` (the managed server's per-turn cost as a
+  rollout grows, vs atroposlib's) and ``benches/sandbox_bench.py`` (their ``run(quick)`` dicts).
 
 Timings are wall-clock on a shared machine: ratios are computed within this one run.
 """
@@ -126,7 +127,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--formats", nargs="*", help="only these parser formats")
     ap.add_argument("--sizes", nargs="*", choices=list(workloads.SIZES), help="only these output sizes")
     ap.add_argument(
-        "--skip", nargs="*", default=[], choices=["vllm", "rust", "trajectory", "sandbox"], help="columns not to run"
+        "--skip",
+        nargs="*",
+        default=[],
+        choices=["vllm", "rust", "trajectory", "longroll", "sandbox"],
+        help="columns not to run",
     )
     ap.add_argument("--reuse", metavar="JSON", help="copy the --skip'ped columns from this earlier results file")
     ap.add_argument("--out-dir", default=str(HERE / "results"), help="where results go (default benches/results)")
@@ -265,8 +270,8 @@ def main(argv: list[str] | None = None) -> int:
                 out, reason = peers.run_bench_peers(exe, folder, min_time, timeout=600 if quick else 3600)
                 res["rust"] = {"status": "ok, tool-parser 1.10.0", **out} if out else {"status": f"failed: {reason}"}
 
-    # 4. Trajectory and sandbox benchmarks (owned by their modules).
-    for name in ("trajectory", "sandbox"):
+    # 4. Trajectory, long-rollout and sandbox benchmarks (owned by their modules).
+    for name in ("trajectory", "longroll", "sandbox"):
         if name in args.skip:
             res[name] = {"skipped": f"--skip {name}"}
             continue

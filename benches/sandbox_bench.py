@@ -25,7 +25,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hermes_env.isolation import quota
 from hermes_env.isolation.bubblewrap import HOST_ENV, BwrapSpec
 from hermes_env.isolation.paths import empty_dir
 from hermes_env.isolation.process import run_limited
@@ -53,22 +52,19 @@ def percentile(values: list[float], q: float) -> float:
 
 async def _direct_calls(n_traj: int, n_calls: int, concurrency: int, policy: SandboxPolicy) -> list[float]:
     """The same commands run directly with bubblewrap (no server, no HTTP, no batching), with the same
-    sandbox, limits, user per workspace and (where quotas work) tmpfs workspaces as the pool's slots."""
+    sandbox, limits and user per workspace as the pool's slots; workspaces are plain directories (the
+    pool's quota-limited tmpfs workspaces count as part of its overhead)."""
     root = Path(tempfile.mkdtemp(prefix="hermes-bench-direct-"))
     root.chmod(0o711)
     gate = asyncio.Semaphore(concurrency)
     uids = UidBlock()  # its own task uids, never those of a pool running beside it
     limits = policy.limits
-    size = int(limits.disk_bytes) if limits.disk_bytes is not None and quota.quota_problem() is None else None
     latencies: list[float] = []
 
     async def one_traj(t: int) -> None:
         ws = root / str(t)
         user = uids.user(t)  # one user per workspace, as the pool's slots have
-        if size is not None:
-            quota.mount_workspace(ws, size, user)
-        else:
-            empty_dir(ws, user.owner)
+        empty_dir(ws, user.owner)
         spec = BwrapSpec(str(ws), tmp_bytes=int(limits.tmp_bytes))
         for c in range(n_calls):
             argv = limits.prlimit_argv() + spec.argv(["/bin/bash", "-c", command(t, c)])
@@ -91,8 +87,6 @@ async def _direct_calls(n_traj: int, n_calls: int, concurrency: int, policy: San
         await asyncio.gather(*(one_traj(t) for t in range(n_traj)))
     finally:
         uids.release()
-        for mount in quota.mounts_under(root):
-            quota.unmount(mount)
         shutil.rmtree(root, ignore_errors=True)
     return latencies
 

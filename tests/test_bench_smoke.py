@@ -66,3 +66,7 @@ def test_quick_run_writes_json_markdown_and_plots(tmp_path: Path) -> None:
     md = result.with_suffix(".md").read_text()
     assert res["machine"]["cpu"] in md and "| goal | target | measured | status |" in md
     assert len(list(tmp_path.glob("*.png"))) == 2
+    longroll = res["longroll"]
+    assert set(longroll["per_turn_ms"]) == {"hermes_env", "atroposlib"}, longroll.get("error")
+    assert any(g["goal"].startswith("managed server per turn") for g in res["goals"])
+    assert "## Longroll" in md

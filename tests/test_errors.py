@@ -24,7 +24,10 @@ def test_shared_kind_names_mean_one_thing() -> None:
     assert {"unknown_tool", "malformed_json", "bad_arguments"} <= tool & parse
     assert {"unknown_tool", "bad_arguments"} <= exec_ & parse
     assert ExecResult.model_fields["error_type"].annotation == errors.ExecErrorKind | None
-    assert len(errors.ERROR_KINDS) == len(set(errors.ERROR_KINDS)) == len(tool | parse | exec_)
+    rollout = set(errors.ROLLOUT_FAILURE_KINDS)
+    assert len(errors.ERROR_KINDS) == len(set(errors.ERROR_KINDS)) == len(tool | parse | exec_ | rollout)
+    # A rollout failure is not a tool call's or a parser's fault: its names stand apart.
+    assert not rollout & (tool | parse | exec_)
 
 
 def test_every_exception_is_a_hermes_env_error_and_keeps_its_builtin_base() -> None:
@@ -38,15 +41,18 @@ def test_every_exception_is_a_hermes_env_error_and_keeps_its_builtin_base() -> N
 
 def test_old_import_paths_name_the_same_classes() -> None:
     from hermes_env.backends import WorkspacePathError
+    from hermes_env.backends.base import BackendFailure
     from hermes_env.env import EnvSetupError, RolloutFailed
     from hermes_env.env.dataset import DatasetError
+    from hermes_env.env.errors import PolicyCallError
     from hermes_env.env.phases import PhaseError
     from hermes_env.env.preflight import InferenceServerUnreachable
     from hermes_env.sandbox import PoolClosedError, SlotAcquireTimeout, WorkerStartError
     from hermes_env.tools.registry import ToolArgumentError, ToolCallError
 
     for cls in (WorkspacePathError, EnvSetupError, RolloutFailed, DatasetError, PhaseError, InferenceServerUnreachable,
-                PoolClosedError, SlotAcquireTimeout, WorkerStartError, ToolArgumentError, ToolCallError):  # fmt: skip
+                PoolClosedError, SlotAcquireTimeout, WorkerStartError, ToolArgumentError, ToolCallError,
+                BackendFailure, PolicyCallError):  # fmt: skip
         assert getattr(errors, cls.__name__) is cls
 
 

@@ -12,7 +12,7 @@ callers catch, e.g. ``WorkspacePathError`` is a ``PermissionError``)::
     │   └── PhaseError
     ├── RolloutFailed                 one rollout produced nothing usable; its group is dropped (``kind``)
     ├── PolicyCallError               a model call gave no usable completion (``kind``: a policy_* kind)
-    ├── BackendFailure                the tool backend failed under a call: the rollout fails, not the run
+    ├── BackendFailure                the tool backend failed under a call (worker died): fails the rollout
     ├── ToolCallError                 a tool call failed; the message is for the model
     │   └── ToolArgumentError
     ├── WorkspacePathError            a path that would leave the task's workspace
@@ -34,7 +34,8 @@ The Rust core raises its own ``ValueError`` subclasses (``hermes_env.trajectory`
 ``TrajectoryDivergence``); they are not part of this tree.
 
 Error kinds are short snake_case strings recorded in results rather than raised: a parser's
-``ParseIssue.kind``, the agent loop's ``ToolError.kind``, a backend's ``ExecResult.error_type``.
+``ParseIssue.kind``, the agent loop's ``ToolError.kind``, a backend's ``ExecResult.error_type``,
+why a rollout failed (``RolloutFailed.kind``, ``AgentResult.failure``, wandb ``train/groups_dropped/<kind>``).
 One name means one thing wherever it appears (``malformed_json`` is JSON that breaks the grammar,
 whether the parser or the loop found it). The parser kinds are defined by the Rust core
 (``hermes_env.parsers.ISSUE_KINDS``, checked against :data:`ParseIssueKind` by the tests).
@@ -76,8 +77,7 @@ class PhaseError(ConfigError):
 
 
 # -- rollouts and tools -----------------------------------------------------------------------
-#: Why a rollout failed (``RolloutFailed.kind``, ``AgentResult.failure``): its group is dropped, and the drop is
-#: logged and counted under this name (summary table, wandb ``train/groups_dropped/<kind>``).
+#: Why a rollout failed; its whole group is dropped and counted under this name.
 RolloutFailureKind = Literal[
     "policy_http_error",  # the inference server answered with an HTTP error status (500, 404, ...)
     "policy_bad_response",  # it answered, but not with a usable completion (not JSON, missing or impossible
@@ -175,13 +175,13 @@ class ImageUnavailableError(ContainerError):
     """An image named by a task is not present and could not be pulled."""
 
 
-class ChannelClosedError(ContainerError, ConnectionError):
-    """A container's call channel closed (its main process ended): the backend turns it into ContainerLostError."""
-
-
 class ContainerLostError(ContainerError, BackendFailure):
     """The rollout's container could not be started, died, or a command in it was killed for memory: the
     rollout fails (its group is dropped), not the run."""
+
+
+class ChannelClosedError(ContainerError, ConnectionError):
+    """A container's call channel closed (its main process ended): the backend turns it into ContainerLostError."""
 
 
 # -- error kinds ------------------------------------------------------------------------------
@@ -218,7 +218,7 @@ ExecErrorKind = Literal[
 
 #: Every kind, each listed once.
 ERROR_KINDS: tuple[str, ...] = tuple(
-    dict.fromkeys(get_args(ParseIssueKind) + get_args(ToolErrorKind) + get_args(ExecErrorKind))
+    dict.fromkeys(get_args(ParseIssueKind) + get_args(ToolErrorKind) + get_args(ExecErrorKind) + ROLLOUT_FAILURE_KINDS)
 )
 
 __all__ = [

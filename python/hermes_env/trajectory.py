@@ -189,5 +189,5 @@ def render_with_assistant_spans(
         cursor = end
     enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
     ids = list(enc["input_ids"])
-    offsets = [(int(s), int(e)) for s, e in enc["offset_mapping"]]
+    offsets = list(enc["offset_mapping"])  # (start, end) tuples of ints already
     return RenderedConversation(ids=ids, offsets=offsets, spans=spans)

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import os
 import secrets
 import socket
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -17,6 +23,7 @@ from hermes_env.sandbox.tool_server import ExternalTool, ToolServerConfig, creat
 from pydantic import SecretStr
 
 TOKEN = "tok-" + secrets.token_hex(16)
+REPO = Path(__file__).resolve().parents[2]
 release_slow = asyncio.Event()
 
 
@@ -162,3 +169,93 @@ async def test_executor_routes_external_tools(served: Served, pool: SlotPool) ->
         r = await ex.execute("ext2", "add", {"a": 1, "b": 2})
         assert r.error_type == "tool_server" and "401" in r.output
         assert pool.lease_of("ext2") is None
+
+
+# -- the server as a process, as users start it ---------------------------------------------------
+_TOOLS_MODULE = """
+from hermes_env.sandbox.tool_server import ExternalTool
+
+def add(args):
+    if args.get("shout"):
+        print("a tool printing to stdout: " + "x" * 1000)
+    return int(args["a"]) + int(args["b"])
+
+TOOLS = [ExternalTool("add", add, "add two integers")]
+"""
+
+
+def _launch(tmp_path: Path, *extra: str, stderr: Any = subprocess.DEVNULL) -> tuple[subprocess.Popen[bytes], int]:
+    (tmp_path / "proc_tools.py").write_text(_TOOLS_MODULE)
+    env = {**os.environ, "HERMES_TOOL_SERVER_TOKEN": TOKEN, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO / 'python'}"}
+    cmd = [sys.executable, "-m", "hermes_env.sandbox.tool_server", "--tools", "proc_tools:TOOLS", *extra]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr, env=env)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()  # the only read of stdout
+    assert line, "the tool server exited before its ready line"
+    return proc, json.loads(line)["port"]
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def test_the_ready_line_comes_once_the_socket_listens(tmp_path: Path) -> None:
+    for _ in range(3):
+        proc, port = _launch(tmp_path)
+        try:
+            # Connect the moment the line is read: no refused connection, no retry.
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+                conn.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                assert conn.recv(100).startswith(b"HTTP/1.1 200")
+        finally:
+            _stop(proc)
+
+
+async def test_answers_3000_requests_while_nobody_reads_its_output(tmp_path: Path) -> None:
+    # stdout and stderr are pipes nobody reads after the ready line; 64 KiB of logs would fill either.
+    proc, port = _launch(tmp_path, stderr=subprocess.PIPE)
+    try:
+        limits = httpx.Limits(max_connections=8)
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30, limits=limits) as client:
+
+            async def worker(w: int) -> list[int]:
+                codes = []
+                for i in range(375):
+                    r = await client.post("/execute", headers=_auth(), json={"tool": "add", "args": {"a": w, "b": i}})
+                    codes.append(r.status_code)
+                    assert r.json()["output"] == str(w + i)
+                return codes
+
+            codes = await asyncio.wait_for(asyncio.gather(*(worker(w) for w in range(8))), 300)
+        assert sum(len(c) for c in codes) == 3000 and {c for cs in codes for c in cs} == {200}
+        assert proc.poll() is None
+    finally:
+        _stop(proc)
+
+
+async def test_access_log_goes_to_stderr_well_formed_and_masked(tmp_path: Path) -> None:
+    log_path = tmp_path / "server.log"
+    with log_path.open("wb") as log:
+        proc, port = _launch(tmp_path, "--access-log", stderr=log)
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+            for i in range(50):
+                r = await client.post(
+                    f"/execute?leak={TOKEN}",
+                    headers=_auth(),
+                    json={"tool": "add", "args": {"a": 1, "b": i, "shout": 1}},
+                )
+                assert r.status_code == 200
+            assert (await client.get(f"/health?again={TOKEN}")).status_code == 200
+    finally:
+        _stop(proc)
+    text = log_path.read_text()
+    assert "Logging error" not in text and "Traceback" not in text
+    assert TOKEN not in text
+    assert text.count('"POST /execute?leak=*** HTTP/1.1" 200') == 50 and "GET /health?again=***" in text
+    assert text.count("a tool printing to stdout") == 50  # stray prints land in the log, not in the unread pipe

@@ -315,3 +315,19 @@ def test_equality_compares_contents() -> None:
     f.add_prompt([7])
     assert f != t
     assert t != [1, 2, 3]
+
+
+def test_add_turn_fork_at_a_length_and_ends_with() -> None:
+    """What the managed server's incremental turns use: one atomic turn, a copy as it was, a tail check."""
+    t = Trajectory(vocab_size=100)
+    t.add_prompt([1, 2])
+    t.add_turn([3], [4, 5], [-0.1, -0.2], "stop")
+    assert t.tokens == [1, 2, 3, 4, 5] and t.masks == [MASK, MASK, MASK, 4, 5]
+    before = t.fork()
+    with pytest.raises(TrajectoryError):
+        t.add_turn([6], [7], [0.5], "stop")  # a positive logprob: the prompt part is not kept either
+    assert t == before
+    assert t.fork(2).tokens == [1, 2] and t.fork(len(t)) == t
+    with pytest.raises(TrajectoryError, match="not where an earlier add call ended"):
+        t.fork(4)
+    assert t.ends_with([4, 5]) and t.ends_with([]) and not t.ends_with([3, 5])

@@ -38,8 +38,8 @@ from typing import Any, Literal, Protocol
 
 from hermes_env.agent.reasoning import extract_reasoning, separated_reasoning
 from hermes_env.agent.tool_pool import ToolWorkerPool
-from hermes_env.env.errors import RolloutFailureKind, classify_policy_error, describe_error
-from hermes_env.errors import BackendFailure, ToolArgumentError, ToolErrorKind
+from hermes_env.env.errors import classify_policy_error, describe_error
+from hermes_env.errors import BackendFailure, RolloutFailureKind, ToolArgumentError, ToolErrorKind
 
 # A tool enforces its own time limit (the backend kills the command and reports partial output);
 # the pool's limit is a safety net this much later, for a tool that fails to stop itself.
@@ -371,7 +371,7 @@ class HermesAgentLoop:
             result.tool_errors.append(ToolError(turn=turn, tool_name=name, arguments=raw, kind=kind, message=message))
             return message
 
-        def unreadable(kind: ToolErrorKind, offset: int, message: str) -> str:
+        def unreadable(kind: Literal["malformed_json", "bad_arguments"], offset: int, message: str) -> str:
             if not parses:  # the server hid what it could not parse; this is all the loop can see
                 result.parse_issues.append(TurnParseIssue(turn=turn, kind=kind, offset=offset, message=message))
             return fail(kind, message)

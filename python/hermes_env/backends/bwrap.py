@@ -74,6 +74,7 @@ class BwrapBackend(HostWorkspaceBackend):
         self.extra_ro_binds = tuple(dict(extra_ro_binds or {}).items())
         self.extra_env = tuple(dict(env or {}).items())
         self._uids = UidBlock()
+        self._uids.user(0).argv_prefix()  # BackendUnavailableError now if setpriv is missing
         self._users: dict[str, SandboxUser] = {}
         self._free_slots: list[int] = []
         self._next_slot = 0

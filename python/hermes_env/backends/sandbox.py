@@ -13,8 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from hermes_env.backends.base import BackendFailure, ExecutionBackend
-from hermes_env.errors import FileTooLargeError, WorkspacePathError
+from hermes_env.backends.base import ExecutionBackend
+from hermes_env.errors import BackendFailure, FileTooLargeError, WorkspacePathError
 from hermes_env.isolation.limits import ResourceLimits
 from hermes_env.isolation.result import ExecResult
 from hermes_env.sandbox.config import ExecutorConfig, PoolConfig, SandboxPolicy
@@ -62,13 +62,11 @@ def _option_names(model: type[BaseModel]) -> set[str]:
 
 
 def _raise_file_error(r: ExecResult, path: str) -> None:
-    """The exception a host-workspace backend raises for the same failure; BackendFailure when the sandbox itself
-    failed (its worker died, no slot, no sandbox), which fails the rollout rather than the model's call."""
+    """The exception a host-workspace backend raises for the same failure; BackendFailure when the sandbox
+    itself failed (the rollout fails, not the model's call)."""
     if r.error is None:
         return
-    if r.error_type in ("worker_lost", "no_slot", "sandbox_unavailable") or (
-        r.error_type == "internal" and not isinstance(r.data.get("errno"), int)
-    ):
+    if r.error_type in ("worker_lost", "no_slot", "sandbox_unavailable", "internal"):
         raise BackendFailure(f"sandbox {r.error_type} for {path!r}: {r.error}")
     if r.error_type == "permission_denied":
         raise WorkspacePathError(r.error)

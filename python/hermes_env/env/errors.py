@@ -1,9 +1,9 @@
-"""Errors of the environment framework, and the one vocabulary of why a rollout failed.
+"""Why a rollout failed: classifying a failed model call (the classes and kinds are in ``hermes_env.errors``).
 
 A *failed rollout* never reaches the trainer: its whole group is dropped, logged once at
 WARNING with the cause, and counted by cause (summary table, wandb ``train/groups_dropped/<kind>``).
-``RolloutFailureKind`` (in ``hermes_env.errors``, with the exceptions) names every cause; the agent loop
-records policy-call failures with the same names (``AgentResult.failure``).
+``RolloutFailureKind`` names every cause; the agent loop records policy-call failures with the
+same names (``AgentResult.failure``).
 """
 
 from __future__ import annotations

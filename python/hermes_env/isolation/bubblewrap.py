@@ -165,7 +165,8 @@ def probe(user: SandboxUser | None = None, *, allow_network: bool = False) -> st
     try:
         scratch.chmod(0o777)
         argv = BwrapSpec(str(scratch), allow_network=allow_network).argv(["/bin/sh", "-c", "true"])
-        proc = subprocess.run(argv, capture_output=True, timeout=30, check=False, env=HOST_ENV, **user.spawn_kwargs())
+        argv = user.argv_prefix() + argv
+        proc = subprocess.run(argv, capture_output=True, timeout=30, check=False, env=HOST_ENV)
     except (OSError, subprocess.SubprocessError) as exc:
         return f"bwrap could not be started: {exc}"
     finally:

@@ -14,7 +14,6 @@ How each limit is enforced:
 
 from __future__ import annotations
 
-import shutil
 import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -22,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ByteSize, ConfigDict, Field, model_validator
 
 from hermes_env.errors import BackendUnavailableError
+from hermes_env.isolation.users import system_tool
 
 MiB = 1024**2
 GiB = 1024**3
@@ -97,7 +97,7 @@ class ResourceLimits(BaseModel):
         ``nproc_offset``: processes the command's user already runs (where tasks share a uid the count is
         per user, not per task).
         """
-        prlimit = shutil.which("prlimit")
+        prlimit = system_tool("prlimit")
         if prlimit is None:
             raise BackendUnavailableError(
                 "prlimit (util-linux) is not installed; it applies the sandbox's resource limits"

@@ -43,7 +43,7 @@ async def spawn(*argv: str, user: SandboxUser | None = None, **kwargs: Any) -> a
     global _SPAWNING
     kwargs["start_new_session"] = True
     if user is not None:
-        kwargs.update(user.spawn_kwargs())
+        argv = (*user.argv_prefix(), *argv)
     _SPAWNING += 1
     try:
         proc = await asyncio.create_subprocess_exec(*argv, **kwargs)
@@ -224,10 +224,10 @@ async def run_limited(
         running.add(proc.pid)
     kept = bytearray()
     total = 0
-    flooded = asyncio.Event()
+    stopping: asyncio.Future[None] | None = None  # the output flood stopping the command
 
     async def pump() -> None:
-        nonlocal total
+        nonlocal total, stopping
         while True:
             chunk = await stream.read(_READ_CHUNK)
             if not chunk:
@@ -236,8 +236,8 @@ async def run_limited(
             room = max_output_bytes - len(kept)
             if room > 0:
                 kept.extend(chunk[:room])
-            if total > kill_output_bytes and not flooded.is_set():
-                flooded.set()
+            if total > kill_output_bytes and stopping is None:
+                stopping = asyncio.ensure_future(stop_tree(proc.pid))
 
     async def feed() -> None:
         if stdin is None or proc.stdin is None:
@@ -251,19 +251,16 @@ async def run_limited(
 
     reader = asyncio.create_task(pump())
     writer = asyncio.create_task(feed())
-    exited = asyncio.create_task(proc.wait())
-    flood = asyncio.create_task(flooded.wait())
-    timed_out = stopped_for_output = False
+    timed_out = False
     try:
         try:
-            done, _ = await asyncio.wait({exited, flood}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-            if exited not in done:
-                timed_out = flood not in done
-                stopped_for_output = not timed_out
-                await stop_tree(proc.pid)
-                await exited
-        finally:
-            flood.cancel()
+            await asyncio.wait_for(proc.wait(), timeout)
+        except TimeoutError:
+            timed_out = True
+            await stop_tree(proc.pid)
+            await proc.wait()
+        if stopping is not None:
+            await stopping
         # Background jobs left in the group die with the call (and release the pipe).
         kill_group(proc.pid)
         try:
@@ -276,7 +273,6 @@ async def run_limited(
         await asyncio.shield(stop_tree(proc.pid))
         reader.cancel()
         writer.cancel()
-        exited.cancel()
         raise
     finally:
         if running is not None:
@@ -291,7 +287,7 @@ async def run_limited(
     if truncated:
         output += truncation_note(len(kept), total)
     code = proc.returncode if proc.returncode is not None else -signal.SIGKILL
-    if stopped_for_output:
+    if stopping is not None and not timed_out:
         output += f"\n[command stopped: it wrote more than {kill_output_bytes} bytes of output]"
     if timed_out:
         output += f"\n[timed out after {timeout:g}s; the command and its child processes were killed]"

@@ -13,11 +13,11 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import shutil
 import signal
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from hermes_env.errors import BackendUnavailableError
 
@@ -40,11 +40,26 @@ class SandboxUser:
         """``(uid, gid)`` files of the task are given to, or None when they stay ours."""
         return None if self.uid is None else (self.uid, self.gid if self.gid is not None else self.uid)
 
-    def spawn_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for ``subprocess`` / ``asyncio.create_subprocess_exec`` switching to this user."""
+    def argv_prefix(self) -> list[str]:
+        """A command-line prefix that runs the rest as this user (empty for our own user).
+
+        ``setpriv`` rather than ``subprocess``'s ``user=``: with ``user=`` CPython cannot use vfork and
+        forks the whole (possibly multi-GB) trainer process, ~37 ms per call at 600 MB against ~2.5 ms.
+        """
         if self.uid is None:
-            return {}
-        return {"user": self.uid, "group": self.gid if self.gid is not None else self.uid, "extra_groups": []}
+            return []
+        setpriv = system_tool("setpriv")
+        if setpriv is None:
+            raise BackendUnavailableError(
+                "setpriv (util-linux) is not installed; it runs each task's commands as the task's own user"
+            )
+        gid = self.gid if self.gid is not None else self.uid
+        return [setpriv, f"--reuid={self.uid}", f"--regid={gid}", "--clear-groups", "--"]
+
+
+def system_tool(name: str) -> str | None:
+    """A util-linux program (``setpriv``, ``prlimit``): from PATH, else from the system's own directories."""
+    return shutil.which(name) or shutil.which(name, path="/usr/bin:/bin:/usr/sbin:/sbin")
 
 
 def task_user(uid_base: int, index: int) -> SandboxUser:

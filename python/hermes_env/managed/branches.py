@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes_env.managed.rendering import EncodedPrefix
+from hermes_env.managed.rendering import RenderState
 from hermes_env.trajectory import Trajectory
 
 # A message's identity for prefix matching: ("generated", {completion ids it may be}) for an
@@ -41,8 +41,12 @@ class ManagedBranch:
     restarted: list[ManagedBranch] = field(default_factory=list)  # sequences closed by warn_and_restart
     version: int = 0
     decode: Callable[[list[int]], str] | None = None
-    encoded: EncodedPrefix | None = None  # tokenized prefix of the last prompt, reused next turn
     text: str | None = None  # completion() branches: prompt + returned text, matched by prefix
+    # Incremental turns (managed.rendering): how to render the next turn without the whole conversation,
+    render: RenderState | None = None
+    # and the trajectory's tokens as the list sent to the server (extended in place, never re-built).
+    ids: list[int] = field(default_factory=list)
+    sending: bool = False  # a request on ``ids`` is in flight
 
     @property
     def tokens(self) -> list[int]:

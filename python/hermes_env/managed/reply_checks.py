@@ -65,7 +65,8 @@ def check_reply(sent: Sequence[int], reply: Any, vocab_size: int) -> GenerateRep
     if not isinstance(reply, tuple | list) or len(reply) != 4:
         raise _bad("the server's reply is not (prompt_tokens, outputs, logprobs, finish_reasons)")
     prompt_tokens, outputs, logprobs, finishes = reply
-    if prompt_tokens is not None and list(prompt_tokens) != list(sent):
+    # The prompt echoed back is normally the very list sent (atroposlib's servers return it): O(1).
+    if prompt_tokens is not None and prompt_tokens is not sent and list(prompt_tokens) != list(sent):
         raise _bad(
             "the server reports a different prompt than was sent (it rewrote the token ids, e.g. dropped a "
             "duplicate BOS); the trajectory would not match what the model saw"

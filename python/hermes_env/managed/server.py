@@ -6,7 +6,9 @@
 1. finds the tracked branch the messages continue (its whole conversation, with the assistant
    replies this server returned, recognised by tool-call id or content);
 2. renders the messages with the tokenizer's chat template (tools included), replaying every
-   assistant reply it produced as the exact raw text the model emitted;
+   assistant reply it produced as the exact raw text the model emitted: a turn that continues a
+   branch renders and tokenizes only what it adds, through the branch's window, when the template
+   allows (``managed.rendering``), so a turn costs the same at 1k and 200k tokens;
 3. extends that branch's ``Trajectory`` on token ids (``divergence_policy`` decides when the
    template changed earlier turns), and sends the trajectory's own tokens as the prompt;
 4. records each sample's token ids and logprobs (``n > 1`` forks the branch), splits off
@@ -24,13 +26,15 @@ from __future__ import annotations
 
 import itertools
 import logging
+import sys
 import time
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
-import numpy as np
 from openai.types.chat.chat_completion import ChatCompletion, Choice
 from openai.types.completion import Completion
 from openai.types.completion_choice import CompletionChoice
@@ -43,8 +47,17 @@ from hermes_env.managed.branches import (
     MessageKey,
     canonical,
     continues,
+    keys_match,
 )
-from hermes_env.managed.rendering import EncodedPrefix, encode, encode_incremental, new_turn_ids, render_text
+from hermes_env.managed.rendering import (
+    RenderState,
+    encode,
+    new_turn_text,
+    render_text,
+    template_profile,
+    tokenization,
+    window_delta,
+)
 from hermes_env.managed.reply_checks import generate
 from hermes_env.managed.response import load_parser, parse_reply
 from hermes_env.trajectory import DivergencePolicy, Trajectory
@@ -69,6 +82,11 @@ class ManagedServerConfig(BaseModel):
         default_factory=dict, description="extra apply_chat_template arguments (e.g. enable_thinking)"
     )
     model_name: str | None = Field(default=None, description="model name in responses; default: the server's")
+    incremental_render: Literal["on", "off", "verify"] = Field(
+        default="on",
+        description="render only what each turn adds (on); always the whole conversation (off); both, raising "
+        "when they differ (verify: for checking a new chat template)",
+    )
 
 
 def _server_attr(server: Any, name: str) -> Any:
@@ -102,6 +120,7 @@ class ManagedServer:
         divergence_policy: DivergencePolicy = "raise",
         chat_template_kwargs: Mapping[str, Any] | None = None,
         model_name: str | None = None,
+        incremental_render: Literal["on", "off", "verify"] = "on",
     ) -> None:
         if not callable(getattr(server, "tokens_and_logprobs_completion", None)):
             raise TypeError(
@@ -113,6 +132,7 @@ class ManagedServer:
             divergence_policy=divergence_policy,
             chat_template_kwargs=dict(chat_template_kwargs or {}),
             model_name=model_name,
+            incremental_render=incremental_render,
         )
         self.server = server
         self.tokenizer = tokenizer if tokenizer is not None else _server_attr(server, "tokenizer")
@@ -122,6 +142,9 @@ class ManagedServer:
         self.model_name = model_name or getattr(config, "model_name", None) or "managed"
         self._vocab_size = len(self.tokenizer)
         self._special_ids = set(getattr(self.tokenizer, "all_special_ids", []) or [])
+        self._tokenization = tokenization(self.tokenizer)
+        # How many prompts were rendered through a branch's window ("incremental") or whole ("full").
+        self.render_counts: Counter[str] = Counter()
         self._branches: list[ManagedBranch] = []
         self._records: dict[int, CompletionRecord] = {}
         self._by_call_id: dict[str, int] = {}
@@ -144,8 +167,8 @@ class ManagedServer:
             raise ValueError("ManagedServer does not stream; call chat_completion without stream=True")
         if not isinstance(n, int) or n < 1:
             raise ValueError(f"n must be a positive integer, got {n!r}")
-        msgs = [_as_dict(m) for m in messages]
-        if not msgs:
+        request = list(messages)
+        if not request:
             raise ValueError("messages is empty; pass at least one message")
         template_kwargs = dict(self.config.chat_template_kwargs)
         template_kwargs.update(sampling.pop("chat_template_kwargs", None) or {})
@@ -153,23 +176,22 @@ class ManagedServer:
         template_kwargs.update(extra_body.pop("chat_template_kwargs", None) or {})
         params = {k: v for k, v in {**extra_body, **sampling}.items() if k not in _DROPPED}
 
-        keys = [self._key(m) for m in msgs]
-        branch = self._find_branch(keys)
-        template_msgs = self._template_messages(msgs, keys, branch)
-        text = render_text(self.tokenizer, template_msgs, tools, template_kwargs)
-        cache = branch.encoded if branch is not None else None
-        prompt_ids, encoded = encode_incremental(self.tokenizer, text, cache, self._special_ids)
-        traj, previous = self._prompt_trajectory(branch, prompt_ids, template_msgs, tools, template_kwargs)
-        version = branch.version if branch is not None else -1
-        parent_cids = list(branch.completion_ids) if branch is not None else []
-
-        samples, usage = await self._sample(traj, n, params)
+        turn = self._prompt(request, tools, template_kwargs)
+        refs = sys.getrefcount(turn.sent)
+        try:
+            outputs, logprobs, finishes = await self._generate(turn.sent, n, params)
+            trajectories = turn.trajectories(outputs, logprobs, finishes)
+        except BaseException:
+            turn.release(sampled=False, kept=sys.getrefcount(turn.sent) > refs)
+            raise
+        turn.release(sampled=True, kept=sys.getrefcount(turn.sent) > refs)
         parser = load_parser(self.config.tool_parser, tools) if tools and tool_choice != "none" else None
+        records = [self._record(ids, finish) for ids, finish in zip(outputs, finishes, strict=True)]
         choices = []
-        for i, (sample, ids, finish) in enumerate(samples):
-            record = self._record(ids, finish)
+        for i, (record, trajectory) in enumerate(zip(records, trajectories, strict=True)):
             reply = parse_reply(record.raw_text, parser)
             message = reply.to_openai()  # carries reply.issues as `parse_issues` (read by HermesAgentLoop)
+            finish = record.finish_reason
             reported = "tool_calls" if reply.tool_calls and finish == "stop" else finish
             choices.append(
                 Choice(
@@ -179,16 +201,21 @@ class ManagedServer:
                     logprobs=None,
                 )
             )
-            self._register(record, message.model_dump(exclude_none=True))
-            base = branch if i == 0 else None
-            self._commit(base, version, sample, msgs, keys, parent_cids, record, message, previous, encoded)
+            dumped = message.model_dump(exclude_none=True)
+            self._register(record, dumped)
+            self._commit(turn, i, trajectory, record, dumped)
+        completion_tokens = sum(len(r.token_ids) for r in records)
         return ChatCompletion(
             id=f"chatcmpl-{uuid.uuid4().hex}",
             created=int(time.time()),
             model=self.model_name,
             object="chat.completion",
             choices=choices,
-            usage=usage,
+            usage=CompletionUsage(
+                prompt_tokens=len(turn.sent),
+                completion_tokens=completion_tokens,
+                total_tokens=len(turn.sent) + completion_tokens,
+            ),
         )
 
     async def completion(self, *, prompt: str, n: int = 1, **sampling: Any) -> Completion:
@@ -218,7 +245,16 @@ class ManagedServer:
             traj = Trajectory(vocab_size=self._vocab_size)
             traj.add_prompt(list(self.tokenizer.encode(prompt, add_special_tokens=True)))
         version = branch.version if branch is not None else -1
-        samples, usage = await self._sample(traj, n, params)
+        sent = traj.tokens
+        outputs, logprobs, finishes = await self._generate(sent, n, params)
+        forks = [traj.fork() for _ in outputs[1:]]
+        samples = list(zip([traj, *forks], outputs, finishes, strict=True))
+        for (sample, ids, finish), lps in zip(samples[1:] + samples[:1], logprobs[1:] + logprobs[:1], strict=True):
+            sample.add_completion(ids, lps, finish_reason=finish)
+        completion_tokens = sum(len(ids) for ids in outputs)
+        usage = CompletionUsage(
+            prompt_tokens=len(sent), completion_tokens=completion_tokens, total_tokens=len(sent) + completion_tokens
+        )
         choices = []
         for i, (sample, ids, finish) in enumerate(samples):
             text = self.tokenizer.decode(ids, skip_special_tokens=True)
@@ -311,60 +347,190 @@ class ManagedServer:
             out.append({"role": "assistant", "content": record.raw_text})
         return out
 
-    def _prompt_trajectory(
+    def _match(self, request: list[Any]) -> tuple[ManagedBranch | None, list[dict[str, Any]], list[MessageKey]]:
+        """The branch ``request`` continues, its messages as dicts and their keys.
+
+        A request normally repeats a branch's conversation and adds a few messages: its earlier
+        messages are then compared with the (shallow) copies the branch kept of them (dict equality,
+        no re-serialising) and only the reply since and the new messages are keyed. Anything else
+        keys every message and matches on keys. A message edited in place is seen as edited unless
+        only a value nested inside it (a list of content parts) was changed in place.
+        """
+        best: tuple[ManagedBranch, list[dict[str, Any]]] | None = None
+        for b in self._branches:
+            n = len(b.keys)
+            if b.text is not None or not n or n >= len(request) or (best is not None and n <= len(best[0].keys)):
+                continue
+            seen = b.messages[: n - 1]
+            if request[: n - 1] != seen:
+                continue
+            reply = _as_dict(request[n - 1])
+            if keys_match(b.keys[n - 1], self._key(reply)):
+                best = (b, [*seen, reply])
+        if best is not None:
+            branch, known = best
+            new = [_as_dict(m) for m in request[len(known) :]]
+            return branch, [*known, *new], [*branch.keys, *(self._key(m) for m in new)]
+        msgs = [_as_dict(m) for m in request]
+        keys = [self._key(m) for m in msgs]
+        return self._find_branch(keys), msgs, keys
+
+    def _prompt(
+        self, request: list[Any], tools: Sequence[Mapping[str, Any]] | None, template_kwargs: Mapping[str, Any]
+    ) -> _Turn:
+        """The prompt for ``request``: rendered incrementally where the branch allows, in full otherwise."""
+        branch, msgs, keys = self._match(request)
+        mode = self.config.incremental_render
+        if branch is not None and branch.render is not None and mode != "off":
+            turn = self._incremental(branch, msgs, keys, tools, template_kwargs)
+            if turn is not None:
+                if mode == "verify":
+                    self._verify(turn, tools, template_kwargs)
+                self.render_counts["incremental"] += 1
+                return turn
+        self.render_counts["full"] += 1
+        return self._full(branch, msgs, keys, tools, template_kwargs)
+
+    def _incremental(
         self,
-        branch: ManagedBranch | None,
-        prompt_ids: np.ndarray,
-        template_msgs: list[dict[str, Any]],
+        branch: ManagedBranch,
+        msgs: list[dict[str, Any]],
+        keys: list[MessageKey],
         tools: Sequence[Mapping[str, Any]] | None,
         template_kwargs: Mapping[str, Any],
-    ) -> tuple[Trajectory, Trajectory | None]:
-        """A new trajectory holding exactly the prompt to send (the branch is untouched)."""
+    ) -> _Turn | None:
+        """The next turn rendered through the branch's window (managed.rendering); None: render in full."""
+        state = branch.render
+        new = msgs[len(branch.keys) :]
+        if state is None:
+            return None
+        if not template_profile(self.tokenizer, tools, template_kwargs).allows(new):
+            return None
+        delta = window_delta(self.tokenizer, state, new, tools, template_kwargs)
+        if delta is None:
+            return None
+        text = state.tail_text + delta
+        ids = self._tokenization.encode(text)
+        held = state.tail_len
+        # The tail re-tokenised must give the trajectory's own tokens (the last completion included).
+        if len(ids) < held or not branch.trajectory.ends_with(ids[:held]):
+            return None
+        new_ids = ids[held:]
+        sent, owned = self._send_list(branch, new_ids)
+        return _Turn(
+            branch=branch,
+            version=branch.version,
+            base=branch.trajectory,
+            base_len=len(branch.trajectory),
+            new_ids=new_ids,
+            sent=sent,
+            owned=owned,
+            msgs=msgs,
+            keys=keys,
+            render=state,
+            new_messages=new,
+            delta=delta,
+            head=(state.head_messages, state.head_text),
+            tail=self._tokenization.tail(text, ids),
+        )
+
+    def _send_list(self, branch: ManagedBranch, new_ids: list[int]) -> tuple[list[int], bool]:
+        """The prompt list to send: the branch's own token list extended in place, unless a request on it
+        is in flight (then a copy). A list a server kept after its call is left to it."""
+        committed = len(branch.trajectory)
+        if branch.sending or len(branch.ids) != committed:
+            return [*branch.ids[:committed], *new_ids], False
+        if sys.getrefcount(branch.ids) > 2:  # the branch's reference and this call's argument
+            branch.ids = list(branch.ids)
+        branch.ids.extend(new_ids)
+        branch.sending = True
+        return branch.ids, True
+
+    def _full(
+        self,
+        branch: ManagedBranch | None,
+        msgs: list[dict[str, Any]],
+        keys: list[MessageKey],
+        tools: Sequence[Mapping[str, Any]] | None,
+        template_kwargs: Mapping[str, Any],
+    ) -> _Turn:
+        """The prompt rendered and tokenized whole; a branch it continues is extended by the divergence policy."""
+        template_msgs = self._template_messages(msgs, keys, branch)
+        text = render_text(self.tokenizer, template_msgs, tools, template_kwargs)
+        prompt_ids = encode(self.tokenizer, text)
+        state = branch.render if branch is not None else None
+        head = (state.head_messages, state.head_text) if state is not None else (tuple(template_msgs), text)
         if branch is None:
-            traj = Trajectory(vocab_size=self._vocab_size)
-            traj.add_prompt(prompt_ids)
-            return traj, None
+            return _Turn(
+                branch=None,
+                version=-1,
+                base=Trajectory(vocab_size=self._vocab_size),
+                base_len=0,
+                new_ids=prompt_ids,
+                sent=list(prompt_ids),
+                owned=False,
+                msgs=msgs,
+                keys=keys,
+                head=head,
+                tail=self._tokenization.tail(text, prompt_ids),
+            )
         traj = branch.trajectory.fork()
-        new_turn = None
-        policy = self.config.divergence_policy
-        if policy == "keep_raw" and traj.divergence(prompt_ids) is not None:
+        turn_text = turn_ids = None
+        if self.config.divergence_policy == "keep_raw" and traj.divergence(prompt_ids) is not None:
             last = self._records[branch.completion_ids[-1]]
-            new_turn = new_turn_ids(
+            turn_text = new_turn_text(
                 self.tokenizer, template_msgs, len(branch.keys) - 1, tools, template_kwargs, last.produced_end
             )
-        out = traj.extend(prompt_ids, policy, new_turn=new_turn, decode=self._decode)
-        if out["outcome"] == "kept_raw":
+            turn_ids = encode(self.tokenizer, turn_text)
+        out = traj.extend(prompt_ids, self.config.divergence_policy, new_turn=turn_ids, decode=self._decode)
+        if out["outcome"] == "kept_raw" and turn_text is not None and turn_ids is not None:
             logger.info(
                 "keep_raw: template re-rendered earlier turns differently at token %d", out["divergence"]["index"]
             )
-        return traj, out["previous"]
-
-    async def _sample(
-        self, traj: Trajectory, n: int, params: Mapping[str, Any]
-    ) -> tuple[list[tuple[Trajectory, list[int], str]], CompletionUsage]:
-        """Sends ``traj``'s tokens and appends each returned sample to its own fork of ``traj``.
-
-        Returns (trajectory, token ids, finish reason) per sample, sample 0 on ``traj`` itself, and
-        the usage. ``traj`` is a fresh prompt trajectory, so a reply that does not line up raises
-        before any tracked branch changes; a failed or impossible reply raises ``PolicyCallError``
-        (:mod:`hermes_env.managed.reply_checks`).
-        """
-        sent = traj.tokens
-        reply = await generate(self.server, sent, n, params, self._vocab_size)
-        # Fork before appending: every sample continues the same prompt.
-        forks = [traj] + [traj.fork() for _ in range(len(reply.outputs) - 1)]
-        samples = []
-        for sample, ids, lps, finish in zip(forks, reply.outputs, reply.logprobs, reply.finish_reasons, strict=True):
-            sample.add_completion(ids, lps, finish_reason=finish)
-            samples.append((sample, ids, finish))
-        completion_tokens = sum(len(ids) for _, ids, _ in samples)
-        usage = CompletionUsage(
-            prompt_tokens=len(sent), completion_tokens=completion_tokens, total_tokens=len(sent) + completion_tokens
+            before = (state.tail_text, state.tail_len) if state is not None else ("", 0)
+            tail = self._tokenization.tail(turn_text, turn_ids, before)
+        else:
+            tail = self._tokenization.tail(text, prompt_ids)
+        return _Turn(
+            branch=branch,
+            version=branch.version,
+            base=traj,
+            base_len=len(traj),
+            new_ids=[],
+            sent=traj.tokens,
+            owned=False,
+            msgs=msgs,
+            keys=keys,
+            previous=out["previous"],
+            head=head,
+            tail=tail,
         )
-        return samples, usage
 
-    def _record(self, ids: Sequence[int], finish: str) -> CompletionRecord:
-        ids = [int(t) for t in ids]
+    def _verify(
+        self, turn: _Turn, tools: Sequence[Mapping[str, Any]] | None, template_kwargs: Mapping[str, Any]
+    ) -> None:
+        """``incremental_render="verify"``: the incremental prompt must be the full render's, token for token."""
+        template_msgs = self._template_messages(turn.msgs, turn.keys, turn.branch)
+        full = encode(self.tokenizer, render_text(self.tokenizer, template_msgs, tools, template_kwargs))
+        if full != turn.sent:
+            turn.release(sampled=False)
+            at = next((i for i, (a, b) in enumerate(zip(full, turn.sent, strict=False)) if a != b), None)
+            at = min(len(full), len(turn.sent)) if at is None else at
+            raise RuntimeError(
+                f"incremental rendering differs from a full render at token {at} (full render {len(full)} tokens, "
+                f"incremental {len(turn.sent)}); the chat template renders this conversation in a way the window "
+                "check does not catch: use incremental_render='off' and report the template"
+            )
+
+    async def _generate(
+        self, sent: list[int], n: int, params: Mapping[str, Any]
+    ) -> tuple[list[list[int]], list[list[float]], list[str]]:
+        """Sends the prompt ids; the samples' token ids, logprobs and finish reasons, checked before anything
+        is recorded (a failed or impossible reply raises ``PolicyCallError``; see ``managed.reply_checks``)."""
+        reply = await generate(self.server, sent, n, params, self._vocab_size)
+        return reply.outputs, reply.logprobs, reply.finish_reasons
+
+    def _record(self, ids: list[int], finish: str) -> CompletionRecord:
         produced_end = None
         body = ids
         if ids and ids[-1] in self._special_ids:
@@ -388,25 +554,22 @@ class ManagedServer:
             self._by_content.setdefault(message.get("content") or "", []).append(record.cid)
 
     def _commit(
-        self,
-        base: ManagedBranch | None,
-        version: int,
-        traj: Trajectory,
-        msgs: list[dict[str, Any]],
-        keys: list[MessageKey],
-        parent_cids: list[int],
-        record: CompletionRecord,
-        message: Any,
-        previous: Trajectory | None,
-        encoded: EncodedPrefix | None,
+        self, turn: _Turn, index: int, traj: Trajectory, record: CompletionRecord, reply: dict[str, Any]
     ) -> None:
-        """Stores a sample: it replaces ``base`` (sample 0 continuing a branch) or opens a new branch."""
-        reply = message.model_dump(exclude_none=True)
-        new_keys = [*keys, ("generated", frozenset({record.cid}))]
-        if base is not None and base.version == version:
-            if previous is not None:
+        """Stores sample ``index``: it continues its branch (sample 0, when nothing else did) or opens one."""
+        raw = {"role": "assistant", "content": record.raw_text}
+        completion = (record.raw_text + (record.produced_end or ""), len(record.token_ids))
+        if turn.render is not None and turn.delta is not None:
+            render = turn.render.advanced(turn.new_messages, turn.delta, raw, completion, turn.tail)
+        else:
+            render = RenderState.first(turn.head[0], turn.head[1], raw, completion, turn.tail)
+        keys = [*turn.keys, ("generated", frozenset({record.cid}))]
+        messages = [*turn.msgs, reply]
+        base = turn.branch
+        if index == 0 and base is not None and base.version == turn.version:
+            if turn.previous is not None:
                 closed = ManagedBranch(
-                    trajectory=previous,
+                    trajectory=turn.previous,
                     messages=list(base.messages),
                     keys=list(base.keys),
                     completion_ids=list(base.completion_ids),
@@ -414,23 +577,96 @@ class ManagedServer:
                 )
                 base.restarted.append(closed)
             base.trajectory = traj
-            base.messages = [*msgs, reply]
-            base.keys = new_keys
+            base.ids = turn.ids_after(index, record)
+            base.messages = messages
+            base.keys = keys
             base.completion_ids.append(record.cid)
-            base.encoded = encoded
+            base.render = render
             base.version += 1
             return
-        completion_ids = [*parent_cids, record.cid]
+        parent_cids = list(base.completion_ids) if base is not None else []
         self._branches.append(
             ManagedBranch(
                 trajectory=traj,
-                messages=[*msgs, reply],
-                keys=new_keys,
-                completion_ids=completion_ids,
+                messages=messages,
+                keys=keys,
+                completion_ids=[*parent_cids, record.cid],
                 decode=self._decode,
-                encoded=encoded,
+                render=render,
+                ids=turn.ids_after(index, record),
             )
         )
+
+
+@dataclass(eq=False)
+class _Turn:
+    """One chat request's prompt: what it continues, what it sends, and how its samples are stored.
+
+    The samples' trajectories are ``base``'s first ``base_len`` tokens, then ``new_ids`` (the new
+    prompt tokens), then the sample. Sample 0 extends ``base`` in place when ``base`` is the
+    branch's trajectory and nothing else extended it meanwhile (so a turn costs O(new tokens));
+    other samples are copies.
+    """
+
+    branch: ManagedBranch | None
+    version: int
+    base: Trajectory
+    base_len: int
+    new_ids: list[int]
+    sent: list[int]  # the whole prompt, as sent
+    owned: bool  # sent is the branch's own token list, extended in place for this request
+    msgs: list[dict[str, Any]]
+    keys: list[MessageKey]
+    head: tuple[tuple[Mapping[str, Any], ...], str]
+    tail: tuple[str, int]
+    previous: Trajectory | None = None  # warn_and_restart: the sequence it closed
+    render: RenderState | None = None  # incremental turns: the branch's state, the new messages and their text
+    new_messages: list[dict[str, Any]] = field(default_factory=list)
+    delta: str | None = None
+    _in_place: bool = False
+
+    def __post_init__(self) -> None:
+        self.prompt_len = len(self.sent)
+
+    def release(self, sampled: bool, kept: bool = False) -> None:
+        """After the server call: an owned list goes back to its branch (cut back when nothing was sampled).
+
+        ``kept``: the server held on to the list it was sent, so it keeps that one and the branch
+        continues on a copy (a list handed out is never changed afterwards).
+        """
+        if self.owned and self.branch is not None:
+            if not sampled and kept:
+                self.branch.ids = self.sent[: self.base_len]
+            elif not sampled:
+                del self.sent[self.base_len :]
+            elif kept:
+                self.sent = list(self.sent)
+                if self._in_place:
+                    self.branch.ids = self.sent
+            self.branch.sending = False
+
+    def trajectories(
+        self, outputs: list[list[int]], logprobs: list[list[float]], finishes: list[str]
+    ) -> list[Trajectory]:
+        """Each sample's trajectory, every one checked before anything tracked changes."""
+        samples: list[Trajectory] = []
+        for ids, lps, finish in list(zip(outputs, logprobs, finishes, strict=True))[1:]:
+            t = self.base.fork(self.base_len)
+            t.add_turn(self.new_ids, ids, lps, finish)
+            samples.append(t)
+        branch = self.branch
+        shared = branch is not None and self.base is branch.trajectory
+        self._in_place = not shared or (branch is not None and branch.version == self.version)
+        first = self.base if self._in_place else self.base.fork(self.base_len)
+        first.add_turn(self.new_ids, outputs[0], logprobs[0], finishes[0])
+        return [first, *samples]
+
+    def ids_after(self, index: int, record: CompletionRecord) -> list[int]:
+        """The token list of sample ``index``'s trajectory (the sent list itself, extended, for sample 0)."""
+        if index == 0 and self.owned and self._in_place:
+            self.sent.extend(record.token_ids)
+            return self.sent
+        return [*self.sent[: self.prompt_len], *record.token_ids]
 
 
 @asynccontextmanager

@@ -52,7 +52,7 @@ def _file_failure(exc: OSError, path: str) -> ExecResult:
         return ExecResult.failure("bad_arguments", f"{path!r} is a directory", errno=exc.errno)
     if isinstance(exc, PermissionError):
         return ExecResult.failure("permission_denied", f"{path!r}: {exc.strerror or exc}", errno=exc.errno)
-    return ExecResult.failure("internal", f"{path!r}: {exc}", errno=exc.errno)
+    return ExecResult.failure("bad_arguments", f"{path!r}: {exc.strerror or exc}", errno=exc.errno)
 
 
 class SlotHost:
@@ -109,7 +109,9 @@ class SlotHost:
             log.warning("running tools WITHOUT isolation (require_sandbox=False): %s", problem)
             self.sandboxed = False
             self.sandbox_problem = problem
-        self.policy.limits.prlimit_argv()  # BackendUnavailableError when prlimit is missing
+        # BackendUnavailableError now, rather than at the first call, when prlimit or setpriv is missing.
+        self.policy.limits.prlimit_argv()
+        first.argv_prefix()
         if self.policy.limits.disk_bytes is not None and self.isolation != "container":
             # In a container the worker has no mount rights; the container's own storage bounds its slots.
             problem = quota.quota_problem()

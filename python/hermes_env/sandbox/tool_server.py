@@ -8,20 +8,26 @@ only read from the environment (never a command-line argument, which ``ps`` show
 a ``SecretStr``, and a logging filter masks it should any message ever contain it.
 
 Run: ``HERMES_TOOL_SERVER_TOKEN=... python -m hermes_env.sandbox.tool_server --tools pkg.mod:TOOLS``.
+Its stdout carries one line, ``{"port": ..., "pid": ...}``, printed once the socket listens and the
+app has started (a client may connect as soon as it reads it); after that stdout goes to stderr, so a
+launcher may stop reading it. Logs go to stderr; the per-request access log is off unless
+``--access-log`` is given (a busy server writes one line per request: read stderr or send it to a file).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import copy
 import hmac
 import importlib
 import inspect
 import json
 import logging
 import os
+import socket
 import sys
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +35,7 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from hermes_env.sandbox.protocol import ToolResult
+from hermes_env.isolation.result import ExecResult
 
 log = logging.getLogger("hermes_env.sandbox.tool_server")
 TOKEN_ENV = "HERMES_TOOL_SERVER_TOKEN"
@@ -40,7 +46,7 @@ ToolFn = Callable[[dict[str, Any]], Awaitable[Any] | Any]
 @dataclass(frozen=True)
 class ExternalTool:
     """A tool served by the tool server. ``fn(args)`` may be sync or async and return text,
-    a JSON-able value, or a ToolResult; an exception becomes an error result."""
+    a JSON-able value, or a ExecResult; an exception becomes an error result."""
 
     name: str
     fn: ToolFn
@@ -82,20 +88,32 @@ class ExecuteRequest(BaseModel):
 
 
 class RedactFilter(logging.Filter):
-    """Masks the token in any log record (defence in depth: nothing logs it on purpose)."""
+    """Masks the token in any log record (defence in depth: nothing logs it on purpose).
+
+    The record keeps its shape: ``msg`` and each argument are masked in place, so formatters that read
+    the arguments themselves (uvicorn's access formatter unpacks five of them) still work.
+    """
 
     def __init__(self, secret: str) -> None:
         super().__init__()
         self._secret = secret
 
+    def _mask(self, value: object) -> object:
+        if isinstance(value, str):
+            return value.replace(self._secret, "***") if self._secret in value else value
+        if isinstance(value, int | float | bool | type(None)):
+            return value
+        text = str(value)
+        return text.replace(self._secret, "***") if self._secret in text else value
+
     def filter(self, record: logging.LogRecord) -> bool:
-        try:
-            message = record.getMessage()
-        except Exception:  # a malformed record is not ours to fix
+        if not self._secret:
             return True
-        if self._secret and self._secret in message:
-            record.msg = message.replace(self._secret, "***")
-            record.args = None
+        record.msg = self._mask(record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(self._mask(a) for a in record.args)
+        elif isinstance(record.args, Mapping):
+            record.args = {k: self._mask(v) for k, v in record.args.items()}
         return True
 
 
@@ -210,7 +228,7 @@ def create_app(tools: Iterable[ExternalTool], config: ToolServerConfig) -> Any:
     return _BodyLimit(app, config.max_request_bytes)
 
 
-async def _run_tool(tool: ExternalTool, args: dict[str, Any], timeout: float) -> ToolResult:
+async def _run_tool(tool: ExternalTool, args: dict[str, Any], timeout: float) -> ExecResult:
     async def call() -> Any:
         if inspect.iscoroutinefunction(tool.fn):
             return await tool.fn(args)
@@ -219,15 +237,15 @@ async def _run_tool(tool: ExternalTool, args: dict[str, Any], timeout: float) ->
     try:
         value = await asyncio.wait_for(call(), timeout)
     except TimeoutError:
-        return ToolResult(output=f"tool {tool.name} timed out after {timeout:g}s", exit_code=124, timed_out=True)
+        return ExecResult(output=f"tool {tool.name} timed out after {timeout:g}s", exit_code=124, timed_out=True)
     except Exception as exc:  # a tool bug fails the call, not the server
         log.warning("tool %s raised %s", tool.name, type(exc).__name__)
-        return ToolResult.failure("tool_server", f"tool {tool.name} failed: {type(exc).__name__}: {exc}")
-    if isinstance(value, ToolResult):
+        return ExecResult.failure("tool_server", f"tool {tool.name} failed: {type(exc).__name__}: {exc}")
+    if isinstance(value, ExecResult):
         return value
     if isinstance(value, str):
-        return ToolResult(output=value)
-    return ToolResult(output=json.dumps(value, default=str), data={"value": value})
+        return ExecResult(output=value)
+    return ExecResult(output=json.dumps(value, default=str), data={"value": value})
 
 
 def load_tools(spec: str) -> list[ExternalTool]:
@@ -244,17 +262,42 @@ def load_tools(spec: str) -> list[ExternalTool]:
     return list(tools)
 
 
-def main(argv: list[str] | None = None) -> int:
-    import socket
+def log_config(secret: str) -> dict[str, Any]:
+    """uvicorn's logging set-up with every handler on stderr and masking the token."""
+    from uvicorn.config import LOGGING_CONFIG
 
+    config = copy.deepcopy(LOGGING_CONFIG)
+    config["filters"] = {"redact": {"()": RedactFilter, "secret": secret}}
+    for handler in config["handlers"].values():
+        handler["stream"] = "ext://sys.stderr"
+        handler["filters"] = ["redact"]
+    return config
+
+
+async def serve(app: Any, sock: socket.socket, *, access_log: bool, secret: str) -> None:
+    """Serve on the listening ``sock``; print the ready line once the app has started."""
     import uvicorn
 
+    server = uvicorn.Server(uvicorn.Config(app, log_config=log_config(secret), access_log=access_log))
+    serving = asyncio.create_task(server.serve(sockets=[sock]))
+    while not server.started:
+        if serving.done():
+            await serving  # startup failed: its exception, or a clean exit
+            return
+        await asyncio.sleep(0.01)
+    print(json.dumps({"port": sock.getsockname()[1], "pid": os.getpid()}), flush=True)
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # nothing else may fill a stdout nobody reads
+    await serving
+
+
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=f"hermes_env tool server (token from ${TOKEN_ENV})")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=0, help="0 picks a free port (printed as JSON on stdout)")
     p.add_argument("--tools", required=True, help="module:attribute holding a list of ExternalTool")
     p.add_argument("--max-concurrency", type=int, default=16)
     p.add_argument("--max-request-bytes", type=int, default=1024 * 1024)
+    p.add_argument("--access-log", action="store_true", help="log every request (to stderr)")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr)
     try:
@@ -268,9 +311,8 @@ def main(argv: list[str] | None = None) -> int:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((args.host, args.port))
-    print(json.dumps({"port": sock.getsockname()[1], "pid": os.getpid()}), flush=True)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="info"))
-    asyncio.run(server.serve(sockets=[sock]))
+    sock.listen(2048)  # connections queue from now on, before the ready line is printed
+    asyncio.run(serve(app, sock, access_log=args.access_log, secret=config.token.get_secret_value()))
     return 0
 
 

@@ -248,9 +248,42 @@ impl PyTrajectory {
         Ok(out)
     }
 
-    /// An independent copy (for `n > 1` sampling).
-    fn fork(&self) -> Self {
-        self.clone()
+    /// An independent copy (for `n > 1` sampling); with `length`, of the trajectory as it was
+    /// when it had that many tokens (a length it had after some add call).
+    #[pyo3(signature = (length = None))]
+    fn fork(&self, py: Python<'_>, length: Option<usize>) -> PyResult<Self> {
+        match length {
+            None => Ok(self.clone()),
+            Some(len) => {
+                let inner = self.inner.fork_prefix(len).map_err(|e| to_py_err(py, e, None))?;
+                Ok(Self { inner })
+            }
+        }
+    }
+
+    /// Whether the trajectory's last tokens are `ids`, in O(len(ids)).
+    fn ends_with<'py>(&self, ids: &Bound<'py, PyAny>) -> PyResult<bool> {
+        with_slice(ids, |ids: &[i64]| self.inner.ends_with(ids))
+    }
+
+    /// `add_prompt(prompt_ids)` then `add_completion(ids, logprobs, finish_reason)` as one call:
+    /// a refused turn changes nothing.
+    #[pyo3(signature = (prompt_ids, ids, logprobs, finish_reason = None))]
+    fn add_turn<'py>(
+        &mut self,
+        py: Python<'py>,
+        prompt_ids: &Bound<'py, PyAny>,
+        ids: &Bound<'py, PyAny>,
+        logprobs: &Bound<'py, PyAny>,
+        finish_reason: Option<&str>,
+    ) -> PyResult<()> {
+        let inner = &mut self.inner;
+        with_slice(prompt_ids, |prompt: &[i64]| {
+            with_slice(ids, |ids: &[i64]| {
+                with_slice(logprobs, |lps: &[f64]| inner.add_turn(prompt, ids, lps, finish_reason))
+            })
+        })???
+        .map_err(|e| to_py_err(py, e, None))
     }
 
     fn __copy__(&self) -> Self {

@@ -88,6 +88,10 @@ pub enum TrajectoryError {
         index: usize,
         reason: String,
     },
+    NotASegmentEnd {
+        len: usize,
+        total: usize,
+    },
 }
 
 impl TrajectoryError {
@@ -106,6 +110,7 @@ impl TrajectoryError {
             | Self::EmptyCompletion
             | Self::UnknownFinishReason(_) => None,
             Self::InconsistentState { index, .. } => Some(*index),
+            Self::NotASegmentEnd { len, .. } => Some(*len),
         }
     }
 }
@@ -170,6 +175,11 @@ impl fmt::Display for TrajectoryError {
             Self::InconsistentState { index, reason } => {
                 write!(f, "cannot rebuild the trajectory: {reason} (at index {index})")
             }
+            Self::NotASegmentEnd { len, total } => write!(
+                f,
+                "cannot fork the first {len} tokens (of {total}): {len} is not where an earlier add call ended; \
+                 pass len(trajectory) as it was after that call"
+            ),
             Self::UnknownPolicy(name) => write!(
                 f,
                 "unknown divergence policy {name:?}; use 'raise', 'warn_and_restart' or 'keep_raw'"

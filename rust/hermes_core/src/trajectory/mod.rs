@@ -390,6 +390,61 @@ impl Trajectory {
     pub fn fork(&self) -> Self {
         self.clone()
     }
+
+    /// An independent copy of the first `len` tokens: the trajectory as it was when it had
+    /// `len` tokens. `len` must end a segment (0 gives an empty trajectory).
+    pub fn fork_prefix(&self, len: usize) -> Result<Self, TrajectoryError> {
+        let segments = if len == 0 {
+            0
+        } else {
+            match self.segments.iter().position(|s| s.end == len) {
+                Some(i) => i + 1,
+                None => {
+                    return Err(TrajectoryError::NotASegmentEnd {
+                        len,
+                        total: self.tokens.len(),
+                    })
+                }
+            }
+        };
+        Ok(Self {
+            tokens: self.tokens[..len].to_vec(),
+            masks: self.masks[..len].to_vec(),
+            logprobs: self.logprobs[..len].to_vec(),
+            segments: self.segments[..segments].to_vec(),
+            vocab_size: self.vocab_size,
+        })
+    }
+
+    /// Whether the trajectory's last tokens are `ids`; costs O(`ids.len()`), whatever the length.
+    pub fn ends_with(&self, ids: &[i64]) -> bool {
+        self.tokens.ends_with(ids)
+    }
+
+    /// One turn in one call: the new prompt tokens, then the completion sampled after them.
+    ///
+    /// Checked as [`Trajectory::add_prompt`] and [`Trajectory::add_completion`] check their
+    /// input; a refused turn changes nothing, so a caller may extend a shared trajectory in
+    /// place and still keep it intact when the sampler's reply is bad. Costs O(new tokens).
+    pub fn add_turn(
+        &mut self,
+        prompt: &[i64],
+        ids: &[i64],
+        logprobs: &[f64],
+        finish_reason: Option<&str>,
+    ) -> Result<(), TrajectoryError> {
+        self.validate_ids(prompt)?;
+        let (len, segments) = (self.tokens.len(), self.segments.len());
+        self.push_prompt_unchecked(prompt);
+        if let Err(err) = self.add_completion(ids, logprobs, finish_reason) {
+            self.tokens.truncate(len);
+            self.masks.truncate(len);
+            self.logprobs.truncate(len);
+            self.segments.truncate(segments);
+            return Err(err);
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

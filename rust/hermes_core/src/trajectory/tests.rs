@@ -376,3 +376,49 @@ proptest! {
         prop_assert_eq!(assistant_token_mask(&ids, &offsets, &spans, None).unwrap(), naive_mask(&ids, &offsets, &spans));
     }
 }
+
+#[test]
+fn add_turn_is_prompt_then_completion_or_nothing() {
+    let mut a = traj();
+    let mut b = traj();
+    a.add_turn(&[6, 7], &[8, 9], &[-0.1, -0.2], Some("stop")).unwrap();
+    b.add_prompt(&[6, 7]).unwrap();
+    b.add_completion(&[8, 9], &[-0.1, -0.2], Some("stop")).unwrap();
+    assert_eq!(a, b);
+    // An empty prompt adds no segment, as add_prompt(&[]) does not.
+    let mut c = traj();
+    c.add_turn(&[], &[8], &[-0.1], None).unwrap();
+    assert_eq!(c.segments().len(), 3);
+    // A bad completion after a good prompt leaves the trajectory as it was.
+    let before = a.clone();
+    let e = a.add_turn(&[1, 2], &[3], &[-0.1, -0.2], None).unwrap_err();
+    assert_eq!(e, TrajectoryError::LengthMismatch { ids: 1, logprobs: 2 });
+    assert_eq!(a, before);
+    let e = a.add_turn(&[1, 2000], &[3], &[-0.1], None).unwrap_err();
+    assert_eq!(e.index(), Some(1));
+    assert_eq!(a, before);
+}
+
+#[test]
+fn fork_prefix_is_the_trajectory_as_it_was() {
+    let before = traj();
+    let mut t = before.clone();
+    t.add_turn(&[6], &[7, 8], &[-0.5, -0.5], Some("length")).unwrap();
+    assert_eq!(t.fork_prefix(before.len()).unwrap(), before);
+    assert_eq!(t.fork_prefix(t.len()).unwrap(), t);
+    assert_eq!(t.fork_prefix(0).unwrap(), Trajectory::new(Some(1000)).unwrap());
+    let e = t.fork_prefix(4).unwrap_err();
+    assert_eq!(e, TrajectoryError::NotASegmentEnd { len: 4, total: 8 });
+    assert!(e.to_string().contains("not where an earlier add call ended"), "{e}");
+    assert!(t.fork_prefix(99).is_err());
+}
+
+#[test]
+fn ends_with_looks_at_the_tail_only() {
+    let t = traj();
+    assert!(t.ends_with(&[]));
+    assert!(t.ends_with(&[4, 5]));
+    assert!(t.ends_with(&[1, 2, 3, 4, 5]));
+    assert!(!t.ends_with(&[3, 5]));
+    assert!(!t.ends_with(&[0, 1, 2, 3, 4, 5]));
+}
