@@ -116,6 +116,7 @@ class DockerBackend(ExecutionBackend):
     # (cgroup) limit, max_processes its pids limit; output and file sizes are bounded as on every backend.
     limit_options: ClassVar[frozenset[str]] = frozenset(
         {"memory_bytes", "max_processes", "max_output_bytes", "kill_output_bytes", "max_file_bytes", "max_read_bytes"}
+        | {"memory_mb"}  # the old name of memory_bytes (a FutureWarning)
     )
 
     def __init__(
@@ -133,15 +134,7 @@ class DockerBackend(ExecutionBackend):
         limits: ResourceLimits | Mapping[str, Any] | None = None,
         **limit_options: Any,
     ) -> None:
-        unknown = sorted(set(limit_options) - self.limit_options - {"memory_mb"})  # (memory_mb: the old name)
-        if unknown:
-            raise ValueError(
-                f"backend 'docker' does not accept option(s) {', '.join(map(repr, unknown))}; "
-                f"valid options: {', '.join(self.accepted_options())}"
-            )
-        base = limits.model_dump() if isinstance(limits, ResourceLimits) else dict(limits or {})
-        # Containers need no address-space rlimit: their memory limit is the cgroup's (4 GiB unless set).
-        self.limits = ResourceLimits.model_validate({**base, **limit_options})
+        self.limits = self.resource_limits(limits, limit_options)
         if cpus <= 0:
             raise ValueError(f"docker backend option cpus must be positive, got {cpus}")
         if not workspace.startswith("/") or workspace.rstrip("/") in ("", "/proc", "/dev", "/sys", "/etc", "/usr"):
@@ -168,10 +161,6 @@ class DockerBackend(ExecutionBackend):
         self._names = itertools.count()
         self._run_id = uuid.uuid4().hex[:8]
         self._root: RunRoot | None = None
-
-    @classmethod
-    def accepted_options(cls) -> list[str]:
-        return sorted(set(super().accepted_options()) | cls.limit_options | {"limits"})
 
     @classmethod
     def is_available(cls) -> bool:

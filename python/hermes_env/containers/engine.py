@@ -170,14 +170,7 @@ class ContainerEngine:
             raise EngineCommandError(f"`{self.kind} {args[0]}` did not finish within {timeout:g}s") from exc
         except OSError as exc:
             raise EngineUnavailableError(f"cannot run {self.program!r}: {exc}") from exc
-        result = CliResult(proc.returncode, proc.stdout, proc.stderr)
-        if check and proc.returncode != 0:
-            raise EngineCommandError(
-                f"`{self.kind} {' '.join(args[:2])}` failed (exit {proc.returncode}): {_tail(result.err)}",
-                returncode=proc.returncode,
-                output=result.err,
-            )
-        return result
+        return self._checked(args, CliResult(proc.returncode, proc.stdout, proc.stderr), check)
 
     async def run(
         self,
@@ -216,7 +209,10 @@ class ContainerEngine:
                 proc.kill()
             await asyncio.shield(proc.wait())
             raise
-        result = CliResult(proc.returncode if proc.returncode is not None else -1, stdout, stderr)
+        returncode = proc.returncode if proc.returncode is not None else -1
+        return self._checked(args, CliResult(returncode, stdout, stderr), check)
+
+    def _checked(self, args: Sequence[str], result: CliResult, check: bool) -> CliResult:
         if check and result.returncode != 0:
             raise EngineCommandError(
                 f"`{self.kind} {' '.join(args[:2])}` failed (exit {result.returncode}): {_tail(result.err)}",
