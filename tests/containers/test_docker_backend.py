@@ -172,3 +172,20 @@ async def test_commands_see_neither_host_files_nor_host_services(docker: DockerB
         )
     assert "host secret" not in res.output and "No such file" in res.output
     assert "CONNECTED" not in res.output and "REFUSED" in res.output
+
+
+@pytest.mark.parametrize("transport", ["channel", "exec"])
+async def test_output_is_cut_with_a_note_and_a_flood_is_stopped(transport: str) -> None:
+    backend = get_backend(
+        "docker", transport=transport, max_output_bytes=1000, kill_output_bytes=100_000, memory_bytes="256MiB"
+    )
+    try:
+        res = await backend.execute("t", "head -c 5000 /dev/zero | tr '\\0' x; echo; echo done >&2", 20)
+        assert res.ok and res.truncated and res.output.startswith("x" * 1000)
+        assert "showing the first 1000 of 5002 bytes" in res.output or "of 5006 bytes" in res.output, res.output[-200:]
+        res = await backend.execute("t", "yes", 60)
+        assert res.truncated and not res.ok and not res.timed_out and "command stopped" in res.output
+        after = await backend.execute("t", "echo still here", 10)
+        assert after.ok and after.output == "still here\n"
+    finally:
+        await backend.aclose()

@@ -104,6 +104,7 @@ class _Outcome:
     more_bytes: int = 0
     oom_kills: int | None = None
     hung: bool = False  # no answer even after the deadline and a kill
+    truncated: bool = False  # cut (and noted in data) by the exec transport's reader
 
 
 class DockerBackend(ExecutionBackend):
@@ -335,7 +336,7 @@ class DockerBackend(ExecutionBackend):
                 kill_output_bytes=self.kill_output_bytes,
             )
             data = result.output.encode()
-            return _Outcome(result.exit_code, data, hung=result.timed_out)
+            return _Outcome(result.exit_code, data, hung=result.timed_out, truncated=result.truncated)
         script = shell.FILE_OP + 'file_op "$@"'
         result = await self.engine.run(
             "exec", *(["-i"] if op == "write" else []), box.cid, "/bin/sh", "-c", script,
@@ -384,8 +385,8 @@ class DockerBackend(ExecutionBackend):
             if code == 137 and not timed_out:
                 await self._oom_lost(task_id, box, outcome.oom_kills)
         output = outcome.data.decode("utf-8", "replace")
-        truncated = outcome.more_bytes > 0
-        if truncated:
+        truncated = outcome.truncated or outcome.more_bytes > 0
+        if outcome.more_bytes:
             total = len(outcome.data) + outcome.more_bytes
             output += truncation_note(len(outcome.data), total)
             if total >= self.kill_output_bytes:

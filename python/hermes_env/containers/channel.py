@@ -183,7 +183,10 @@ class Channel:
             self._loop.remove_reader(fd)
             os.close(fd)
             if not answer.done():
-                answer.cancel()
+                # A call still waiting fails as if the container had ended (it is being removed); exception()
+                # marks it seen, so a call nobody waits for any more is not reported as unhandled.
+                answer.set_exception(ChannelClosedError("the container was removed during the call"))
+                answer.exception()
         self._pending.clear()
         if self._req_fd is not None:
             os.close(self._req_fd)
