@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -120,9 +122,15 @@ asyncio.run(main())
 @pytest.mark.parametrize(
     "name", ["local", pytest.param("bwrap", marks=needs_bwrap), pytest.param("sandbox", marks=needs_bwrap)]
 )
-async def test_a_killed_run_leaves_no_process_and_its_root_goes_at_the_next_start(name: str) -> None:
+async def test_a_killed_run_leaves_no_process_and_its_root_goes_at_the_next_start(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     marker = unique_sleep()
-    env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
+    # A temp dir of this test's own: other runs on the host sweep dead roots in /tmp too, and would take ours.
+    tmp = Path(tempfile.mkdtemp(prefix="hermes-test-tmp-"))
+    tmp.chmod(0o711)  # the task users must reach the workspaces under it
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    env = {**os.environ, "PYTHONPATH": str(REPO / "python"), "TMPDIR": str(tmp)}
     proc = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(_DYING_RUN), name, marker], stdout=subprocess.PIPE, env=env, text=True
     )
@@ -130,7 +138,7 @@ async def test_a_killed_run_leaves_no_process_and_its_root_goes_at_the_next_star
         assert proc.stdout is not None
         line = await asyncio.wait_for(asyncio.to_thread(proc.stdout.readline), 120)
         root = Path(line.strip())
-        assert root.is_dir(), line
+        assert root.is_dir() and root.parent == tmp, line
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         if name != "local":  # local commands are not sandboxed and, like any child, may outlive a SIGKILLed parent
@@ -147,3 +155,4 @@ async def test_a_killed_run_leaves_no_process_and_its_root_goes_at_the_next_star
             proc.kill()
             proc.wait()
         kill_processes_with_cmdline(marker)
+        shutil.rmtree(tmp, ignore_errors=True)
