@@ -137,3 +137,15 @@ def test_setup_is_idempotent_and_the_probe_passes(engine: ContainerEngine) -> No
 def test_podman_configuration_text() -> None:
     text = render_podman_conf("runc", {"nproc": (100, 200), "nofile": (10, 20)})
     assert 'runtime = "runc"' in text and 'default_ulimits = ["nofile=10:20", "nproc=100:200"]' in text
+
+
+def test_setup_lowers_only_the_rlimit_the_runtime_refused() -> None:
+    from hermes_env.containers.setup import _lowered
+
+    limits = {"nofile": (20000, 20000), "nproc": (96551, 96551)}
+    nproc = _lowered(limits, "runc create failed: error setting rlimit type 6: operation not permitted")
+    assert nproc == {"nofile": (20000, 20000), "nproc": (48275, 48275)}
+    nofile = _lowered(limits, "error setting rlimit type 7: operation not permitted")
+    assert nofile == {"nofile": (10000, 10000), "nproc": (96551, 96551)}
+    assert _lowered(limits, "cgroups in hybrid mode not supported") is None  # not a limit: try another runtime
+    assert _lowered({"nofile": (1024, 1024), "nproc": (1024, 1024)}, "rlimit type 6") is None  # at the floor
