@@ -21,8 +21,10 @@ _IssueKind = _Literal[
     "missing_arguments",
     "malformed_markup",
     "invalid_unicode",
+    "parser_mismatch",
 ]
 ISSUE_KINDS: list[str]
+MAX_ISSUES: int
 
 @_final
 class ToolCall:
@@ -55,14 +57,20 @@ class ParseIssue:
 @_final
 class ParseResult:
     def __new__(
-        cls, content: str | None = None, tool_calls: list[ToolCall] = ..., issues: list[ParseIssue] = ...
+        cls,
+        content: str | None = None,
+        tool_calls: list[ToolCall] = ...,
+        issues: list[ParseIssue] = ...,
+        issues_omitted: int = 0,
     ) -> _Self: ...
     @property
     def content(self) -> str | None: ...
     @property
     def tool_calls(self) -> list[ToolCall]: ...
     @property
-    def issues(self) -> list[ParseIssue]: ...
+    def issues(self) -> list[ParseIssue]: ...  # the first MAX_ISSUES found
+    @property
+    def issues_omitted(self) -> int: ...  # issues found after those (counted, not stored)
     @property
     def tools_called(self) -> bool: ...
     def to_message(self) -> dict[str, _Any]: ...
@@ -127,7 +135,10 @@ class Parser:
     def render(self, tool_calls: _Iterable[ToolCall | _Mapping[str, _Any]], content: str | None = None) -> str: ...
 
 def list_parsers() -> list[str]: ...
-def get_parser(name: str, tools: _Sequence[_Mapping[str, _Any]] | str | None = None) -> Parser: ...
+def get_parser(
+    name: str, tools: _Sequence[_Mapping[str, _Any]] | str | None = None, *, calls_after_prose: bool = True
+) -> Parser: ...
+def guess_parser(text: str) -> str | None: ...
 
 # ---------------------------------------------------------------------------------------------
 # end of parsers section

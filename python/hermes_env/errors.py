@@ -196,6 +196,7 @@ ParseIssueKind = Literal[
     "missing_arguments",
     "malformed_markup",
     "invalid_unicode",
+    "parser_mismatch",  # the configured parser found nothing in output written in another known format
 ]
 
 #: Why one tool call of a rollout failed (``ToolError.kind``); the model saw the message.

@@ -21,6 +21,7 @@ from hermes_env.parsers import (
     ToolCallArgsDelta,
     ToolCallEnd,
     ToolCallStart,
+    guess_parser,
 )
 
 # Parser names that share another name's conformance file (vLLM registry aliases).
@@ -29,11 +30,22 @@ CONFORMANCE_FILE: dict[str, str] = {
     "glm47": "glm45",
     "qwen3_xml": "qwen3_coder",
     "llama4_json": "llama3_json",
+    "deepseek_v3_1": "deepseek_v31",  # hermes-agent's name
 }
+
+# Reads other formats' text; its markup is that of the format it picks (see `markup_name`).
+AUTO = "auto"
 
 
 def conformance_name(parser: str) -> str:
     return CONFORMANCE_FILE.get(parser, parser)
+
+
+def markup_name(parser: str, text: str) -> str:
+    """The format whose markup `parser` may consume from `text` (for `auto`, the one it picks)."""
+    if parser == AUTO:
+        return conformance_name(guess_parser(text) or "hermes")
+    return conformance_name(parser)
 
 
 def chunks_fixed(text: str, size: int) -> list[str]:
@@ -212,7 +224,7 @@ def lost_text(parser: str, text: str, result: ParseResult) -> Counter[str]:
     are credited generously (arguments converted from XML or Python literals hold more
     characters than the text did), content exactly.
     """
-    markup = MARKUP[conformance_name(parser)]
+    markup = MARKUP[markup_name(parser, text)]
     missing = Counter(_strip_markup(text, markup))
     missing.subtract(Counter(_strip_markup(result.content or "", markup)))
     for call in result.tool_calls:

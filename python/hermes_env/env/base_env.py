@@ -130,10 +130,14 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         except ImportError:
             return "hermes"
         try:
-            return detect_parser(self.tokenizer) or "hermes"
+            return detect_parser(self.tokenizer) or "auto"
         except Exception as err:  # noqa: BLE001 - detection is a convenience; fall back loudly
-            logger.warning("could not detect the tool-call parser from the tokenizer (%s); using 'hermes'", err)
-            return "hermes"
+            logger.warning(
+                "could not detect the tool-call parser from the tokenizer (%s); using 'auto' (the format is "
+                "picked from each output's markers; set --env.tool_call_parser to fix it)",
+                err,
+            )
+            return "auto"
 
     @property
     def backend(self) -> Any:

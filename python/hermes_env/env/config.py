@@ -52,7 +52,8 @@ class HermesAgentEnvConfig(BaseEnvConfig):
     tool_call_parser: str | None = Field(
         default=None,
         description="hermes_env.parsers name used in Phase 2 to turn raw model text into tool calls. "
-        "None: detected from the tokenizer's chat template (falls back to 'hermes').",
+        "None: detected from the tokenizer's chat template (falls back to 'auto': the format is picked from each "
+        "output's markers).",
     )
 
     # --- agent loop ------------------------------------------------------------------------

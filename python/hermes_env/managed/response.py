@@ -62,9 +62,15 @@ def parse_reply(raw: str, parser: Any) -> ParsedReply:
     reasoning, rest = split_reasoning(raw)
     if parser is None:
         return ParsedReply(content=rest, reasoning=reasoning)
+    from hermes_env.parsers import parser_mismatch
+
     result = parser.parse(rest)
     calls = [
         {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
         for c in result.tool_calls
     ]
-    return ParsedReply(content=result.content, reasoning=reasoning, tool_calls=calls, issues=list(result.issues))
+    issues = list(result.issues)
+    mismatch = parser_mismatch(parser.name, rest, result)  # warns once per (parser, format)
+    if mismatch is not None:
+        issues.append(mismatch)
+    return ParsedReply(content=result.content, reasoning=reasoning, tool_calls=calls, issues=issues)

@@ -15,7 +15,21 @@ raw = p.render(r.tool_calls, content=r.content)
 Everything here is implemented in Rust (``hermes_env._core``); this module is the public facade.
 Parsers are registered under vLLM's ``--tool-call-parser`` names. Malformed or truncated output
 never raises: what is not a call is content, and a ``ParseIssue`` (kind, byte ``offset``,
-``char_offset`` into the ``str``, message) says what was wrong.
+``char_offset`` into the ``str``, message) says what was wrong. At most ``MAX_ISSUES`` issues are
+stored per output; ``ParseResult.issues_omitted`` counts the rest.
+
+Names: vLLM's ``--tool-call-parser`` names, hermes-agent's (``deepseek_v3_1``), and ``auto``,
+which picks the format from the output's first marker of a known format (for a tokenizer that
+does not say; ``guess_parser(text)`` names the format an output looks like, the same way).
+``parser_mismatch(name, text, result)`` reports a configured parser that found nothing in an
+output written in another known format. Where the parsers answer differently from vLLM or
+SGLang on purpose (text kept rather than dropped, pythonic call lists after prose, ...), the
+README's "Tool-call parsers" section lists each case and why.
+
+Streaming is prompt: once the bytes that end a call are fed (its end marker, or the end of its
+call object where a format has none), its ``ToolCallEnd`` has been emitted and its argument
+deltas form its complete arguments; text after it streams as it arrives (only a possible marker
+prefix, and whitespace that may be framing, wait).
 
 Hermes family (``hermes``, ``qwen``, ``longcat``): text before the first call is content as
 written (vLLM's answer); whitespace between and after calls is dropped; other text there is kept
@@ -34,6 +48,7 @@ from typing import Any, TypeAlias
 
 from hermes_env._core import (
     ISSUE_KINDS,
+    MAX_ISSUES,
     ContentDelta,
     ParseIssue,
     Parser,
@@ -44,14 +59,17 @@ from hermes_env._core import (
     ToolCallEnd,
     ToolCallStart,
     get_parser,
+    guess_parser,
     list_parsers,
 )
+from hermes_env.parsers.mismatch import parser_mismatch
 
 #: What ``ParseStream.feed`` / ``finish`` return items of.
 Event: TypeAlias = ContentDelta | ToolCallStart | ToolCallArgsDelta | ToolCallEnd
 
 __all__ = [
     "ISSUE_KINDS",
+    "MAX_ISSUES",
     "detect_parser",
     "ContentDelta",
     "Event",
@@ -64,7 +82,9 @@ __all__ = [
     "ToolCallEnd",
     "ToolCallStart",
     "get_parser",
+    "guess_parser",
     "list_parsers",
+    "parser_mismatch",
 ]
 
 

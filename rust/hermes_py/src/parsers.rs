@@ -7,7 +7,7 @@
 use std::borrow::Cow;
 use std::sync::Mutex;
 
-use hermes_core::parsers::{self as core, count_chars, Event, IssueKind, Stream, ToolCall, Tools};
+use hermes_core::parsers::{self as core, count_chars, Event, IssueKind, Stream, ToolCall, Tools, MAX_ISSUES};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PySlice, PyString};
@@ -132,6 +132,7 @@ pub struct PyParseResult {
     content: Option<Py<PyString>>,
     tool_calls: Vec<Py<PyToolCall>>,
     issues: Vec<Py<PyParseIssue>>,
+    issues_omitted: usize,
 }
 
 impl PyParseResult {
@@ -164,6 +165,7 @@ impl PyParseResult {
             content,
             tool_calls,
             issues,
+            issues_omitted: r.issues_omitted,
         })
     }
 }
@@ -172,12 +174,18 @@ impl PyParseResult {
 impl PyParseResult {
     /// Build a result by hand (tests, replays); parsers build theirs.
     #[new]
-    #[pyo3(signature = (content=None, tool_calls=Vec::new(), issues=Vec::new()))]
-    fn new(content: Option<Py<PyString>>, tool_calls: Vec<Py<PyToolCall>>, issues: Vec<Py<PyParseIssue>>) -> Self {
+    #[pyo3(signature = (content=None, tool_calls=Vec::new(), issues=Vec::new(), issues_omitted=0))]
+    fn new(
+        content: Option<Py<PyString>>,
+        tool_calls: Vec<Py<PyToolCall>>,
+        issues: Vec<Py<PyParseIssue>>,
+        issues_omitted: usize,
+    ) -> Self {
         PyParseResult {
             content,
             tool_calls,
             issues,
+            issues_omitted,
         }
     }
 
@@ -185,8 +193,19 @@ impl PyParseResult {
     fn __getnewargs__<'py>(
         &self,
         py: Python<'py>,
-    ) -> PyResult<(Option<Py<PyString>>, Bound<'py, PyList>, Bound<'py, PyList>)> {
-        Ok((self.content(py), self.tool_calls(py)?, self.issues(py)?))
+    ) -> PyResult<(Option<Py<PyString>>, Bound<'py, PyList>, Bound<'py, PyList>, usize)> {
+        Ok((
+            self.content(py),
+            self.tool_calls(py)?,
+            self.issues(py)?,
+            self.issues_omitted,
+        ))
+    }
+
+    /// Issues found after the first `MAX_ISSUES` (counted, not stored in `issues`).
+    #[getter]
+    fn issues_omitted(&self) -> usize {
+        self.issues_omitted
     }
 
     /// Text outside calls, or None.
@@ -243,8 +262,9 @@ impl PyParseResult {
                 let (a, b) = (a.get(), b.get());
                 a.name == b.name && a.arguments == b.arguments
             });
-        let issues_eq =
-            self.issues.len() == o.issues.len() && self.issues.iter().zip(&o.issues).all(|(a, b)| a.get() == b.get());
+        let issues_eq = self.issues_omitted == o.issues_omitted
+            && self.issues.len() == o.issues.len()
+            && self.issues.iter().zip(&o.issues).all(|(a, b)| a.get() == b.get());
         Ok(content_eq && calls_eq && issues_eq)
     }
 
@@ -255,8 +275,12 @@ impl PyParseResult {
             Some(c) => c.bind(py).repr()?.to_string(),
             None => "None".to_owned(),
         };
+        let omitted = match self.issues_omitted {
+            0 => String::new(),
+            n => format!(", issues_omitted={n}"),
+        };
         Ok(format!(
-            "ParseResult(content={content}, tool_calls=[{}], issues=[{}])",
+            "ParseResult(content={content}, tool_calls=[{}], issues=[{}]{omitted})",
             calls.join(", "),
             issues.join(", ")
         ))
@@ -426,11 +450,12 @@ fn events_to_list<'py>(py: Python<'py>, events: &mut Vec<Event>) -> PyResult<Bou
 }
 
 /// A Python str as UTF-8, its length in code points, and where lone surrogates were replaced
-/// with U+FFFD: `(byte offset, char offset)` of each.
+/// with U+FFFD: `(byte offset, char offset)` of the first `MAX_ISSUES`, and how many more.
 struct Text<'a> {
     text: Cow<'a, str>,
     chars: usize,
     replaced: Vec<(usize, usize)>,
+    more_replaced: usize,
 }
 
 fn text_of<'a>(s: &'a Bound<'_, PyString>) -> PyResult<Text<'a>> {
@@ -440,6 +465,7 @@ fn text_of<'a>(s: &'a Bound<'_, PyString>) -> PyResult<Text<'a>> {
             text: Cow::Borrowed(t),
             chars,
             replaced: Vec::new(),
+            more_replaced: 0,
         });
     }
     // Lone surrogates: "surrogatepass" encodes each as ED A0..BF xx; U+FFFD is EF BF BD, the
@@ -447,14 +473,19 @@ fn text_of<'a>(s: &'a Bound<'_, PyString>) -> PyResult<Text<'a>> {
     let bytes = s.call_method1("encode", ("utf-8", "surrogatepass"))?;
     let mut bytes: Vec<u8> = bytes.extract()?;
     let mut replaced = Vec::new();
+    let mut more_replaced = 0;
     let mut i = 0;
     let mut chars_before = 0;
     let mut counted_to = 0;
     while i + 2 < bytes.len() {
         if bytes[i] == 0xED && (0xA0..=0xBF).contains(&bytes[i + 1]) {
-            chars_before += count_chars(&bytes[counted_to..i]);
-            counted_to = i;
-            replaced.push((i, chars_before));
+            if replaced.len() < MAX_ISSUES {
+                chars_before += count_chars(&bytes[counted_to..i]);
+                counted_to = i;
+                replaced.push((i, chars_before));
+            } else {
+                more_replaced += 1;
+            }
             bytes[i..i + 3].copy_from_slice("\u{FFFD}".as_bytes());
             i += 3;
         } else {
@@ -469,11 +500,12 @@ fn text_of<'a>(s: &'a Bound<'_, PyString>) -> PyResult<Text<'a>> {
         text: Cow::Owned(text),
         chars,
         replaced,
+        more_replaced,
     })
 }
 
-fn report_replaced(stream: &mut Stream, replaced: &[(usize, usize)]) {
-    for &(b, c) in replaced {
+fn report_replaced(stream: &mut Stream, t: &Text<'_>) {
+    for &(b, c) in &t.replaced {
         stream.report_ahead(
             IssueKind::InvalidUnicode,
             b,
@@ -481,6 +513,7 @@ fn report_replaced(stream: &mut Stream, replaced: &[(usize, usize)]) {
             "lone surrogate code point in the text (not valid Unicode); replaced with U+FFFD",
         );
     }
+    stream.count_omitted_issues(t.more_replaced);
 }
 
 /// Content made of more slices than this is built from its UTF-8 instead.
@@ -544,7 +577,7 @@ impl PyParser {
         let t = text_of(text)?;
         let run = |t: &Text<'_>| {
             let mut s = self.inner.stream();
-            report_replaced(&mut s, &t.replaced);
+            report_replaced(&mut s, t);
             s.feed_into(&t.text, Some(t.chars), None);
             s.finish_into(None);
             // Content that is a few slices of the input is cut from the caller's str below:
@@ -675,7 +708,7 @@ impl PyParseStream {
             ));
         }
         let t = text_of(delta)?;
-        report_replaced(&mut st.stream, &t.replaced);
+        report_replaced(&mut st.stream, &t);
         let StreamState { stream, events } = st;
         stream.feed_into(&t.text, Some(t.chars), Some(events));
         events_to_list(py, events)
@@ -706,6 +739,13 @@ impl PyParseStream {
     }
 }
 
+/// The parser name whose markers `text` carries (the first marker of a known format decides),
+/// or None: what the `auto` parser would parse `text` as.
+#[pyfunction]
+fn guess_parser(text: &Bound<'_, PyString>) -> PyResult<Option<&'static str>> {
+    Ok(core::guess_parser(&text_of(text)?.text))
+}
+
 /// Names of all parsers (vLLM `--tool-call-parser` names), sorted.
 #[pyfunction]
 fn list_parsers() -> Vec<&'static str> {
@@ -714,9 +754,16 @@ fn list_parsers() -> Vec<&'static str> {
 
 /// The parser `name` for a request with `tools` (OpenAI tool schemas: a list of dicts or its
 /// JSON text; None for no tools). Unknown name: ValueError listing the available names.
+/// `calls_after_prose=False`: pythonic formats take a call list only at the start of the
+/// output, as vLLM does (by default a list of the request's tools after prose is a call list).
 #[pyfunction]
-#[pyo3(signature = (name, tools=None))]
-fn get_parser(py: Python<'_>, name: &str, tools: Option<&Bound<'_, PyAny>>) -> PyResult<PyParser> {
+#[pyo3(signature = (name, tools=None, *, calls_after_prose=true))]
+fn get_parser(
+    py: Python<'_>,
+    name: &str,
+    tools: Option<&Bound<'_, PyAny>>,
+    calls_after_prose: bool,
+) -> PyResult<PyParser> {
     let tools = match tools {
         None => Tools::none(),
         Some(t) if t.is_none() => Tools::none(),
@@ -734,7 +781,8 @@ fn get_parser(py: Python<'_>, name: &str, tools: Option<&Bound<'_, PyAny>>) -> P
             Tools::from_json(&text).map_err(|e| PyValueError::new_err(e.to_string()))?
         }
     };
-    let inner = core::get_parser(name, tools).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let options = core::ParserOptions { calls_after_prose };
+    let inner = core::get_parser_with(name, tools, options).map_err(|e| PyValueError::new_err(e.to_string()))?;
     Ok(PyParser { inner })
 }
 
@@ -750,6 +798,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyParseStream>()?;
     m.add_function(wrap_pyfunction!(list_parsers, m)?)?;
     m.add_function(wrap_pyfunction!(get_parser, m)?)?;
+    m.add_function(wrap_pyfunction!(guess_parser, m)?)?;
+    m.add("MAX_ISSUES", MAX_ISSUES)?;
     m.add(
         "ISSUE_KINDS",
         IssueKind::ALL.iter().map(|k| k.as_str()).collect::<Vec<_>>(),

@@ -438,10 +438,15 @@ impl FormatStream for JimStream {
             }
             Mode::Prologue | Mode::Object => {
                 out.args(&leftover);
-                let msg = format!(
-                    "output ended inside the JSON of tool call {:?}; its arguments are incomplete",
-                    self.obj.name().unwrap_or_default()
-                );
+                let name = self.obj.name().unwrap_or_default();
+                let msg = if self.obj.args_done() {
+                    format!(
+                        "output ended after the complete arguments of tool call {name:?}, before the end of its JSON object and {}; the call is kept",
+                        self.cfg.end
+                    )
+                } else {
+                    format!("output ended inside the arguments of tool call {name:?}; they are incomplete")
+                };
                 out.issue(IssueKind::Truncated, end, msg);
                 out.end_call();
             }
@@ -568,6 +573,26 @@ mod tests {
             s.finish();
             check(&s.result(), row);
         }
+    }
+
+    #[test]
+    fn truncation_messages_say_what_is_missing() {
+        let p = hermes();
+        let msg = |text: &str| {
+            p.parse(text)
+                .issues
+                .iter()
+                .map(|i| i.message.clone())
+                .collect::<Vec<_>>()
+        };
+        let done = msg("<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": 1}");
+        assert_eq!(done.len(), 1);
+        assert!(
+            done[0].contains("complete arguments") && done[0].contains("</tool_call>"),
+            "{done:?}"
+        );
+        let cut = msg("<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": 1");
+        assert!(cut[0].contains("they are incomplete"), "{cut:?}");
     }
 
     /// Issue offsets are part of the result, so they must not depend on the chunking: the offset

@@ -632,6 +632,12 @@ impl ObjectWalker {
         }
     }
 
+    /// The current member's value is complete and its `ValueEnd` not yet delivered (it comes
+    /// with the next step).
+    pub fn value_ended(&self) -> bool {
+        matches!(self.pending, Some(Walk::ValueEnd))
+    }
+
     /// See [`JsonScanner::resume_lane`].
     pub fn resume_lane(&mut self, lane: Lane) {
         if self.st == W::InValue && self.pending.is_none() {

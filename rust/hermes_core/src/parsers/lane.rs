@@ -41,13 +41,15 @@ pub enum Lane {
     /// the format takes that state over from [`Emitter::resumed_lane`](super::Emitter::resumed_lane).
     JsonString { escaped: bool },
     /// Inside a raw-text value streamed as a JSON-string fragment (the XML-parameter formats'
-    /// string parameters): text passes, JSON-escaped, while it cannot hold the start of the
-    /// value's end marker: `stop` is the marker's first two bytes (`</`); a chunk holding them
-    /// together, or ending in the first, goes to the format. With `framed`, a value's last newline is framing: a
-    /// chunk's final `\n` is held (`newline_held`) and written before the next text; the format
-    /// takes that state over from [`Emitter::resumed_lane`](super::Emitter::resumed_lane).
+    /// string parameters): text passes, JSON-escaped, while it cannot hold the start of a
+    /// marker that may end the value: `stop` is a first byte and two possible second bytes
+    /// (`<` then `/` or `p`: `</parameter>`, or a `<parameter=` that says the end marker is
+    /// missing); a chunk holding such a pair, or ending in the first byte, goes to the format.
+    /// With `framed`, a value's last newline is framing: a chunk's final `\n` is held
+    /// (`newline_held`) and written before the next text; the format takes that state over
+    /// from [`Emitter::resumed_lane`](super::Emitter::resumed_lane).
     RawString {
-        stop: [u8; 2],
+        stop: [u8; 3],
         framed: bool,
         newline_held: bool,
     },
@@ -112,7 +114,7 @@ impl Lane {
 /// [`Lane::RawString`]'s rule: whether `chunk` passes, and if so whether a newline is held after
 /// it and whether the chunk holds a byte JSON must escape (for [`write_raw_string`]).
 #[inline]
-pub(crate) fn raw_string_pass(stop: [u8; 2], framed: bool, newline_held: bool, chunk: &[u8]) -> Option<(bool, bool)> {
+pub(crate) fn raw_string_pass(stop: [u8; 3], framed: bool, newline_held: bool, chunk: &[u8]) -> Option<(bool, bool)> {
     let (marker, escapes) = raw_string_scan(stop, chunk);
     if marker {
         return None;
@@ -124,11 +126,11 @@ pub(crate) fn raw_string_pass(stop: [u8; 2], framed: bool, newline_held: bool, c
     Some((held, escapes))
 }
 
-/// What `chunk` holds, for a [`Lane::RawString`]: a possible start of the end marker (see
-/// `stop`), and a byte a JSON string must escape. A chunk of 4..=8 bytes is read once, as one
-/// word, for both; only a chunk holding `stop[0]` is looked at byte by byte.
+/// What `chunk` holds, for a [`Lane::RawString`]: a possible start of a marker (see `stop`),
+/// and a byte a JSON string must escape. A chunk of 4..=8 bytes is read once, as one word, for
+/// both; only a chunk holding `stop[0]` is looked at byte by byte.
 #[inline]
-fn raw_string_scan(stop: [u8; 2], chunk: &[u8]) -> (bool, bool) {
+fn raw_string_scan(stop: [u8; 3], chunk: &[u8]) -> (bool, bool) {
     const LO: u64 = 0x0101_0101_0101_0101;
     const HI: u64 = 0x8080_8080_8080_8080;
     let (first, escapes) = match (chunk.len(), chunk.first_chunk::<4>(), chunk.last_chunk::<4>()) {
@@ -139,7 +141,11 @@ fn raw_string_scan(stop: [u8; 2], chunk: &[u8]) -> (bool, bool) {
         }
         _ => (contains_byte(chunk, stop[0]), has_string_stop(chunk)),
     };
-    let marker = first && (chunk.last() == Some(&stop[0]) || chunk.windows(2).any(|pair| pair == stop));
+    let marker = first
+        && (chunk.last() == Some(&stop[0])
+            || chunk
+                .windows(2)
+                .any(|pair| pair[0] == stop[0] && (pair[1] == stop[1] || pair[1] == stop[2])));
     (marker, escapes)
 }
 
@@ -314,7 +320,7 @@ mod tests {
     #[test]
     fn raw_string_lane_stops_at_its_byte_and_holds_a_final_newline() {
         let lane = |newline_held| Lane::RawString {
-            stop: *b"</",
+            stop: *b"<//",
             framed: true,
             newline_held,
         };
@@ -323,6 +329,14 @@ mod tests {
         assert_eq!(lane(false).pass(b"ab<"), None);
         assert_eq!(lane(false).pass(b"a<b"), Some(lane(false)));
         assert_eq!(lane(false).pass(b"x<y/z"), Some(lane(false)));
+        let two_stops = Lane::RawString {
+            stop: *b"</p",
+            framed: true,
+            newline_held: false,
+        };
+        assert_eq!(two_stops.pass(b"a<pb"), None);
+        assert_eq!(two_stops.pass(b"a</b"), None);
+        assert_eq!(two_stops.pass(b"a<qb"), Some(two_stops));
         assert_eq!(lane(false).pass(b"ab\n"), Some(lane(true)));
         assert_eq!(lane(true).pass(b""), Some(lane(true)));
         assert_eq!(lane(true).pass(b"x"), Some(lane(false)));
@@ -333,7 +347,7 @@ mod tests {
         assert_eq!(lane(true).write("c", &mut args), "\\nc");
         assert_eq!(args, "{a\\n\\\"\\\\ab\\n\\nc");
         let unframed = Lane::RawString {
-            stop: *b"</",
+            stop: *b"<//",
             framed: false,
             newline_held: false,
         };

@@ -56,10 +56,16 @@
 //!    - never lose text: whatever is not returned as a call (name/arguments) or consumed as the
 //!      format's own markup must reach `content`, also on malformed and truncated input
 //!      (`finish` flushes). Never panic (no indexing that can fail; use `get`).
+//!    - be prompt (DESIGN.md §1): end a call ([`Emitter::end_call`]) in the feed that brings its
+//!      end marker (or the end of its call object), with its arguments complete; never hold a
+//!      finished call, or prose after it, for `finish`. `tests/parsers/test_promptness.py`
+//!      checks it for every registered format.
 //!
 //!    Unknown-tool issues, ids, event merging and the result are handled by the driver.
 //! 4. Register: add one [`ParserSpec`] row to [`registry::REGISTRY`] under vLLM's
-//!    `--tool-call-parser` name (aliases are extra rows pointing to the same constructor).
+//!    `--tool-call-parser` name (aliases are extra rows pointing to the same constructor). If its
+//!    output carries a distinctive start marker, add it to `formats/auto.rs` so `auto` and
+//!    `guess_parser` recognise it.
 //! 5. Tests pick it up automatically: `tests/parsers/test_conformance.py` runs every registered
 //!    parser with a `../shared/conformance/<name>.jsonl` (alias map `CONFORMANCE_FILE` in
 //!    `tests/parsers/parser_checks.py` for names sharing a file; where a parser deliberately
@@ -80,11 +86,14 @@ pub mod tools;
 pub mod types;
 
 pub use event_sink::{EventSink, ForwardSink};
+pub use formats::auto::guess_parser;
 pub use json_in_markers::JsonInMarkers;
 pub use json_scan::{JsonError, JsonErrorKind, JsonScanner, ObjectWalker, Status, Walk};
 pub use lane::Lane;
 pub use marker::{MarkerHit, MarkerSet};
-pub use registry::{get_parser, list_parsers, Parser, ParserSpec, UnknownParserError, REGISTRY};
+pub use registry::{
+    get_parser, get_parser_with, list_parsers, Parser, ParserOptions, ParserSpec, UnknownParserError, REGISTRY,
+};
 pub use stream::{count_chars, Emitter, Format, FormatStream, Stream};
 pub use tools::{ParamSpec, ParamType, ToolSpec, Tools, ToolsError};
-pub use types::{Event, IssueKind, ParseIssue, ParseResult, Pos, RenderError, ToolCall};
+pub use types::{Event, IssueKind, ParseIssue, ParseResult, Pos, RenderError, ToolCall, MAX_ISSUES};

@@ -9,21 +9,31 @@ use super::types::{Event, ParseResult, RenderError, ToolCall};
 
 /// One row of the registry.
 pub struct ParserSpec {
-    /// vLLM's `--tool-call-parser` name.
+    /// vLLM's `--tool-call-parser` name, or an alias (hermes-agent's names), or `auto`.
     pub name: &'static str,
     /// Builds the format (called once per [`get_parser`]).
     pub make: fn() -> Arc<dyn Format>,
 }
 
 /// Every parser. Format authors add ONE row here (keep it sorted by name for readability;
-/// `list_parsers` sorts anyway).
+/// `list_parsers` sorts anyway). Aliases are rows pointing to the same constructor: vLLM's
+/// (`llama4_json`, `qwen3_xml`) and hermes-agent's (`deepseek_v3_1`, from its
+/// `environments/tool_call_parsers` registry, whose other names are vLLM's).
 pub static REGISTRY: &[ParserSpec] = &[
+    ParserSpec {
+        name: "auto",
+        make: formats::auto::auto,
+    },
     ParserSpec {
         name: "deepseek_v3",
         make: formats::deepseek::deepseek_v3,
     },
     ParserSpec {
         name: "deepseek_v31",
+        make: formats::deepseek::deepseek_v31,
+    },
+    ParserSpec {
+        name: "deepseek_v3_1",
         make: formats::deepseek::deepseek_v31,
     },
     ParserSpec {
@@ -124,8 +134,31 @@ impl std::fmt::Display for UnknownParserError {
 
 impl std::error::Error for UnknownParserError {}
 
+/// What a caller may choose about a parser beyond its format; the defaults are hermes_env's
+/// documented behaviour, each option gives vLLM's where they differ on purpose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParserOptions {
+    /// `pythonic`, `llama4_pythonic` (and `auto` reading them): with the request's tools given,
+    /// a list of their calls after prose is extracted (false: only a list that starts the
+    /// output, as vLLM does).
+    pub calls_after_prose: bool,
+}
+
+impl Default for ParserOptions {
+    fn default() -> Self {
+        ParserOptions {
+            calls_after_prose: true,
+        }
+    }
+}
+
 /// The parser `name` for a request with `tools` (use [`Tools::none`] when there are none).
 pub fn get_parser(name: &str, tools: Tools) -> Result<Parser, UnknownParserError> {
+    get_parser_with(name, tools, ParserOptions::default())
+}
+
+/// [`get_parser`] with [`ParserOptions`].
+pub fn get_parser_with(name: &str, tools: Tools, options: ParserOptions) -> Result<Parser, UnknownParserError> {
     let spec = REGISTRY
         .iter()
         .find(|s| s.name == name)
@@ -133,9 +166,10 @@ pub fn get_parser(name: &str, tools: Tools) -> Result<Parser, UnknownParserError
             name: name.to_owned(),
             available: list_parsers(),
         })?;
+    let format = (spec.make)();
     Ok(Parser {
         name: spec.name,
-        format: (spec.make)(),
+        format: format.with_options(&options).unwrap_or(format),
         tools: Arc::new(tools),
     })
 }

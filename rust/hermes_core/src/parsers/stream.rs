@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 pub use super::event_sink::EventSink;
 use super::lane::{content_pass, defer_pass, json_string_pass, push_short, raw_string_pass, write_raw_string, Lane};
+use super::registry::ParserOptions;
 use super::tools::Tools;
-use super::types::{Event, IssueKind, ParseIssue, ParseResult, Pos, RenderError, ToolCall};
+use super::types::{Event, IssueKind, ParseIssue, ParseResult, Pos, RenderError, ToolCall, MAX_ISSUES};
 
 /// A format's incremental state machine for one model output.
 ///
@@ -39,6 +40,10 @@ pub trait Format: Send + Sync {
     /// The raw model output that means `content` followed by `calls` (arguments are JSON text).
     /// Errors when the format cannot express them (the message says what and why).
     fn render(&self, calls: &[ToolCall], content: Option<&str>) -> Result<String, RenderError>;
+    /// This format with `options` applied, when any of them concerns it (`None`: unchanged).
+    fn with_options(&self, _options: &ParserOptions) -> Option<Arc<dyn Format>> {
+        None
+    }
 }
 
 /// Number of Unicode code points in `s` (counts the bytes that start a character).
@@ -111,6 +116,8 @@ struct Accum {
     spans_exact: bool,
     calls: Vec<ToolCall>,
     issues: Vec<ParseIssue>,
+    /// Issues past [`MAX_ISSUES`] (counted, not stored).
+    issues_omitted: usize,
     open: Option<usize>,
     tools: Arc<Tools>,
     rng: u64,
@@ -123,6 +130,20 @@ struct Accum {
 }
 
 impl Accum {
+    /// Store an issue, or count it once [`MAX_ISSUES`] are stored.
+    fn push_issue(&mut self, kind: IssueKind, at: Pos, message: impl Into<String>) {
+        if self.issues.len() < MAX_ISSUES {
+            self.issues.push(ParseIssue {
+                kind,
+                offset: at.byte,
+                char_offset: at.char,
+                message: message.into(),
+            });
+        } else {
+            self.issues_omitted += 1;
+        }
+    }
+
     fn next_id(&mut self) -> String {
         const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
         let mut id = String::with_capacity(29);
@@ -194,6 +215,26 @@ impl Emitter<'_> {
                 char: self.base.char.saturating_sub(chars),
             }
         }
+    }
+
+    /// Run `f` with an emitter whose chunk is `text`: the output's bytes from `at`, verbatim (text
+    /// a format held back, then the rest of the current chunk). For a format that hands what it
+    /// held to another format's stream (`auto`): that stream then sees `text` as the chunk fed,
+    /// with exact positions and content spans.
+    pub fn as_chunk<R>(&mut self, at: Pos, text: &str, f: impl FnOnce(&mut Emitter<'_>) -> R) -> R {
+        let mut sub = Emitter {
+            acc: &mut *self.acc,
+            // Re-borrow for this call only (coercions do not reach inside an Option).
+            events: match self.events.as_deref_mut() {
+                Some(e) => Some(e),
+                None => None,
+            },
+            chunk: text.as_bytes(),
+            window: &[],
+            base: at,
+            cursor: (0, 0),
+        };
+        f(&mut sub)
     }
 
     /// Plain text for `content`.
@@ -307,6 +348,22 @@ impl Emitter<'_> {
         self.acc.resumed
     }
 
+    /// Bytes of the open call's arguments so far (`None`: no call is open). Grows also while
+    /// the driver passes a lane, so a format can tell whether a lane passed text since its
+    /// last call.
+    pub fn open_args_len(&self) -> Option<usize> {
+        self.acc
+            .open
+            .and_then(|i| self.acc.calls.get(i))
+            .map(|c| c.arguments.len())
+    }
+
+    /// Whether any content has been emitted so far, by this format or (under `auto`) before it
+    /// took over the output.
+    pub fn content_emitted(&self) -> bool {
+        !self.acc.content.is_empty()
+    }
+
     /// Index of the open call, if one is open.
     pub fn open_call(&self) -> Option<usize> {
         self.acc.open
@@ -324,12 +381,7 @@ impl Emitter<'_> {
 
     /// Report a problem at `at`.
     pub fn issue(&mut self, kind: IssueKind, at: Pos, message: impl Into<String>) {
-        self.acc.issues.push(ParseIssue {
-            kind,
-            offset: at.byte,
-            char_offset: at.char,
-            message: message.into(),
-        });
+        self.acc.push_issue(kind, at, message);
     }
 }
 
@@ -381,6 +433,7 @@ impl Stream {
                 spans_exact: true,
                 calls: Vec::new(),
                 issues: Vec::new(),
+                issues_omitted: 0,
                 open: None,
                 tools,
                 rng: random_seed(),
@@ -679,12 +732,7 @@ impl Stream {
         if !chunk.is_empty() {
             let at = self.end();
             let msg = "text fed after finish() was ignored; start a new stream for a new output";
-            self.acc.issues.push(ParseIssue {
-                kind: IssueKind::UnexpectedText,
-                offset: at.byte,
-                char_offset: at.char,
-                message: msg.into(),
-            });
+            self.acc.push_issue(IssueKind::UnexpectedText, at, msg);
         }
     }
 
@@ -756,12 +804,17 @@ impl Stream {
             Some(_) => 0,
             None => count_chars(self.deferred.as_bytes()),
         };
-        self.acc.issues.push(ParseIssue {
-            kind,
-            offset: self.end_byte + rel_byte,
-            char_offset: self.end_char + uncounted + rel_char,
-            message: message.into(),
-        });
+        let at = Pos {
+            byte: self.end_byte + rel_byte,
+            char: self.end_char + uncounted + rel_char,
+        };
+        self.acc.push_issue(kind, at, message);
+    }
+
+    /// Count `n` more problems found outside the format that are not stored (the caller stopped
+    /// collecting them once [`MAX_ISSUES`] were reported).
+    pub fn count_omitted_issues(&mut self, n: usize) {
+        self.acc.issues_omitted += n;
     }
 
     pub fn is_finished(&self) -> bool {
@@ -796,6 +849,7 @@ impl Stream {
             },
             tool_calls: self.acc.calls.clone(),
             issues: self.acc.issues.clone(),
+            issues_omitted: self.acc.issues_omitted,
         }
     }
 
@@ -810,6 +864,7 @@ impl Stream {
             content,
             tool_calls: self.acc.calls,
             issues: self.acc.issues,
+            issues_omitted: self.acc.issues_omitted,
         }
     }
 }

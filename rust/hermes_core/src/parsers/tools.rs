@@ -126,12 +126,14 @@ impl Tools {
                 ))
             })?;
             let mut params = Vec::new();
-            if let Some(Value::Object(props)) = func.get("parameters").and_then(|p| p.get("properties")) {
+            if let Some(root) = func.get("parameters") {
+                let mut props = Vec::new();
+                collect_properties(root, root, 0, &mut props);
                 for (pname, schema) in props {
                     params.push(ParamSpec {
-                        name: pname.clone(),
-                        ty: ParamType::from_schema(schema),
-                        schema: schema.clone(),
+                        name: pname,
+                        ty: ParamType::from_schema(&schema),
+                        schema,
                     });
                 }
             }
@@ -170,6 +172,85 @@ impl Tools {
     }
 }
 
+/// How deep `$ref` chains and composition keywords are followed (a recursive schema ends there).
+const MAX_SCHEMA_DEPTH: usize = 16;
+
+/// The schema `$ref` points to inside `root` (`#/$defs/NAME`, `#/definitions/NAME`, or any
+/// other local JSON pointer); `None` for remote or broken references.
+fn lookup<'a>(root: &'a Value, reference: &str) -> Option<&'a Value> {
+    let pointer = reference.strip_prefix('#')?;
+    if pointer.is_empty() {
+        return Some(root);
+    }
+    root.pointer(pointer)
+}
+
+/// `schema` with its `$ref` (followed through chains) merged under its own keywords, and the
+/// same done for each choice of its `anyOf` / `oneOf` / `allOf`, recursively: the parts of a
+/// schema that say which JSON types a value may take. Other keywords are kept as they are.
+fn resolve(schema: &Value, root: &Value, depth: usize) -> Value {
+    let Value::Object(map) = schema else {
+        return schema.clone();
+    };
+    let mut out = serde_json::Map::new();
+    if let Some(target) = map.get("$ref").and_then(Value::as_str).and_then(|r| lookup(root, r)) {
+        if depth < MAX_SCHEMA_DEPTH {
+            if let Value::Object(base) = resolve(target, root, depth + 1) {
+                out = base;
+            }
+        }
+    }
+    for (key, value) in map {
+        if key == "$ref" {
+            continue;
+        }
+        let value = match (key.as_str(), value) {
+            ("anyOf" | "oneOf" | "allOf", Value::Array(choices)) if depth < MAX_SCHEMA_DEPTH => {
+                Value::Array(choices.iter().map(|c| resolve(c, root, depth + 1)).collect())
+            }
+            _ => value.clone(),
+        };
+        out.insert(key.clone(), value);
+    }
+    Value::Object(out)
+}
+
+/// The properties a tool's `parameters` schema describes: those of `properties`, and those
+/// under a `$ref` or in the choices of a top-level `anyOf` / `oneOf` / `allOf` (pydantic writes
+/// unions and shared models that way). A property named in several choices may take any of
+/// their schemas (`anyOf` of them). Each schema comes with its references resolved.
+fn collect_properties(schema: &Value, root: &Value, depth: usize, out: &mut Vec<(String, Value)>) {
+    if depth > MAX_SCHEMA_DEPTH {
+        return;
+    }
+    let Value::Object(map) = schema else {
+        return;
+    };
+    if let Some(target) = map.get("$ref").and_then(Value::as_str).and_then(|r| lookup(root, r)) {
+        collect_properties(target, root, depth + 1, out);
+    }
+    if let Some(Value::Object(props)) = map.get("properties") {
+        for (name, prop) in props {
+            let prop = resolve(prop, root, depth);
+            match out.iter_mut().find(|(n, _)| n == name) {
+                Some((_, known)) if *known != prop => {
+                    let merged = serde_json::json!({"anyOf": [known.clone(), prop]});
+                    *known = merged;
+                }
+                Some(_) => {}
+                None => out.push((name.clone(), prop)),
+            }
+        }
+    }
+    for key in ["allOf", "anyOf", "oneOf"] {
+        if let Some(Value::Array(choices)) = map.get(key) {
+            for choice in choices {
+                collect_properties(choice, root, depth + 1, out);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -194,5 +275,35 @@ mod tests {
         assert!(Tools::none().allows("anything"));
         assert!(Tools::from_json("{").is_err());
         assert!(Tools::from_json("[{}]").unwrap_err().0.contains("tools[0]"));
+    }
+
+    #[test]
+    fn composed_parameters_and_references() {
+        // Pydantic-style schemas: properties under a top-level oneOf/allOf and behind $ref.
+        let t = Tools::from_json(
+            r##"[{"type": "function", "function": {"name": "send", "parameters": {
+                "$defs": {"Payload": {"type": "object"}, "Count": {"$ref": "#/$defs/Int"},
+                          "Int": {"type": "integer"}, "Loop": {"$ref": "#/$defs/Loop"}},
+                "oneOf": [
+                    {"type": "object", "properties": {"payload": {"$ref": "#/$defs/Payload"},
+                                                      "mode": {"const": "a", "type": "string"}}},
+                    {"type": "object", "properties": {"count": {"$ref": "#/$defs/Count"},
+                                                      "mode": {"type": "integer"}}}
+                ],
+                "allOf": [{"$ref": "#/definitions/Base"}],
+                "definitions": {"Base": {"properties": {"flag": {"anyOf": [{"$ref": "#/$defs/Int"},
+                                                                           {"type": "null"}]},
+                                                        "loop": {"$ref": "#/$defs/Loop"}}}}
+            }}}]"##,
+        )
+        .unwrap();
+        let ty = |p: &str| t.param_type("send", p).cloned();
+        assert_eq!(ty("payload"), Some(ParamType::Object));
+        assert_eq!(ty("count"), Some(ParamType::Integer));
+        assert_eq!(ty("flag"), Some(ParamType::Any));
+        assert!(t.param_type("send", "loop").is_some());
+        let schema = |p: &str| t.get("send").unwrap().param(p).unwrap().schema.clone();
+        assert_eq!(schema("flag")["anyOf"][0], serde_json::json!({"type": "integer"}));
+        assert_eq!(schema("mode")["anyOf"][1], serde_json::json!({"type": "integer"}));
     }
 }

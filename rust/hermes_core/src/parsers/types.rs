@@ -37,6 +37,11 @@ pub enum IssueKind {
     /// The input was not valid Unicode (e.g. a Python `str` holding lone surrogates); the
     /// offending code points were replaced with U+FFFD.
     InvalidUnicode,
+    /// Nothing was parsed, but the output carries another format's markers and that format
+    /// parses calls from it: the configured parser does not match the model. Never raised by a
+    /// format; the caller that knows which parser was configured reports it (Python's
+    /// `hermes_env.parsers.parser_mismatch`).
+    ParserMismatch,
 }
 
 impl IssueKind {
@@ -51,6 +56,7 @@ impl IssueKind {
         IssueKind::MissingArguments,
         IssueKind::MalformedMarkup,
         IssueKind::InvalidUnicode,
+        IssueKind::ParserMismatch,
     ];
 
     /// Stable snake_case name.
@@ -65,6 +71,7 @@ impl IssueKind {
             IssueKind::MissingArguments => "missing_arguments",
             IssueKind::MalformedMarkup => "malformed_markup",
             IssueKind::InvalidUnicode => "invalid_unicode",
+            IssueKind::ParserMismatch => "parser_mismatch",
         }
     }
 }
@@ -106,13 +113,21 @@ pub enum Event {
     ToolCallEnd { index: usize },
 }
 
+/// At most this many issues are stored per output; the rest are only counted
+/// ([`ParseResult::issues_omitted`]), so a hostile output (megabytes of invalid Unicode, a
+/// stray marker per line) costs memory in proportion to its length, not to its issues.
+pub const MAX_ISSUES: usize = 1000;
+
 /// Everything extracted from one output.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ParseResult {
     /// Text outside calls; `None` when there is none.
     pub content: Option<String>,
     pub tool_calls: Vec<ToolCall>,
+    /// The first [`MAX_ISSUES`] issues, in the order they were found.
     pub issues: Vec<ParseIssue>,
+    /// Issues found after the first [`MAX_ISSUES`]: counted, not stored.
+    pub issues_omitted: usize,
 }
 
 impl ParseResult {
@@ -125,6 +140,7 @@ impl ParseResult {
     pub fn same_as(&self, other: &ParseResult) -> bool {
         self.content == other.content
             && self.issues == other.issues
+            && self.issues_omitted == other.issues_omitted
             && self.tool_calls.len() == other.tool_calls.len()
             && self
                 .tool_calls

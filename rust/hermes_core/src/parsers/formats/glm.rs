@@ -19,12 +19,14 @@
 //! type is held until it is complete, because its conversion needs the whole text. A name is held
 //! until it is complete (at most 256 bytes). Where the format forces more hold-back:
 //! - `</arg_value>` ends a value only when markup follows it (after whitespace); other text means
-//!   it was part of the value. So the closing quote (or a typed value) is released when the next
-//!   `<arg_key>` arrives;
-//! - the last value of a call is confirmed by the next call or the end of the output: if
-//!   `</arg_value></tool_call>` is followed by prose and then `</arg_value>` again, all of it was
-//!   value text. Until then the call's closing `"}` and `ToolCallEnd` wait, and so does prose
-//!   after the call;
+//!   it was part of the value. So the closing quote (or a typed value) is released with the
+//!   markup after `</arg_value>`;
+//! - `</arg_value>` `</tool_call>` ends the call there and then: its closing `"}` and
+//!   `ToolCallEnd` come with `</tool_call>`, and prose after the call streams as it arrives. (A
+//!   value that holds that whole sequence is cut there, as vLLM cuts it; the rest is content,
+//!   reported.)
+//! - a repeated key: the first value is kept; the repeat (its markup and value) is content, with
+//!   a `bad_arguments` issue (a JSON object has one value per key);
 //! - plain text is held only while it may be the start of `<tool_call>` or `<arg_key>`, plus
 //!   whitespace runs (see [`super::xml_content`]).
 //!
@@ -39,9 +41,10 @@
 //! Where this parser departs from vLLM on purpose:
 //! - vLLM drops calls to tools that are not in the request. Here they are kept, with an
 //!   `unknown_tool` issue, so nothing is lost and an environment can still count them.
-//! - Inside a value only a confirmed `</arg_value>` ends it (see above), so `</tool_call>` and most
-//!   `</arg_value>` in a value are kept as text, as the text means (vLLM ends the value or the call
-//!   there). `render` refuses `</arg_value>` in a value all the same (no escaping in the format).
+//! - Inside a value only a confirmed `</arg_value>` ends it (see above), so `</tool_call>`, and
+//!   `</arg_value>` followed by text, are kept as text, as the text means (vLLM ends the value or
+//!   the call there). `render` refuses `</arg_value>` in a value all the same (no escaping in the
+//!   format).
 //! - Malformed markup never loses text: a `<tool_call>` whose name is missing, broken or cut off is
 //!   returned as content with an issue. A key without a value, and stray text between pairs, are
 //!   kept as content (vLLM drops them), with an issue giving the offset. A truncated call is kept with
@@ -68,9 +71,8 @@ const VALUE_END: &str = "</arg_value>";
 static SPEC: Spec = Spec {
     format: "glm",
     args_markers: &[KEY, TOOL_CALL_END, TOOL_CALL],
-    call_end: &[1],
     value_end: VALUE_END,
-    next_call: &[TOOL_CALL],
+    value_breaks: &[],
     framed_newlines: false,
     param_word: "argument",
     call_close: TOOL_CALL_END,
@@ -143,7 +145,7 @@ impl Dialect for GlmDialect {
             St::Markup(Sub::Name) => self.on_name(x, rest, i, eof, out),
             St::Markup(Sub::Key) => self.on_key(x, rest, i, eof, out),
             St::Markup(Sub::AfterKey) => on_after_key(x, rest, i, eof, out),
-            St::Value | St::ValueEnd | St::Tentative => None,
+            St::Value | St::ValueEnd => None,
         }
     }
 
@@ -156,8 +158,9 @@ impl Dialect for GlmDialect {
             // A key cut off by the end (`<arg_key>k`, `<arg_key>k</arg_key>`): its markup is
             // content; the call is truncated.
             let key = std::mem::take(&mut x.name);
+            let gap = std::mem::take(&mut x.raw);
             let close = if sub == Sub::AfterKey { KEY_END } else { "" };
-            x.content.text(out, &format!("{KEY}{key}{close}{left}"));
+            x.content.text(out, &format!("{KEY}{key}{close}{gap}{left}"));
             return false;
         }
         let mut raw = std::mem::take(&mut x.raw);
@@ -305,6 +308,7 @@ fn on_args(x: &mut X, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) ->
     match marker {
         0 => {
             x.name.clear();
+            x.raw.clear();
             x.st = St::Markup(Sub::Key);
         }
         1 => {
@@ -329,12 +333,16 @@ fn on_args(x: &mut X, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) ->
 fn on_after_key(x: &mut X, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
     let ws = ws_len(rest);
     if ws > 0 {
+        // Kept for a repeated key, whose markup is content (`raw` is free inside a call).
+        x.raw.push_str(&rest[..ws]);
         return Some(ws);
     }
     if rest.starts_with(VALUE) {
         let key = x.name.trim().to_owned();
+        let markup = format!("{KEY}{}{KEY_END}{}{VALUE}", x.name, x.raw);
         x.name.clear();
-        x.open_param(out, key, i);
+        x.raw.clear();
+        x.open_param(out, key, &markup, i);
         return Some(VALUE.len());
     }
     if !eof && VALUE.starts_with(rest) {
@@ -351,7 +359,8 @@ fn on_after_key(x: &mut X, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_
     );
     // Not a parameter: the key's markup goes back to content (nothing is lost; vLLM drops it).
     let key = std::mem::take(&mut x.name);
-    x.content.text(out, &format!("{KEY}{key}{KEY_END}"));
+    let gap = std::mem::take(&mut x.raw);
+    x.content.text(out, &format!("{KEY}{key}{KEY_END}{gap}"));
     x.st = St::Args;
     Some(0)
 }
@@ -457,14 +466,19 @@ mod tests {
 
     #[test]
     fn end_markers_inside_values() {
+        // `</arg_value>` followed by other text is value text; followed by markup it ends the
+        // value, and `</tool_call>` after it ends the call there and then (a streaming client
+        // gets the call's end with its closing markup, not when the output ends).
         let text = "<tool_call>terminal<arg_key>command</arg_key><arg_value>echo '</tool_call>' '</arg_value>' \
                     x</arg_value>\n</tool_call> mean</arg_value></tool_call>";
         let r = every_split("glm47", text);
-        assert_eq!(
-            args(&r, 0),
-            json!({"command": "echo '</tool_call>' '</arg_value>' x</arg_value>\n</tool_call> mean"})
-        );
-        assert!(r.issues.is_empty() && r.content.is_none());
+        assert_eq!(args(&r, 0), json!({"command": "echo '</tool_call>' '</arg_value>' x"}));
+        assert_eq!(r.content.as_deref(), Some(" mean</arg_value></tool_call>"));
+        assert_eq!(kinds(&r), ["unexpected_text"]);
+        let close = text.find("\n</tool_call>").unwrap() + "\n</tool_call>".len();
+        let mut s = parser("glm47").stream();
+        let events = s.feed(&text[..close]);
+        assert_eq!(events.last(), Some(&Event::ToolCallEnd { index: 0 }));
     }
 
     #[test]

@@ -39,6 +39,7 @@ const GRANITE: ArraySpec = ArraySpec {
     strip_edges: true,
     drop_tail_ws: true,
     one_region: true,
+    lone_space: false,
 };
 
 struct Granite;

@@ -1,8 +1,8 @@
 //! AI21 Jamba (vLLM `jamba`): `<tool_calls>[{"name": .., "arguments": {..}}, ...]</tool_calls>`,
 //! a row of the [`json_array`](super::json_array) format.
 //!
-//! Content is the text before `<tool_calls>`, verbatim as vLLM returns it; whitespace after the
-//! calls is dropped (vLLM drops all text after them; other text is kept here). The array is
+//! Content is the text before `<tool_calls>`, verbatim as vLLM returns it (a lone space there is
+//! the template's and gives `None`, as in vLLM); whitespace after the calls is dropped (vLLM drops all text after them; other text is kept here). The array is
 //! scanned as JSON, so `</tool_calls>` inside a string argument is text (vLLM's regex loses all
 //! calls then). Hold-back: see the `json_array` module.
 
@@ -30,6 +30,7 @@ const JAMBA: ArraySpec = ArraySpec {
     strip_edges: false,
     drop_tail_ws: true,
     one_region: true,
+    lone_space: true,
 };
 
 struct Jamba;
@@ -45,6 +46,11 @@ impl Format for Jamba {
             return Err(RenderError(format!(
                 "content contains {START:?}, which would be read back as tool calls"
             )));
+        }
+        if content == " " && !calls.is_empty() {
+            return Err(RenderError(
+                "content of a single space before tool calls reads as the template's framing (no content)".into(),
+            ));
         }
         let mut out = String::from(content);
         if !calls.is_empty() {

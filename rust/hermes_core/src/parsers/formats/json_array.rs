@@ -62,6 +62,8 @@ pub(crate) struct ArraySpec {
     /// The format writes all calls in one region that ends the output (Jamba, Granite): text or
     /// another region after it is kept/parsed, with an issue.
     pub one_region: bool,
+    /// A single space before the region is framing (see [`Gate`]'s `lone_space`).
+    pub lone_space: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,7 +120,10 @@ impl ArrayRegions {
                 .map(|r| MarkerSet::new(&[r.end.unwrap_or("")]))
                 .collect(),
             region_index: None,
-            gate: Gate::new(spec.strip_edges, spec.drop_tail_ws),
+            gate: match spec.lone_space {
+                true => Gate::new(spec.strip_edges, spec.drop_tail_ws).with_lone_space(),
+                false => Gate::new(spec.strip_edges, spec.drop_tail_ws),
+            },
             raw: String::new(),
             array: CallArray::new("name", spec.args_keys),
             region_called: false,
@@ -447,7 +452,11 @@ impl Machine for ArrayRegions {
             }
             Mode::Array => {
                 if self.array.in_started_call() {
-                    truncated_args(out, leftover, end);
+                    let missing = self
+                        .array
+                        .started_call_args_done()
+                        .then_some("the end of its call object and the array's ']'");
+                    truncated_args(out, leftover, end, missing);
                 } else {
                     let mut raw = self.array.take_raw();
                     raw.push_str(leftover);

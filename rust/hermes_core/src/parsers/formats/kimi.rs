@@ -6,8 +6,10 @@
 //!
 //! The header `functions.NAME:IDX` is Kimi's call id and is kept as the call's `id`; the name is
 //! the part before the last `:` with the `functions.` prefix removed (both optional). Content is
-//! the text outside the section, with whitespace around the markup dropped (vLLM's engine
-//! `strip()`s content when calls are found). Arguments are scanned as JSON, so the markers
+//! the text outside the section, with whitespace around the markup dropped: it is the template's
+//! framing (vLLM 0.33 keeps the whitespace before the section in its whole-text answer, and drops
+//! text after the section; here that text is content, reported; see the README's list of
+//! differences). Arguments are scanned as JSON, so the markers
 //! inside a JSON string are text (vLLM cuts the arguments there and passes them on unvalidated).
 //!
 //! Hold-back: a marker's length of plain text, whitespace that may turn out to precede markup,

@@ -226,7 +226,10 @@ impl Machine for LlamaStream {
     fn end(&mut self, leftover: &str, out: &mut Emitter<'_>) {
         let end = out.pos(out.chunk_offset());
         match self.mode {
-            Mode::Object if self.obj.started() => truncated_args(out, leftover, end),
+            Mode::Object if self.obj.started() => {
+                let missing = self.obj.args_done().then_some("the end of its call object ('}')");
+                truncated_args(out, leftover, end, missing);
+            }
             Mode::Object => {
                 out.issue(
                     IssueKind::Truncated,

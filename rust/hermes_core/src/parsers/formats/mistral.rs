@@ -381,7 +381,7 @@ impl Machine for MistralStream {
                     out,
                 );
             }
-            Mode::Args if self.args.end() != Status::Complete => truncated_args(out, leftover, end),
+            Mode::Args if self.args.end() != Status::Complete => truncated_args(out, leftover, end, None),
             Mode::Args => {
                 out.args(leftover);
                 out.end_call();
@@ -393,7 +393,11 @@ impl Machine for MistralStream {
             Mode::RawContent => self.gate.text(leftover, out),
             Mode::Array => {
                 if self.array.in_started_call() {
-                    truncated_args(out, leftover, end);
+                    let missing = self
+                        .array
+                        .started_call_args_done()
+                        .then_some("the end of its call object and the array's ']'");
+                    truncated_args(out, leftover, end, missing);
                 } else {
                     let mut raw = std::mem::take(&mut self.raw);
                     raw.push_str(&self.array.take_raw());

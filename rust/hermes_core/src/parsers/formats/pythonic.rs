@@ -19,6 +19,18 @@
 //! is parsed in place in one pass; otherwise bracket and string tracking follows the call as it
 //! arrives, never re-reading a byte, and the call is parsed once at its `)`.
 //!
+//! Calls after prose: models do write a sentence first (`Here you go: [get_weather(city='Paris')]`).
+//! vLLM keeps such an output as content (its call-list regex is anchored at the start); SGLang
+//! extracts the list. Here, when the request has tools, a bracketed list after prose whose calls
+//! each name one of those tools is extracted, and the prose stays content: losing a call costs a
+//! rollout more than the rare list of known tool names meant as text. Text after such a list is
+//! content (with an `unexpected_text` issue), as after a list at the start, and later lists are
+//! looked for the same way. A list is not required to end the output: that could only be known
+//! at the end, and its calls must stream as they complete. The first name of a list is decided
+//! before anything of it is released (`[` and at most a 256-byte name are held). Without tools,
+//! or with `calls_after_prose = false` ([`ParserOptions`](super::super::registry::ParserOptions)),
+//! the output must start with the list, as in vLLM.
+//!
 //! Bad input: a call that is not a literal call (positional argument, variable, nested call,
 //! operator, f-string placeholder, unbalanced brackets...) ends the list: its text and everything
 //! after it are returned as content with an issue; calls before it are kept. A truncated list
@@ -29,6 +41,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::super::lane::Lane;
+use super::super::registry::ParserOptions;
 use super::super::stream::{count_chars, Emitter, Format, FormatStream};
 use super::super::tools::Tools;
 use super::super::types::{IssueKind, Pos, RenderError, ToolCall};
@@ -41,21 +54,37 @@ const MAX_NAME: usize = 256;
 
 /// The `pythonic` format.
 pub fn pythonic() -> Arc<dyn Format> {
-    Arc::new(Pythonic { llama4: false })
+    Arc::new(Pythonic {
+        llama4: false,
+        after_prose: true,
+    })
 }
 
 /// The `llama4_pythonic` format (optional `<|python_start|>`/`<|python_end|>` wrapper).
 pub fn llama4_pythonic() -> Arc<dyn Format> {
-    Arc::new(Pythonic { llama4: true })
+    Arc::new(Pythonic {
+        llama4: true,
+        after_prose: true,
+    })
 }
 
 struct Pythonic {
     llama4: bool,
+    /// Look for call lists of known tools after prose (when the request has tools).
+    after_prose: bool,
 }
 
 impl Format for Pythonic {
-    fn stream(&self, _tools: &Arc<Tools>) -> Box<dyn FormatStream> {
-        Box::new(Driven::new(PythonicStream::new(self.llama4)))
+    fn stream(&self, tools: &Arc<Tools>) -> Box<dyn FormatStream> {
+        let watch = (self.after_prose && !tools.is_empty()).then(|| Arc::clone(tools));
+        Box::new(Driven::new(PythonicStream::new(self.llama4, watch)))
+    }
+
+    fn with_options(&self, options: &ParserOptions) -> Option<Arc<dyn Format>> {
+        Some(Arc::new(Pythonic {
+            llama4: self.llama4,
+            after_prose: options.calls_after_prose,
+        }))
     }
 
     fn render(&self, calls: &[ToolCall], content: Option<&str>) -> Result<String, RenderError> {
@@ -81,6 +110,8 @@ enum St {
     AfterComma,
     /// After `]`: only whitespace (and the llama4 end marker) is expected.
     Done,
+    /// Prose, watched for a list of known tools' calls (`watch`); its `[` leads to `Open`.
+    Prose,
     /// Plain content to the end.
     Passthrough,
 }
@@ -103,6 +134,10 @@ struct PythonicStream {
     wrapper_seen: bool,
     end_marker_seen: bool,
     trailing_ws: String,
+    /// The request's tools, when lists after prose are looked for.
+    watch: Option<Arc<Tools>>,
+    /// The list being read came after prose (its calls must name request tools).
+    after_prose_list: bool,
 }
 
 fn is_name_start(b: u8) -> bool {
@@ -114,7 +149,7 @@ fn ws_len(s: &str) -> usize {
 }
 
 impl PythonicStream {
-    fn new(llama4: bool) -> PythonicStream {
+    fn new(llama4: bool, watch: Option<Arc<Tools>>) -> PythonicStream {
         PythonicStream {
             llama4,
             base: 0,
@@ -128,6 +163,25 @@ impl PythonicStream {
             wrapper_seen: false,
             end_marker_seen: false,
             trailing_ws: String::new(),
+            watch,
+            after_prose_list: false,
+        }
+    }
+
+    /// Where content goes on when a list is not (or no longer) one: watched prose, or the end.
+    fn content_state(&self) -> St {
+        if self.watch.is_some() {
+            St::Prose
+        } else {
+            St::Passthrough
+        }
+    }
+
+    /// A list after prose counts only if its calls name request tools.
+    fn name_allowed(&self, name: &str) -> bool {
+        match (&self.watch, self.after_prose_list) {
+            (Some(tools), true) => tools.get(name).is_some(),
+            _ => true,
         }
     }
 
@@ -149,7 +203,8 @@ impl PythonicStream {
     fn give_up(&mut self, out: &mut Emitter<'_>) {
         out.content_from(self.held_at.byte, &self.held);
         self.held.clear();
-        self.st = St::Passthrough;
+        self.st = self.content_state();
+        self.committed = false;
     }
 
     /// Run the state machine over `buf`; returns how many bytes were consumed.
@@ -165,6 +220,7 @@ impl PythonicStream {
                 St::Args => self.on_args(rest, eof, out),
                 St::AfterCall | St::AfterComma => self.on_between(rest, i, out),
                 St::Done => self.on_done(rest, i, eof, out),
+                St::Prose => self.on_prose(rest, i, out),
                 St::Passthrough => {
                     out.content_from(self.base + i, rest);
                     Some(rest.len())
@@ -249,7 +305,8 @@ impl PythonicStream {
                 self.st = St::Name;
                 Some(0)
             }
-            Some(b'{') => {
+            // After prose, `[{` is prose; at the start it is a JSON list where calls were due.
+            Some(b'{') if !self.after_prose_list => {
                 let at = self.held_pos(self.held.len());
                 out.issue(
                     IssueKind::MalformedMarkup,
@@ -299,6 +356,11 @@ impl PythonicStream {
         let valid = !name.is_empty() && name.split('.').all(is_identifier);
         if b != b'(' || !valid {
             self.not_a_call(out, "expected a call `name(...)` in the list");
+            return Some(take);
+        }
+        if !self.name_allowed(name) {
+            let why = format!("{name:?} is not a tool of the request, so this list after prose is text");
+            self.not_a_call(out, &why);
             return Some(take);
         }
         self.committed = true;
@@ -425,7 +487,7 @@ impl PythonicStream {
                     "expected ',' or ']' after a call; the rest is kept as content"
                 };
                 out.issue(IssueKind::MalformedMarkup, at, msg);
-                self.st = St::Passthrough;
+                self.st = self.content_state();
                 Some(0)
             }
         }
@@ -456,8 +518,28 @@ impl PythonicStream {
         // The whitespace is the text just before `i` (an end marker in between clears it).
         let ws = std::mem::take(&mut self.trailing_ws);
         out.content_from((self.base + i).saturating_sub(ws.len()), &ws);
-        self.st = St::Passthrough;
+        self.st = self.content_state();
         Some(0)
+    }
+
+    /// Prose: content up to a `[`, which may open a list of known tools' calls.
+    fn on_prose(&mut self, rest: &str, i: usize, out: &mut Emitter<'_>) -> Option<usize> {
+        match memchr::memchr(b'[', rest.as_bytes()) {
+            None => {
+                out.content_from(self.base + i, rest);
+                Some(rest.len())
+            }
+            Some(k) => {
+                out.content_from(self.base + i, &rest[..k]);
+                self.held.clear();
+                self.held.push('[');
+                self.held_at = self.at(out, i + k);
+                self.after_prose_list = true;
+                self.committed = false;
+                self.st = St::Open;
+                Some(k + 1)
+            }
+        }
     }
 }
 
@@ -473,7 +555,9 @@ impl Machine for PythonicStream {
         let end = out.pos(self.base + left.len());
         // `held` and `left` are verbatim output (from `held_at` and `base`), passed on as spans.
         match self.st {
-            St::Start | St::BareName | St::Passthrough => {}
+            St::Start | St::BareName | St::Passthrough | St::Prose => {}
+            // A `[` or name after prose that did not become a call yet: it was prose.
+            St::Open | St::Name if self.after_prose_list && !self.committed => {}
             St::Open | St::Name | St::Args => {
                 out.issue(
                     IssueKind::Truncated,
@@ -495,6 +579,12 @@ impl Machine for PythonicStream {
     /// Inside a string of a call being held, nothing can be released before the string ends (or
     /// breaks at a line end): the driver may collect the text for the next run.
     fn lane(&self) -> Lane {
+        if self.st == St::Prose {
+            return Lane::Content {
+                stop: b'[',
+                hold_trailing_ws: false,
+            };
+        }
         match self.scanner.in_string() {
             Some((q, triple)) if self.st == St::Args && !self.try_whole => Lane::Defer {
                 until: if triple { [q; 3] } else { [q, b'\n', b'\r'] },
@@ -684,6 +774,56 @@ mod tests {
         assert!(r.content.is_none() && r.issues.is_empty());
         let r = every_split("llama4_pythonic", "<|python_start|>[f()]");
         assert_eq!(r.tool_calls.len(), 1);
+    }
+
+    #[test]
+    fn a_list_of_known_tools_after_prose_is_extracted() {
+        let text = "Here you go: [read_file(path='a.py'), list_processes()] and done. [x] [f(a=1)] \
+                    Also [terminal(command='ls')]";
+        for name in ["pythonic", "llama4_pythonic"] {
+            let r = every_split(name, text);
+            let names: Vec<&str> = r.tool_calls.iter().map(|c| c.name.as_str()).collect();
+            assert_eq!(names, ["read_file", "list_processes", "terminal"], "{name}");
+            assert_eq!(args(&r, 0), json!({"path": "a.py"}));
+            assert_eq!(r.content.as_deref(), Some("Here you go:  and done. [x] [f(a=1)] Also "));
+            // The text after the first list is reported, as after a list at the start.
+            assert_eq!(kinds(&r), ["unexpected_text"]);
+        }
+        // A list naming a tool that is not the request's is text; so is one cut off early.
+        for prose in [
+            "I'd call [web_search(q='x')] here",
+            "See [read_file(path='a'",
+            "See [read_fi",
+        ] {
+            let r = every_split("pythonic", prose);
+            assert!(r.tool_calls.is_empty(), "{prose:?}");
+            assert_eq!(r.content.as_deref(), Some(prose));
+        }
+        // A call is released as soon as its `)` arrives, prose before it as it comes.
+        let p = parser("pythonic");
+        let mut s = p.stream();
+        assert_eq!(s.feed("Sure: "), [Event::Content("Sure: ".into())]);
+        assert!(s.feed("[read_file(path='a'").is_empty());
+        let events = s.feed(")");
+        assert_eq!(events.last(), Some(&Event::ToolCallEnd { index: 0 }));
+    }
+
+    #[test]
+    fn vllm_strict_option_and_no_tools_keep_prose_lists_as_content() {
+        use crate::parsers::{get_parser_with, ParserOptions, Tools};
+        let text = "Sure: [read_file(path='a.py')]";
+        let strict = ParserOptions {
+            calls_after_prose: false,
+        };
+        let tools = Tools::from_json(super::super::test_support::TOOLS).unwrap();
+        for p in [
+            get_parser_with("pythonic", tools, strict).unwrap(),
+            crate::parsers::get_parser("pythonic", Tools::none()).unwrap(),
+        ] {
+            let r = p.parse(text);
+            assert!(r.tool_calls.is_empty() && r.issues.is_empty());
+            assert_eq!(r.content.as_deref(), Some(text));
+        }
     }
 
     #[test]

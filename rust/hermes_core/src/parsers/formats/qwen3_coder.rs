@@ -17,17 +17,22 @@
 //!
 //! Streaming: `ToolCallStart` comes at the `>` that closes `<function=NAME`; each parameter's
 //! `{"KEY": ` (or `, "KEY": `) is released when `<parameter=KEY>` closes. A string-typed value
-//! streams as JSON-string fragments while it arrives; only a possible `</parameter>` prefix and
-//! one trailing newline (framing if `</parameter>` follows) are held back. A value of any other
-//! type is held until it is complete, because its conversion needs the whole text.
-//! Where the format forces more hold-back:
+//! streams as JSON-string fragments while it arrives; only a possible `</parameter>` (or
+//! line-starting `<parameter=KEY>`, `</function>`) prefix and one trailing newline (framing if
+//! `</parameter>` follows) are held back. A value of any other type is held until it is
+//! complete, because its conversion needs the whole text.
 //! - `</parameter>` ends a value only when markup follows it (after whitespace); other text means
 //!   it was part of the value (`echo '</parameter>'`). So the closing quote (or a typed value)
-//!   is released when the next `<parameter=` arrives;
-//! - the last value of a call is confirmed by the next call or the end of the output: if
-//!   `</parameter>` `</function>` `</tool_call>` is followed by prose and then `</parameter>` again,
-//!   all of it was value text. Until then the call's closing `"}` and `ToolCallEnd` wait, and so
-//!   does prose after the call;
+//!   is released with the markup after `</parameter>`;
+//! - `</parameter>` `</function>` ends the call there and then: its closing `"}` and
+//!   `ToolCallEnd` come with `</function>`, and prose after the call streams as it arrives. (A
+//!   value that holds that whole sequence, as a file of Qwen3-Coder transcripts would, is cut
+//!   there, as vLLM cuts it; the rest is content, reported.)
+//! - a missing `</parameter>`: a line of a value that starts with `<parameter=KEY>` or
+//!   `</function>` is read as that markup; the value ends at the line before and a
+//!   `malformed_markup` issue says so (vLLM and SGLang end the value there too);
+//! - a repeated parameter: the first value is kept; the repeat (its markup and value) is
+//!   content, with a `bad_arguments` issue (a JSON object has one value per key);
 //! - plain text is held only while it may be the start of `<tool_call>` or `<function=`, plus
 //!   whitespace runs (see [`super::xml_content`]).
 //!
@@ -40,10 +45,11 @@
 //! non-string type (a parser without tools returns every value as a string).
 //!
 //! Where this parser departs from vLLM on purpose:
-//! - Inside a value only a confirmed `</parameter>` ends it (see above), so `</function>`,
-//!   `</tool_call>`, `<parameter=` and most `</parameter>` in a value are kept as text, as the
-//!   text means (vLLM cuts the value or the call there). `render` refuses `</parameter>` in a
-//!   value all the same: the format has no escaping and some placements are ambiguous.
+//! - Inside a value only a confirmed `</parameter>` (or a line-starting break, above) ends it, so
+//!   `</tool_call>`, `</function>` and `<parameter=` inside a line, and `</parameter>` followed
+//!   by text, are kept as text, as the text means (vLLM cuts the value or the call there).
+//!   `render` refuses `</parameter>` in a value, and a value line starting with `<parameter=` or
+//!   `</function>`: the format has no escaping and those placements are ambiguous.
 //! - Calls to tools not in the request are kept, with an `unknown_tool` issue.
 //! - Malformed markup never loses text: a `<tool_call>` that is not followed by `<function=NAME>`,
 //!   an unclosed or empty name, and a truncated name are returned as content with an issue.
@@ -71,9 +77,8 @@ const PARAMETER_END: &str = "</parameter>";
 static SPEC: Spec = Spec {
     format: "qwen3_coder",
     args_markers: &[PARAMETER, FUNCTION_END, TOOL_CALL_END, FUNCTION, TOOL_CALL],
-    call_end: &[1, 2],
     value_end: PARAMETER_END,
-    next_call: &[TOOL_CALL, FUNCTION],
+    value_breaks: &[PARAMETER, FUNCTION_END],
     framed_newlines: true,
     param_word: "parameter",
     call_close: FUNCTION_END,
@@ -143,7 +148,7 @@ impl Dialect for Qwen3 {
             St::Markup(Sub::Name) => on_name(x, rest, i, out),
             St::Markup(Sub::ParamName) => on_param_name(x, rest, i, out),
             St::Markup(Sub::AfterFunction) => self.on_after_function(x, rest, i, eof, out),
-            St::Value | St::ValueEnd | St::Tentative => None,
+            St::Value | St::ValueEnd => None,
         }
     }
 
@@ -387,8 +392,9 @@ fn on_param_name(x: &mut X, rest: &str, i: usize, out: &mut Emitter<'_>) -> Opti
                 x.name.push('>');
                 x.broken_param(out, i + s, "<parameter=> has an empty name; it is kept as content");
             } else {
+                let markup = format!("{PARAMETER}{}>", x.name);
                 x.name.clear();
-                x.open_param(out, key, i + s);
+                x.open_param(out, key, &markup, i + s);
             }
             return Some(s + 1);
         }
@@ -504,6 +510,78 @@ mod tests {
             take(s.finish()),
             "{\"command\": \"ls -la /tmp\\nx\", \"timeout\": 30, \"force\": \"yes\"}"
         );
+    }
+
+    /// Feed `pieces` one by one; the events of each feed.
+    fn feeds(p: &crate::parsers::Parser, pieces: &[&str]) -> Vec<Vec<Event>> {
+        let mut s = p.stream();
+        pieces.iter().map(|piece| s.feed(piece)).collect()
+    }
+
+    #[test]
+    fn a_call_ends_at_its_closing_markup_and_prose_after_it_streams() {
+        // Typed (object, integer) values are released with the markup that ends them, and the
+        // call's `"}` and ToolCallEnd with `</function>`, not when the output ends.
+        let p = parser("qwen3_coder");
+        let events = feeds(
+            &p,
+            &[
+                "<tool_call>\n<function=terminal>\n<parameter=env>\n{\"A\": [1, 2]}\n</parameter>\n",
+                "<parameter=timeout>\n30\n</parameter>\n</function>",
+                "\n</tool_call>\nDone, the build is green",
+            ],
+        );
+        let args: String = events[..2]
+            .concat()
+            .iter()
+            .filter_map(|e| match e {
+                Event::ToolCallArgsDelta { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(args, "{\"env\": {\"A\":[1,2]}, \"timeout\": 30}");
+        assert_eq!(events[1].last(), Some(&Event::ToolCallEnd { index: 0 }));
+        assert_eq!(events[2], [Event::Content("\nDone, the build is green".into())]);
+    }
+
+    #[test]
+    fn missing_end_marker_before_the_next_parameter() {
+        // vLLM and SGLang read the next `<parameter=` as the end of the value; so does this parser
+        // when it starts a line, and says so.
+        let text = "<tool_call>\n<function=terminal>\n<parameter=city>\nDallas\n<parameter=state>\nTX\n\
+                    </parameter>\n<parameter=unit>\nF\n</function>\n</tool_call>";
+        let r = every_split("qwen3_coder", text);
+        assert_eq!(args(&r, 0), json!({"city": "Dallas", "state": "TX", "unit": "F"}));
+        assert_eq!(kinds(&r), ["malformed_markup", "malformed_markup"]);
+        assert!(r.issues[0].message.contains("\"city\""), "{}", r.issues[0].message);
+        assert!(r.content.is_none());
+        // Not at the start of a line, or without a name closed by '>', it is value text.
+        let r = every_split(
+            "qwen3_coder",
+            "<tool_call>\n<function=terminal>\n<parameter=q>\nwhat does <parameter=x> mean\n<parameter=\n</parameter>\n</function>\n</tool_call>",
+        );
+        assert_eq!(args(&r, 0), json!({"q": "what does <parameter=x> mean\n<parameter="}));
+        assert!(r.issues.is_empty(), "{:?}", r.issues);
+    }
+
+    #[test]
+    fn a_repeated_parameter_is_content_and_the_first_value_stays() {
+        // Found by hypothesis: the second `path` used to overwrite the first in the arguments
+        // object (`{"path": "\u001b", "path": ""}` loses "\u001b" for any JSON reader).
+        let r = every_split(
+            "qwen3_coder",
+            "<function=terminal><parameter=path>\x1b\n</parameter><parameter=path>\n",
+        );
+        assert_eq!(r.tool_calls[0].arguments, "{\"path\": \"\\u001b\"}");
+        assert_eq!(r.content.as_deref(), Some("<parameter=path>"));
+        assert_eq!(kinds(&r), ["malformed_markup", "bad_arguments", "truncated"]);
+        let r = every_split(
+            "qwen3_coder",
+            "<tool_call>\n<function=terminal>\n<parameter=a>\n1\n</parameter>\n<parameter=a>\n2\n</parameter>\n</function>\n</tool_call>",
+        );
+        assert_eq!(args(&r, 0), json!({"a": "1"}));
+        assert_eq!(r.content.as_deref(), Some("<parameter=a>\n2\n</parameter>"));
+        assert_eq!(kinds(&r), ["bad_arguments"]);
     }
 
     #[test]

@@ -111,15 +111,17 @@ impl<M: Machine> FormatStream for Driven<M> {
     }
 }
 
-/// The output ended inside a started call's arguments: `leftover` goes to them, the call is
-/// reported `truncated` at `at` and ended (it keeps what arrived).
-pub(crate) fn truncated_args(out: &mut Emitter<'_>, leftover: &str, at: Pos) {
+/// The output ended inside a started call: `leftover` goes to its arguments, the call is
+/// reported `truncated` at `at` and ended (it keeps what arrived). `missing`: when the arguments
+/// themselves were complete, what of the call's markup did not arrive (the message says so
+/// rather than calling the arguments incomplete).
+pub(crate) fn truncated_args(out: &mut Emitter<'_>, leftover: &str, at: Pos, missing: Option<&str>) {
     out.args(leftover);
-    out.issue(
-        IssueKind::Truncated,
-        at,
-        "output ended inside a tool call's arguments; they are incomplete",
-    );
+    let msg = match missing {
+        None => "output ended inside a tool call's arguments; they are incomplete".to_owned(),
+        Some(what) => format!("output ended after a tool call's complete arguments, before {what}; the call is kept"),
+    };
+    out.issue(IssueKind::Truncated, at, msg);
     out.end_call();
 }
 
@@ -152,12 +154,15 @@ pub(crate) fn skip_ws(s: &str) -> Option<usize> {
 ///   when no content has been released yet.
 /// - `drop_tail_ws`: whitespace at the very end of the output is dropped once markup was seen
 ///   (vLLM returns `content: null` for an output that is only calls and a trailing newline).
+/// - `lone_space`: content that is exactly one space before the first markup is framing (vLLM's
+///   Jamba returns `content: null` for `" <tool_calls>..."`, the space its template writes).
 ///
 /// Only whitespace is ever held back, and only while it may still turn out to be framing.
 /// Outputs without markup come out verbatim.
 pub(crate) struct Gate {
     strip_edges: bool,
     drop_tail_ws: bool,
+    lone_space: bool,
     ws: String,
     after_markup: bool,
     saw_markup: bool,
@@ -169,11 +174,18 @@ impl Gate {
         Gate {
             strip_edges,
             drop_tail_ws,
+            lone_space: false,
             ws: String::new(),
             after_markup: false,
             saw_markup: false,
             emitted: false,
         }
+    }
+
+    /// [`Gate`] with the `lone_space` rule.
+    pub(crate) fn with_lone_space(mut self) -> Gate {
+        self.lone_space = true;
+        self
     }
 
     /// Plain text for content.
@@ -182,7 +194,16 @@ impl Gate {
             return;
         }
         if !self.strip_edges && !self.saw_markup {
-            // Nothing can make this whitespace framing except later markup, which keeps it.
+            if self.lone_space && !out.content_emitted() {
+                // A first lone space waits: markup right after it makes it framing.
+                if self.ws.is_empty() && s == " " {
+                    self.ws.push(' ');
+                    return;
+                }
+                out.content(&self.ws);
+                self.ws.clear();
+            }
+            // Nothing else can make this whitespace framing except later markup, which keeps it.
             out.content(s);
             self.emitted = true;
             return;
@@ -227,7 +248,8 @@ impl Gate {
 
     /// Markup (a marker, a call) follows the text so far.
     pub(crate) fn markup(&mut self, out: &mut Emitter<'_>) {
-        if !self.strip_edges {
+        let lone_space = self.lone_space && !out.content_emitted() && !self.saw_markup && self.ws == " ";
+        if !self.strip_edges && !lone_space {
             out.content(&self.ws);
         }
         self.ws.clear();
@@ -430,6 +452,11 @@ impl CallObject {
     /// The object's text read so far, while the call has not started.
     pub(crate) fn take_raw(&mut self) -> String {
         std::mem::take(&mut self.raw)
+    }
+
+    /// True once the arguments value is complete (the object may still go on).
+    pub(crate) fn args_done(&self) -> bool {
+        self.args_done || (self.member == Member::Args && self.walker.value_ended())
     }
 
     /// The call's name, once its value has been read.
@@ -677,9 +704,14 @@ impl CallArray {
         raw
     }
 
-    /// True while a started call's arguments are being read.
+    /// True while a started call's object is being read.
     pub(crate) fn in_started_call(&self) -> bool {
         self.mode == ArrMode::Object && self.obj.started()
+    }
+
+    /// In a started call whose arguments are complete (the rest of its object is missing).
+    pub(crate) fn started_call_args_done(&self) -> bool {
+        self.in_started_call() && self.obj.args_done()
     }
 
     /// Inside a JSON string of a started call's arguments: the lane that may pass text on.

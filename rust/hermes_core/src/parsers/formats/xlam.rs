@@ -45,6 +45,7 @@ const XLAM: ArraySpec = ArraySpec {
     strip_edges: true,
     drop_tail_ws: true,
     one_region: false,
+    lone_space: false,
 };
 
 struct Xlam;

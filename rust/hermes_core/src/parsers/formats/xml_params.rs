@@ -5,10 +5,14 @@
 //! What the formats share lives here, written once:
 //! - the stream driver ([`super::shared::Driven`]) and the state machine's shared states: plain
 //!   content, between parameters, inside a value, and the end-marker-in-value lookahead (a value's
-//!   end marker ends it only when markup follows; a call-closing markup after it is confirmed by
-//!   the next call or the end of the output, see the formats' docs);
-//! - parameter bookkeeping: duplicate keys, schema types, string values streamed as JSON-string
-//!   fragments ([`ArgsWriter`]), typed values converted when complete, newline framing;
+//!   end marker ends it only when markup follows, after whitespace; markup that closes the call
+//!   then closes it at once, so a call's `ToolCallEnd` comes with its closing markup);
+//! - a missing end marker: markup that starts a line inside a value and can only be the format's
+//!   own (qwen3_coder's `<parameter=KEY>`, `</function>`) ends the value, with an issue;
+//! - parameter bookkeeping: schema types, string values streamed as JSON-string fragments
+//!   ([`ArgsWriter`]), typed values converted when complete, newline framing, and repeated keys
+//!   (the first value is kept; a repeat, markup and value, is content with an issue: a JSON
+//!   object holds one value per key, and a reader of duplicate keys would lose one of them);
 //! - call start/end, broken call markup returned as content, stray text between parameters (content),
 //!   truncation at the end of the output;
 //! - the render checks (content that would read as markup, values containing the end marker).
@@ -22,7 +26,7 @@ use serde_json::{Map, Value};
 
 use super::super::lane::Lane;
 use super::super::marker::{MarkerHit, MarkerSet};
-use super::super::stream::{count_chars, Emitter, FormatStream};
+use super::super::stream::{Emitter, FormatStream};
 use super::super::tools::Tools;
 use super::super::types::{IssueKind, Pos, RenderError, ToolCall};
 use super::schema_values::{coerce, ArgsWriter, TypeSet};
@@ -56,12 +60,12 @@ pub(crate) struct Spec {
     pub format: &'static str,
     /// Markup recognised between parameters; the dialect's `Args` step reads their indices.
     pub args_markers: &'static [&'static str],
-    /// Indices in `args_markers` of the markup that closes a call.
-    pub call_end: &'static [usize],
     /// The end marker of a value.
     pub value_end: &'static str,
-    /// Markup that starts the next call (it confirms a tentatively ended call).
-    pub next_call: &'static [&'static str],
+    /// Markup that, at the start of a line inside a value, means the value's end marker is
+    /// missing: the value ends before it (with a `malformed_markup` issue) and the markup is
+    /// read as markup. A break ending in `=` counts only with its name and `>` (`<parameter=KEY>`).
+    pub value_breaks: &'static [&'static str],
     /// One leading and one trailing newline of a value are the template's framing.
     pub framed_newlines: bool,
     /// What the format calls a parameter ("parameter", "argument"), in messages.
@@ -83,9 +87,6 @@ pub(crate) enum St<S> {
     Value,
     /// After a value's end marker: it ends the value only if the next non-whitespace text is markup.
     ValueEnd,
-    /// After a value's end marker and the call's closing markup: the call ends there unless the
-    /// value's end marker shows up again before the next call (then all of it was value text).
-    Tentative,
     /// A dialect state (call name, parameter key, ...).
     Markup(S),
 }
@@ -95,7 +96,7 @@ pub(crate) enum St<S> {
 /// changed) or `None` when it needs more text.
 pub(crate) trait Dialect: Send + 'static {
     type Sub: Copy + PartialEq + Send + 'static;
-    /// One step in state `st` (never `Value`, `ValueEnd` or `Tentative`).
+    /// One step in state `st` (never `Value` or `ValueEnd`).
     fn step(
         &mut self,
         st: St<Self::Sub>,
@@ -130,8 +131,10 @@ pub(crate) struct Core<S> {
     pub st: St<S>,
     pub content: FramedContent,
     args_markers: MarkerSet,
-    value_end: MarkerSet,
-    tentative_markers: MarkerSet,
+    /// The value end marker (index 0) and `spec.value_breaks`.
+    value_markers: MarkerSet,
+    /// What stops a [`Lane::RawString`] (see there): the `<` and second bytes of those markers.
+    lane_stop: Option<[u8; 3]>,
     /// Markup of a call that has not started yet (`<tool_call>\n<function=NA`): content if it fails.
     pub raw: String,
     /// Where that markup began.
@@ -140,30 +143,36 @@ pub(crate) struct Core<S> {
     pub name: String,
     /// The open call's tool name (for parameter types).
     pub call_name: String,
+    /// The open parameter's key.
+    key: String,
     args: ArgsWriter,
     /// The open value streams as a JSON string (else it is converted when complete).
     streaming: bool,
     types: TypeSet,
     value_started: bool,
     held_newline: bool,
+    /// A value kept as text (typed, or repeated): its raw text so far is empty or ends with a
+    /// newline, so a value break may follow. (A streamed string value tells by `held_newline`
+    /// and `value_args_start`, which hold also after a lane passed text.)
+    line_start: bool,
+    /// Where the open string value's text starts in the call's arguments.
+    value_args_start: Option<usize>,
+    /// The open parameter repeats a key: its text is content.
+    repeated: bool,
     value: String,
     /// Inside stray text between parameters (content; one issue per run).
     in_junk: bool,
     after_call_reported: bool,
     /// The value's end marker and the whitespace after it, while it is not yet known to end it.
     pending_end: String,
-    /// Where `pending_end` starts (its value-end marker).
-    pending_pos: Pos,
-    /// While held text is replayed: its position and a copy (for exact issue offsets).
-    replay: Option<(Pos, String)>,
     /// Parameter names of the open call (duplicates are reported).
     keys: Vec<String>,
 }
 
 impl<S: Copy + PartialEq> Core<S> {
     fn new(spec: &'static Spec, tools: Arc<Tools>) -> Core<S> {
-        let mut tentative = vec![spec.value_end];
-        tentative.extend_from_slice(spec.next_call);
+        let mut value_markers = vec![spec.value_end];
+        value_markers.extend_from_slice(spec.value_breaks);
         Core {
             spec,
             tools,
@@ -171,36 +180,32 @@ impl<S: Copy + PartialEq> Core<S> {
             st: St::Content,
             content: FramedContent::default(),
             args_markers: MarkerSet::new(spec.args_markers),
-            value_end: MarkerSet::new(&[spec.value_end]),
-            tentative_markers: MarkerSet::new(&tentative),
+            value_markers: MarkerSet::new(&value_markers),
+            lane_stop: lane_stop(&value_markers),
             raw: String::new(),
             raw_at: Pos::default(),
             name: String::new(),
             call_name: String::new(),
+            key: String::new(),
             args: ArgsWriter::default(),
             streaming: true,
             types: TypeSet::STRING,
             value_started: false,
             held_newline: false,
+            line_start: true,
+            value_args_start: None,
+            repeated: false,
             value: String::new(),
             in_junk: false,
             after_call_reported: false,
             pending_end: String::new(),
-            pending_pos: Pos::default(),
-            replay: None,
             keys: Vec::new(),
         }
     }
 
     /// The position of byte `i` of the text being run.
     pub fn at(&self, out: &mut Emitter<'_>, i: usize) -> Pos {
-        match &self.replay {
-            Some((origin, text)) => Pos {
-                byte: origin.byte + i,
-                char: origin.char + count_chars(text.as_bytes().get(..i).unwrap_or_default()),
-            },
-            None => out.pos(self.base + i),
-        }
+        out.pos(self.base + i)
     }
 
     /// Plain text (at byte `i`) for content. Prose after a call is kept as content (vLLM drops
@@ -308,31 +313,53 @@ impl<S: Copy + PartialEq> Core<S> {
         self.st = St::Args;
     }
 
-    /// Parameter `key` opens (its markup is at byte `i`); its value follows.
-    pub fn open_param(&mut self, out: &mut Emitter<'_>, key: String, i: usize) {
-        if self.keys.contains(&key) {
+    /// Parameter `key` opens (its markup, `markup`, ends at byte `i`); its value follows.
+    pub fn open_param(&mut self, out: &mut Emitter<'_>, key: String, markup: &str, i: usize) {
+        self.value_started = false;
+        self.held_newline = false;
+        self.line_start = true;
+        self.value.clear();
+        self.st = St::Value;
+        self.repeated = self.keys.contains(&key);
+        if self.repeated {
+            // The first value has streamed already; this one cannot join the object.
             let at = self.at(out, i);
-            out.issue(
-                IssueKind::BadArguments,
-                at,
-                format!("{} {key:?} is given twice; the last value wins", self.spec.param_word),
+            let word = self.spec.param_word;
+            let msg = format!(
+                "{word} {key:?} is given twice; the first value is kept, the repeated {word} is kept as content"
             );
-        } else {
-            self.keys.push(key.clone());
+            out.issue(IssueKind::BadArguments, at, msg);
+            self.content.text(out, markup);
+            self.streaming = false;
+            self.key = key;
+            return;
         }
+        self.keys.push(key.clone());
         self.types = TypeSet::of_param(&self.tools, &self.call_name, &key);
         self.streaming = self.types.is_plain_string();
         self.args.open(out, &key, self.streaming);
-        self.value_started = false;
-        self.held_newline = false;
-        self.value.clear();
-        self.st = St::Value;
+        self.value_args_start = out.open_args_len();
+        self.key = key;
+    }
+
+    /// The value's raw text so far is empty or ends with a newline.
+    fn at_line_start(&self, out: &Emitter<'_>) -> bool {
+        if self.streaming && !self.repeated {
+            self.held_newline || out.open_args_len() == self.value_args_start
+        } else {
+            self.line_start
+        }
     }
 
     /// Raw value text: streamed as a JSON-string fragment or kept for conversion. With newline
     /// framing, a value's first newline is dropped and a trailing one held back.
     fn value_text(&mut self, out: &mut Emitter<'_>, mut seg: &str) {
         if seg.is_empty() {
+            return;
+        }
+        self.line_start = seg.ends_with('\n');
+        if self.repeated {
+            self.content.text(out, seg);
             return;
         }
         let framed = self.spec.framed_newlines;
@@ -360,8 +387,14 @@ impl<S: Copy + PartialEq> Core<S> {
         self.args.fragment(out, seg);
     }
 
-    /// The value is complete (a held trailing newline is framing).
+    /// The value is complete (a held trailing newline is framing; so is a held end marker,
+    /// except after a repeated key, whose text is all content).
     fn close_value(&mut self, out: &mut Emitter<'_>) {
+        let end = std::mem::take(&mut self.pending_end);
+        if std::mem::take(&mut self.repeated) {
+            self.content.text(out, &end);
+            return;
+        }
         if self.streaming {
             self.held_newline = false;
             self.args.close_string(out);
@@ -378,14 +411,44 @@ impl<S: Copy + PartialEq> Core<S> {
     }
 
     fn on_value(&mut self, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
-        match self.value_end.find(rest, eof) {
-            MarkerHit::Full { at, end, .. } => {
+        match self.value_markers.find(rest, eof) {
+            MarkerHit::Full { at, end, marker: 0 } => {
                 self.value_text(out, &rest[..at]);
-                self.pending_pos = self.at(out, i + at);
                 self.pending_end.clear();
                 self.pending_end.push_str(&rest[at..end]);
                 self.st = St::ValueEnd;
                 Some(end)
+            }
+            MarkerHit::Full { at, end, .. } => {
+                self.value_text(out, &rest[..at]);
+                let marker = &rest[at..end];
+                let breaks = match marker.ends_with('=') {
+                    false => Some(true),
+                    true => markup_name_closes(&rest[end..], eof),
+                };
+                match breaks {
+                    Some(true) if self.at_line_start(out) => {
+                        let pos = self.at(out, i + at);
+                        let shown = if marker.ends_with('=') {
+                            format!("{marker}...>")
+                        } else {
+                            marker.to_owned()
+                        };
+                        let msg = format!(
+                            "{} {:?} has no {} before {shown}; its value ends at the line before",
+                            self.spec.param_word, self.key, self.spec.value_end
+                        );
+                        out.issue(IssueKind::MalformedMarkup, pos, msg);
+                        self.close_value(out);
+                        self.st = St::Args;
+                        Some(at)
+                    }
+                    None => Some(at).filter(|&n| n > 0),
+                    _ => {
+                        self.value_text(out, marker);
+                        Some(end)
+                    }
+                }
             }
             MarkerHit::Partial { at } => {
                 self.value_text(out, &rest[..at]);
@@ -407,13 +470,7 @@ impl<S: Copy + PartialEq> Core<S> {
             return Some(ws);
         }
         match self.args_markers.find(rest, eof) {
-            MarkerHit::Full { at: 0, end, marker } if self.spec.call_end.contains(&marker) => {
-                self.pending_end.push_str(&rest[..end]);
-                self.st = St::Tentative;
-                Some(end)
-            }
             MarkerHit::Full { at: 0, .. } => {
-                self.pending_end.clear();
                 self.close_value(out);
                 self.st = St::Args;
                 Some(0)
@@ -433,7 +490,7 @@ impl<S: Copy + PartialEq> Core<S> {
         if self.st == St::Value {
             self.value_text(out, left);
         }
-        if matches!(self.st, St::Value | St::ValueEnd | St::Tentative) {
+        if matches!(self.st, St::Value | St::ValueEnd) {
             self.close_value(out);
         }
         self.end_call(out);
@@ -462,7 +519,6 @@ impl<D: Dialect> XmlStream<D> {
             let step = match self.x.st {
                 St::Value => self.x.on_value(rest, i, eof, out),
                 St::ValueEnd => self.x.on_value_end(rest, eof, out),
-                St::Tentative => self.on_tentative(rest, i, eof, out),
                 st => self.d.step(st, &mut self.x, rest, i, eof, out),
             };
             match step {
@@ -471,55 +527,6 @@ impl<D: Dialect> XmlStream<D> {
             }
         }
         i
-    }
-
-    fn on_tentative(&mut self, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
-        let x = &mut self.x;
-        match x.tentative_markers.find(rest, eof) {
-            MarkerHit::Full { at, end, marker: 0 } => {
-                // The value's end marker again: everything held was value text.
-                x.pending_end.push_str(&rest[..at]);
-                let held = std::mem::take(&mut x.pending_end);
-                x.value_text(out, &held);
-                x.pending_pos = x.at(out, i + at);
-                x.pending_end.push_str(&rest[at..end]);
-                x.st = St::ValueEnd;
-                Some(end)
-            }
-            MarkerHit::Full { at, .. } => {
-                x.pending_end.push_str(&rest[..at]);
-                self.commit_value_end(out);
-                Some(at)
-            }
-            MarkerHit::Partial { at } => {
-                x.pending_end.push_str(&rest[..at]);
-                Some(at).filter(|&n| n > 0)
-            }
-            MarkerHit::None => {
-                x.pending_end.push_str(rest);
-                Some(rest.len())
-            }
-        }
-    }
-
-    /// The held value end was real: close the value and run the held markup and text after it
-    /// through the state machine (each held byte is replayed once).
-    fn commit_value_end(&mut self, out: &mut Emitter<'_>) {
-        let held = std::mem::take(&mut self.x.pending_end);
-        self.x.close_value(out);
-        self.x.st = St::Args;
-        let skip = self.x.spec.value_end.len().min(held.len());
-        let tail = held.get(skip..).unwrap_or_default();
-        let origin = Pos {
-            byte: self.x.pending_pos.byte + skip,
-            char: self.x.pending_pos.char + skip,
-        };
-        self.x.replay = Some((origin, tail.to_owned()));
-        let used = self.steps(tail, true, out);
-        self.x.replay = None;
-        if let Some(left) = tail.get(used..) {
-            self.x.content.text(out, left);
-        }
     }
 }
 
@@ -533,15 +540,7 @@ impl<D: Dialect> Machine for XmlStream<D> {
 
     fn lane(&self) -> Lane {
         let x = &self.x;
-        if x.st == St::Tentative && x.replay.is_none() {
-            // After a value end marker that may end the call: everything is held until the next
-            // markup decides, so the driver may collect the text up to a possible marker.
-            return match x.tentative_markers.first_byte() {
-                Some(stop) => Lane::Defer { until: [stop; 3] },
-                None => Lane::Off,
-            };
-        }
-        if x.st == St::Content && x.replay.is_none() {
+        if x.st == St::Content {
             // Prose: once any text after a call was reported, it passes as it is.
             let settled = x.content.holds_nothing() && (!x.content.called() || x.after_call_reported);
             return match self.d.content_stop() {
@@ -553,11 +552,11 @@ impl<D: Dialect> Machine for XmlStream<D> {
             };
         }
         // Inside a string value past its leading newline: text that cannot start the value's end
-        // marker is value text, escaped as it arrives.
-        let open = x.st == St::Value && x.streaming && x.replay.is_none();
+        // marker (or a value break) is value text, escaped as it arrives.
+        let open = x.st == St::Value && x.streaming;
         let framed = x.spec.framed_newlines;
-        match x.spec.value_end.as_bytes().first_chunk::<2>() {
-            Some(&stop) if open && (x.value_started || !framed) => Lane::RawString {
+        match x.lane_stop {
+            Some(stop) if open && (x.value_started || !framed) => Lane::RawString {
                 stop,
                 framed,
                 newline_held: x.held_newline,
@@ -575,9 +574,6 @@ impl<D: Dialect> Machine for XmlStream<D> {
     }
 
     fn end(&mut self, left: &str, out: &mut Emitter<'_>) {
-        if self.x.st == St::Tentative {
-            self.commit_value_end(out);
-        }
         let end = out.pos(self.x.base + left.len());
         // Anything still unconsumed is text that could not be decided (only at eof, and rare).
         match self.x.st {
@@ -587,10 +583,44 @@ impl<D: Dialect> Machine for XmlStream<D> {
                     self.x.truncated_call(out, left, end);
                 }
             }
-            St::Args | St::Value | St::ValueEnd | St::Tentative => self.x.truncated_call(out, left, end),
+            St::Args | St::Value | St::ValueEnd => self.x.truncated_call(out, left, end),
         }
         self.x.st = St::Content;
         self.x.content.finish(out);
+    }
+}
+
+/// The first byte shared by the value markers and up to two second bytes (see
+/// [`Lane::RawString`]); `None` when they do not fit that shape.
+fn lane_stop(markers: &[&str]) -> Option<[u8; 3]> {
+    let first = *markers.first()?.as_bytes().first()?;
+    let mut seconds: Vec<u8> = Vec::new();
+    for m in markers {
+        match m.as_bytes() {
+            [a, b, ..] if *a == first => {
+                if !seconds.contains(b) {
+                    seconds.push(*b);
+                }
+            }
+            _ => return None,
+        }
+    }
+    match seconds.as_slice() {
+        [a] => Some([first, *a, *a]),
+        [a, b] => Some([first, *a, *b]),
+        _ => None,
+    }
+}
+
+/// After a value break ending in `=`: whether a name closed by `>` follows (`Some(true)`), or
+/// something else (`Some(false)`: a `<`, a newline, nothing but whitespace, or more than
+/// [`MAX_NAME`] bytes), or it cannot be told yet (`None`).
+fn markup_name_closes(rest: &str, eof: bool) -> Option<bool> {
+    let window = rest.get(..rest.len().min(MAX_NAME + 1)).unwrap_or(rest);
+    match memchr::memchr3(b'>', b'<', b'\n', window.as_bytes()) {
+        Some(k) => Some(window.as_bytes().get(k) == Some(&b'>') && !window[..k].trim().is_empty()),
+        None if eof || rest.len() > MAX_NAME => Some(false),
+        None => None,
     }
 }
 
@@ -645,6 +675,15 @@ pub(crate) fn value_source(spec: &Spec, n: usize, name: &str, key: &str, value: 
             "call {n} ({name}): the value of {key:?} contains {:?}, which {} cannot express (values are not escaped)",
             spec.value_end, spec.format
         )));
+    }
+    // A value break starting a line would read as markup after a missing end marker.
+    for brk in spec.value_breaks {
+        if text.starts_with(brk) || text.contains(&format!("\n{brk}")) {
+            return Err(RenderError(format!(
+                "call {n} ({name}): a line of the value of {key:?} starts with {brk:?}, which {} would read as markup",
+                spec.format
+            )));
+        }
     }
     Ok(text)
 }
