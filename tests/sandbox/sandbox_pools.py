@@ -33,5 +33,3 @@ async def pools(**defaults: object) -> AsyncIterator[Callable[..., Awaitable[Slo
     finally:
         for p in made:
             await p.close()
-
-

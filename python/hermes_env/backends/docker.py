@@ -440,4 +440,3 @@ class DockerBackend(ExecutionBackend):
         root, *found = [p.decode("utf-8", "surrogateescape") for p in raw.split(b"\0") if p]
         prefix = root.rstrip("/") + "/"
         return sorted(p[len(prefix) :] for p in found if p.startswith(prefix))
-

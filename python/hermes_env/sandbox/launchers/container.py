@@ -279,4 +279,3 @@ class ContainerLauncher(WorkerLauncher):
 
     def create(self, spec: WorkerSpec) -> WorkerHandle:
         return ContainerWorker(spec, self)
-
