@@ -32,12 +32,10 @@ from hermes_env.backends.base import ExecResult, ExecutionBackend
 from hermes_env.containers import shell
 from hermes_env.containers.channel import LOOP_SCRIPT, MOUNT, Channel
 from hermes_env.containers.engine import (
-    LABEL,
-    OWNER_LABEL,
     ContainerEngine,
     detect_engine,
     ensure_reaper,
-    owner_token,
+    sandbox_run_args,
     sweep_leftovers,
 )
 from hermes_env.containers.images import ImageCache, ImageSpec
@@ -229,19 +227,11 @@ class DockerBackend(ExecutionBackend):
             box.image = await self.images.resolve(spec)
         except ContainerError as exc:
             raise ContainerLostError(f"no image for task {task_id!r}: {exc}") from exc
-        args = [
-            "run", "-d", "--init",
-            "--name", box.name,
-            "--label", f"{LABEL}=rollout",
-            "--label", f"{OWNER_LABEL}={owner_token()}",
-            "--hostname", "sandbox",
-            "--memory", f"{self.memory_mib}m", "--memory-swap", f"{self.memory_mib}m",
-            "--pids-limit", str(self.max_processes),
-            "--cpus", f"{self.cpus:g}",
-            "--security-opt", "no-new-privileges",
-        ]  # fmt: skip
-        if not self.allow_network:
-            args += ["--network", "none"]
+        args = ["run", "-d", "--init", "--security-opt", "no-new-privileges"]
+        args += sandbox_run_args(
+            box.name, "rollout", memory_mib=self.memory_mib, max_processes=self.max_processes, cpus=self.cpus,
+            allow_network=self.allow_network,
+        )  # fmt: skip
         for key, value in {**_DEFAULT_ENV, **self.extra_env}.items():
             args += ["--env", f"{key}={value}"]
         root = self._run_root()

@@ -121,6 +121,26 @@ def owner_token(pid: int | None = None) -> str:
     return f"{host}:{boot}:{pid}:{_start_time(pid) or 0}"
 
 
+def sandbox_run_args(
+    name: str, role: str, *, memory_mib: int, max_processes: int, cpus: float, allow_network: bool
+) -> list[str]:
+    """The ``run`` options every container this project starts has: its name, the ``hermes_env`` label (``role``
+    says what it is) and this run's owner token (for the reaper and the sweep), the hostname ``sandbox``, a memory
+    limit without swap, a pids and a CPU limit, and no network unless ``allow_network``."""
+    args = [
+        "--name", name,
+        "--label", f"{LABEL}={role}",
+        "--label", f"{OWNER_LABEL}={owner_token()}",
+        "--hostname", "sandbox",
+        "--memory", f"{memory_mib}m", "--memory-swap", f"{memory_mib}m",
+        "--pids-limit", str(max_processes),
+        "--cpus", f"{cpus:g}",
+    ]  # fmt: skip
+    if not allow_network:
+        args += ["--network", "none"]
+    return args
+
+
 def owner_alive(token: str) -> bool | None:
     """Whether the process named by an owner token still runs; None when it belongs to another host."""
     parts = token.split(":")

@@ -23,11 +23,10 @@ from pathlib import Path
 import hermes_env
 from hermes_env.containers.engine import (
     LABEL,
-    OWNER_LABEL,
     ContainerEngine,
     detect_engine,
     ensure_reaper,
-    owner_token,
+    sandbox_run_args,
     sweep_leftovers,
 )
 from hermes_env.containers.images import BASE_IMAGE
@@ -116,21 +115,16 @@ class ContainerWorker(WorkerHandle):
         limits = spec.policy.limits
         memory_mib = int(launcher.config.container_memory_bytes or spec.slots * int(limits.memory_bytes)) // 1024**2
         pids = launcher.config.container_max_processes or spec.slots * limits.max_processes + 64
-        args = [
-            "run", "--rm",
-            "--name", self.name,
-            "--label", f"{LABEL}=worker",
-            "--label", f"{OWNER_LABEL}={owner_token()}",
-            "--hostname", "sandbox",
-            "--memory", f"{memory_mib}m", "--memory-swap", f"{memory_mib}m",
-            "--pids-limit", str(pids),
-            "--cpus", f"{launcher.config.container_cpus:g}",
+        args = ["run", "--rm"]
+        args += sandbox_run_args(
+            self.name, "worker", memory_mib=memory_mib, max_processes=pids, cpus=launcher.config.container_cpus,
+            allow_network=spec.policy.allow_network,
+        )  # fmt: skip
+        args += [
             "--volume", f"{spec.root}:{spec.root}:z",
             "--env", f"PYTHONPATH={os.pathsep.join(launcher.python_paths)}",
             "--env", "PYTHONDONTWRITEBYTECODE=1",
         ]  # fmt: skip
-        if not spec.policy.allow_network:
-            args += ["--network", "none"]
         for path in launcher.python_paths:
             args += ["--volume", f"{path}:{path}:ro"]
         if spec.secret:
