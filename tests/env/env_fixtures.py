@@ -70,20 +70,31 @@ class TinyEnv(HermesAgentBaseEnv):
         return None
 
 
-def solve_or_fail(messages: list[dict[str, Any]], call: int) -> ChatCompletion:
-    """Odd calls solve (tool call then answer), even calls run a wrong command."""
-    task = next(t for t in TASKS if t["prompt"] in messages[-1]["content"]) if messages[-1]["role"] == "user" else None
-    if task is not None:
-        command = task["solution"] if call % 2 else "echo nope > other.txt"
-        return completion("<think>plan</think>", [("terminal", {"command": command})])
-    return completion("Done.")
+class SolveOrFail:
+    """A policy whose odd-numbered openings solve (tool call then answer) and even ones run a wrong command.
+
+    Openings are counted on their own, not among all calls, so a group of four always has two of each
+    however the rollouts' turns interleave.
+    """
+
+    def __init__(self) -> None:
+        self.openings = 0
+
+    def __call__(self, messages: list[dict[str, Any]], call: int) -> ChatCompletion:
+        last = messages[-1]
+        task = next(t for t in TASKS if t["prompt"] in last["content"]) if last["role"] == "user" else None
+        if task is not None:
+            self.openings += 1
+            command = task["solution"] if self.openings % 2 else "echo nope > other.txt"
+            return completion("<think>plan</think>", [("terminal", {"command": command})])
+        return completion("Done.")
 
 
 @pytest.fixture
 def make_env(tmp_path: Path) -> Callable[..., Any]:
 
     def make(
-        policy: Callable[..., ChatCompletion] = solve_or_fail, env_cls: type[Any] = TinyEnv, **overrides: Any
+        policy: Callable[..., ChatCompletion] | None = None, env_cls: type[Any] = TinyEnv, **overrides: Any
     ) -> Any:
         fields: dict[str, Any] = {
             "tokenizer_name": str(qwen3_tokenizer_dir()),
@@ -100,7 +111,7 @@ def make_env(tmp_path: Path) -> Callable[..., Any]:
         config = env_cls.env_config_cls(**fields)
         server = APIServerConfig(base_url="http://127.0.0.1:9/v1", server_type="openai", api_key="x", model_name="m")
         env = env_cls(config, [server])
-        env.server = FakeChat(env.server.servers, policy)  # type: ignore[assignment]
+        env.server = FakeChat(env.server.servers, policy or SolveOrFail())  # type: ignore[assignment]
         return env
 
     return make

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from env_fixtures import TASKS, completion, solve_or_fail
+from env_fixtures import TASKS, SolveOrFail, completion
 from hermes_env.testing import qwen3_tokenizer
 
 
@@ -122,10 +122,16 @@ async def test_a_failed_rollout_drops_the_whole_group(make_env: Any, caplog: Any
 async def test_a_failure_after_the_first_turn_still_drops_the_group(make_env: Any, caplog: Any) -> None:
     """A rollout that already produced output is not scored or written when a later model call fails."""
 
+    solve = SolveOrFail()
+    followups = 0
+
     def fails_on_second_turn(messages: list[dict[str, Any]], call: int) -> Any:
-        if messages[-1]["role"] == "tool" and call == 6:
-            raise TimeoutError()
-        return solve_or_fail(messages, call)
+        nonlocal followups
+        if messages[-1]["role"] == "tool":
+            followups += 1
+            if followups == 2:
+                raise TimeoutError()
+        return solve(messages, call)
 
     env = make_env(fails_on_second_turn)
     await env.setup()
