@@ -11,11 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # type checkers and IDEs see the real classes; at runtime they load on first access
     from hermes_env.agent.loop import AgentResult, HermesAgentLoop, ToolError
+    from hermes_env.agent_env import AgentEnv, AgentEnvConfig
     from hermes_env.env.base_env import HermesAgentBaseEnv
     from hermes_env.env.config import HermesAgentEnvConfig
     from hermes_env.tool_context import ToolContext
 
 __all__ = [
+    "AgentEnv",
+    "AgentEnvConfig",
     "AgentResult",
     "HermesAgentBaseEnv",
     "HermesAgentEnvConfig",
@@ -26,6 +29,8 @@ __all__ = [
 
 # name -> module that defines it; resolved on first access (PEP 562).
 _LAZY = {
+    "AgentEnv": "hermes_env.agent_env",
+    "AgentEnvConfig": "hermes_env.agent_env",
     "AgentResult": "hermes_env.agent.loop",
     "HermesAgentLoop": "hermes_env.agent.loop",
     "ToolError": "hermes_env.agent.loop",

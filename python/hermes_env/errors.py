@@ -76,6 +76,14 @@ class PhaseError(ConfigError):
     """A phase that the configured inference server cannot provide."""
 
 
+class ToolsetUnavailableError(ConfigError):
+    """A toolset whose tools cannot run here (they need the network, a human or a service)."""
+
+
+class ToolServerError(EnvSetupError):
+    """The tool server could not be reached or would not list its tools."""
+
+
 # -- rollouts and tools -----------------------------------------------------------------------
 #: Why a rollout failed; its whole group is dropped and counted under this name.
 RolloutFailureKind = Literal[
@@ -88,7 +96,7 @@ RolloutFailureKind = Literal[
     "trajectory_divergence",  # Phase 2: the re-rendered prompt changed earlier tokens (divergence_policy 'raise')
     "sandbox_failed",  # the tool backend itself failed mid-rollout (a worker died, a sandbox crashed)
     "workspace_setup_failed",  # setup_trajectory_workspace (e.g. a task's setup command) failed
-    "rollout_lifetime",  # the rollout outlived terminal_lifetime
+    "rollout_lifetime",  # the rollout's workspace sat idle longer than terminal_lifetime and was destroyed
     "no_trajectory",  # Phase 2 recorded no trajectory for a rollout that produced output
     "rollout_error",  # an unexpected exception (a bug); logged with its traceback
 ]
@@ -114,6 +122,16 @@ class PolicyCallError(HermesEnvError, RuntimeError):
 class BackendFailure(HermesEnvError, RuntimeError):
     """The backend failed under a tool call (worker died, sandbox crashed): the rollout's workspace is
     gone or unusable, so the rollout fails instead of telling the model its call went wrong."""
+
+
+class WorkspaceReaped(RolloutFailed, BackendFailure):
+    """A rollout's workspace was destroyed because it sat idle longer than ``terminal_lifetime``.
+
+    A :class:`BackendFailure` too, so a tool call that meets the destroyed workspace fails its rollout.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "rollout_lifetime")
 
 
 class ToolCallError(HermesEnvError):
@@ -251,7 +269,10 @@ __all__ = [
     "SlotAcquireTimeout",
     "ToolArgumentError",
     "ToolCallError",
+    "ToolServerError",
+    "ToolsetUnavailableError",
     "ToolErrorKind",
     "WorkerStartError",
+    "WorkspaceReaped",
     "WorkspacePathError",
 ]

@@ -84,9 +84,9 @@ async def test_the_reward_sees_the_rollouts_container_until_cleanup(docker: Dock
     ctx = ToolContext("rollout", docker)
     model = await docker.execute("rollout", "echo from-the-model > answer.txt; hostname > host.txt", 10)
     assert model.ok
-    assert await ctx.read_file("answer.txt") == "from-the-model\n"
+    assert await ctx.read_text("answer.txt") == "from-the-model\n"
     check = await ctx.terminal("cat answer.txt host.txt")
-    assert check.output == "from-the-model\nsandbox\n"
+    assert check.output == "from-the-model\nsandbox"
     cid = docker._containers["rollout"].cid
     await ctx.cleanup()
     assert docker.engine.run_sync("inspect", "--type", "container", cid, check=False).returncode != 0

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.e2e
     [
         pytest.param(
             ["--env.enabled_toolsets", "terminal,bogus"],
-            "unknown toolset(s) in enabled_toolsets: 'bogus'; valid toolsets: file, terminal, todo",
+            "unknown toolset(s) in enabled_toolsets: 'bogus'; valid toolsets: web, search, vision",
             id="unknown-toolset",
         ),
         pytest.param(

@@ -13,7 +13,9 @@ from pydantic import ValidationError
 
 def test_defaults_are_valid_and_extend_base_env_config() -> None:
     config = HermesAgentEnvConfig()
-    assert config.max_agent_turns == 10 and config.tool_call_parser is None and config.phase == "auto"
+    # hermes-agent's defaults: 30 turns, 120 s per tool call, 128 tool calls in flight, an hour of idle lifetime.
+    assert (config.max_agent_turns, config.terminal_timeout, config.tool_pool_size) == (30, 120.0, 128)
+    assert config.terminal_lifetime == 3600 and config.tool_call_parser is None and config.phase == "auto"
     assert config.group_size == 4  # inherited from atroposlib's BaseEnvConfig
 
 
@@ -35,8 +37,21 @@ def test_unknown_distribution_names_the_valid_ones() -> None:
 
 
 def test_distribution_fully_disabled_is_rejected() -> None:
-    with pytest.raises(ValidationError, match="every group would get no tools"):
-        HermesAgentEnvConfig(distribution="terminal_only", disabled_toolsets=["terminal"])
+    with pytest.raises(ValidationError, match="distribution 'terminal_only' can draw no toolset here"):
+        HermesAgentEnvConfig(distribution="terminal_only", disabled_toolsets=["terminal", "file"])
+    with pytest.raises(ValidationError, match="distribution 'minimal' can draw no toolset here"):
+        HermesAgentEnvConfig(distribution="minimal")  # web only: needs the network
+
+
+def test_upstream_distribution_names_are_accepted() -> None:
+    for name in ("development", "terminal_tasks", "research", "science", "balanced", "mixed_tasks"):
+        assert HermesAgentEnvConfig(distribution=name).distribution == name
+
+
+def test_network_toolsets_are_refused_with_the_reason() -> None:
+    with pytest.raises(ValidationError, match="'browser' include tools hermes_env cannot offer offline"):
+        HermesAgentEnvConfig(enabled_toolsets=["terminal", "browser"])
+    assert HermesAgentEnvConfig(enabled_toolsets=["web"], tool_server_url="http://127.0.0.1:1").tool_server_url
 
 
 def test_comma_separated_toolsets_from_the_command_line() -> None:

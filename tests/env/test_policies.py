@@ -63,6 +63,7 @@ def test_message_and_prompt_forms_agree() -> None:
 def test_answers_from_tool_output_and_unknown_prompts() -> None:
     policy = SolutionPolicy([TASK], weights={"solve": 1.0}, answer_from_output=True)
     first = policy.next_turn(TASK, [])
-    assert policy.next_turn(TASK, [first], "42\n[exit code 0]").endswith("ANSWER: 42")
-    assert output_answer("x\n\ny \n[exit code 1]") == "y"
+    assert policy.next_turn(TASK, [first], '{"output": "42", "exit_code": 0, "error": null}').endswith("ANSWER: 42")
+    assert output_answer('{"output": "x\\n\\ny ", "exit_code": 1, "error": null}') == "y"
+    assert output_answer("plain\ntext") == "text"
     assert policy.respond_to_messages([{"role": "user", "content": "hi"}]) == UNKNOWN_TEXT

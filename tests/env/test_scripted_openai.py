@@ -27,7 +27,7 @@ def test_chat_completion_with_reasoning_and_tool_calls() -> None:
 
     with ScriptedOpenAIServer(responder) as server:
         client = openai.OpenAI(base_url=server.base_url, api_key="x")
-        tools = REGISTRY.schemas(["terminal"])
+        tools = [REGISTRY.get("terminal").schema]
         out = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "go"}], tools=tools, n=2)
         assert len(out.choices) == 2 and out.choices[0].finish_reason == "tool_calls"
         message = out.choices[0].message

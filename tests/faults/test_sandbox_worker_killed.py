@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -47,18 +48,23 @@ def _parent(pid: int) -> int | None:
     return None
 
 
+def _kill_workers_once(marker: str, pool: Any, killed: list[int]) -> None:
+    """SIGKILL every pool worker with ``marker`` running beneath it (each worker once)."""
+    workers = {w.pid for w in pool.workers if w.pid is not None}
+    for pid in _pids_running(marker):
+        ancestor: int | None = pid
+        while ancestor not in (None, 0, 1) and ancestor not in workers:
+            ancestor = _parent(ancestor)  # type: ignore[arg-type]
+        if ancestor in workers and ancestor not in killed:
+            killed.append(ancestor)  # type: ignore[arg-type]
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(ancestor, signal.SIGKILL)  # type: ignore[arg-type]
+
+
 async def _kill_workers_running(marker: str, pool: Any, killed: list[int]) -> None:
-    """SIGKILL every pool worker with ``marker`` running beneath it, for as long as the run lasts."""
+    """:func:`_kill_workers_once`, for as long as the run lasts."""
     while True:
-        workers = {w.pid for w in pool.workers if w.pid is not None}
-        for pid in _pids_running(marker):
-            ancestor: int | None = pid
-            while ancestor not in (None, 0, 1) and ancestor not in workers:
-                ancestor = _parent(ancestor)  # type: ignore[arg-type]
-            if ancestor in workers and ancestor not in killed:
-                killed.append(ancestor)  # type: ignore[arg-type]
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(ancestor, signal.SIGKILL)  # type: ignore[arg-type]
+        _kill_workers_once(marker, pool, killed)
         await asyncio.sleep(0.1)
 
 
@@ -101,3 +107,59 @@ async def test_worker_killed_mid_call_fails_only_its_rollout_group(
             break
         await asyncio.sleep(0.1)
     assert not _pids_running(MARKER), "a killed worker's command outlived the run"
+
+
+REWARD_MARKER = "sleep 29.4"  # the victim's reward check; its worker is killed under it
+
+
+def _kill_workers_running_in_a_thread(marker: str, pool: Any, killed: list[int], stop: threading.Event) -> None:
+    """:func:`_kill_workers_running` from a thread: a synchronous reward call blocks the event loop."""
+    while not stop.is_set():
+        _kill_workers_once(marker, pool, killed)
+        stop.wait(0.1)
+
+
+async def test_worker_killed_under_a_reward_that_catches_everything_fails_the_rollout(
+    scripted_server: Any, process_env: Any, solution_policy: Any, tok: Any, tmp_path: Path, caplog: Any
+) -> None:
+    server = scripted_server(solution_policy.vllm_responder)
+    options = {"slots_per_worker": 2, "min_workers": 2, "max_workers": 2, "health_interval_s": 0.5}
+    env = process_env(
+        server, groups=2, group_size=2, process_concurrency=1, terminal_backend="sandbox",
+        terminal_backend_options=options, terminal_timeout=60,
+    )  # fmt: skip
+
+    def compute_reward(item: dict[str, Any], result: Any, ctx: Any) -> float:
+        """hermes-agent style: no await, dict results, and every exception taken for a failed check."""
+        command = f"{REWARD_MARKER}; {item['check']}" if item["id"] == VICTIM["id"] else item["check"]
+        try:
+            return 1.0 if ctx.terminal(command, timeout=60)["exit_code"] == 0 else 0.0
+        except Exception:
+            return 0.0
+
+    env.compute_reward = compute_reward
+    killed: list[int] = []
+    stop = threading.Event()
+    watcher = threading.Thread(
+        target=_kill_workers_running_in_a_thread, args=(REWARD_MARKER, env.backend.pool, killed, stop), daemon=True
+    )
+    watcher.start()
+    try:
+        await env.process_manager()
+    finally:
+        stop.set()
+        watcher.join()
+    assert killed, "no worker was killed: the victim's reward check never ran"
+    groups = read_trainable(tmp_path / "groups.jsonl", 2, len(tok))
+    assert len(groups) == 2 and all(g["scores"] == [1.0, 1.0] for g in groups)
+    assert all(user_prompt(conv) == CLEAN["prompt"] for g in groups for conv in g["messages"])
+    dropped = env.rollout_stats.dropped_by_cause
+    assert set(dropped) == {"sandbox_failed"} and dropped["sandbox_failed"] >= 1, dropped
+    assert env.rollout_stats.summary()["reward_failures"] == 0
+    assert any("sandbox_failed: the tool backend failed" in r.getMessage() for r in caplog.records)
+    await env.close()
+    for _ in range(300):  # the killed workers' sandboxes wind down by themselves (bounded: 30 s)
+        if not _pids_running(REWARD_MARKER):
+            break
+        await asyncio.sleep(0.1)
+    assert not _pids_running(REWARD_MARKER), "a killed worker's command outlived the run"

@@ -14,8 +14,9 @@ from hermes_env.managed import managed_server
 from hermes_env.testing.scripted_vllm import FAULT_KINDS, FaultAtTurn, ScriptedVLLMServer
 from hermes_env.tools import REGISTRY
 
-TOOLS = REGISTRY.schemas(["terminal"])
+TOOLS = [REGISTRY.get("terminal").schema]
 CALL = '<tool_call>\n{"name": "terminal", "arguments": {"command": "ls"}}\n</tool_call>'
+
 
 def test_every_fault_kind_has_an_expected_cause() -> None:
     assert set(FAULT_CAUSE) | {"slow"} == set(FAULT_KINDS)

@@ -28,8 +28,7 @@ async def test_reference_inspection_yields_the_answer(bwrap: BwrapBackend, item:
     res = await bwrap.execute("q", item["setup"], 30)
     assert res.ok, f"setup failed: {res.output}"
     ctx = ToolRunContext("q", bwrap, timeout=30)
-    out = await REGISTRY.dispatch("terminal", {"command": item["solution"]}, ctx)
-    body, status = out.rsplit("\n", 1) if "\n" in out else ("", out)
-    assert status == "[exit code 0]", out
-    assert body.strip() == item["answer"]
+    out = json.loads(await REGISTRY.dispatch("terminal", {"command": item["solution"]}, ctx))
+    assert out["exit_code"] == 0, out
+    assert out["output"] == item["answer"]
     assert item["answer"] not in item["question"].split()

@@ -68,7 +68,8 @@ async def test_hidden_tests_fail_before_and_pass_after_fix(bwrap: BwrapBackend, 
     async with ToolContext(f"{row['id']}-tools", bwrap) as ctx:
         await ctx.upload_dir(SWE / row["repo"], ".")
         for call in row["solution_tool_calls"]:
-            await ctx.call_tool(call["name"], call["arguments"])
+            out = await ctx.call_tool(call["name"], call["arguments"])
+            assert json.loads(out)["success"] is True, out
         res = await _run_hidden_tests(ctx, row)
         assert res.ok, f"{row['id']}: hidden tests fail after the patch tool calls:\n{res.output}"
 

@@ -43,8 +43,8 @@ async def test_check_fails_untouched_and_passes_after_solution(bwrap: BwrapBacke
 
     await _setup(bwrap, "solved", task)
     ctx = ToolRunContext("solved", bwrap, timeout=30)
-    out = await REGISTRY.dispatch("terminal", {"command": task["solution"]}, ctx)
-    assert out.endswith("[exit code 0]"), f"{task['id']}: solution failed: {out}"
+    out = json.loads(await REGISTRY.dispatch("terminal", {"command": task["solution"]}, ctx))
+    assert out["exit_code"] == 0, f"{task['id']}: solution failed: {out}"
     res = await bwrap.execute("solved", task["check"], 30)
     assert res.ok, f"{task['id']}: check fails after the solution: {res.output}"
 
@@ -57,7 +57,8 @@ async def test_file_tool_solutions_pass(bwrap: BwrapBackend, task: dict[str, Any
     await _setup(bwrap, "tools", task)
     ctx = ToolRunContext("tools", bwrap, timeout=30)
     for call in task["solution_tool_calls"]:
-        await REGISTRY.dispatch(call["name"], call["arguments"], ctx)
+        out = await REGISTRY.dispatch(call["name"], call["arguments"], ctx)
+        assert out.error is None, f"{task['id']}: {call['name']} failed: {out}"
     if task["id"] == "insert_shebang":  # the file tools cannot chmod; the shell does that part
         await REGISTRY.dispatch("terminal", {"command": "chmod +x tool.py"}, ctx)
     res = await bwrap.execute("tools", task["check"], 30)

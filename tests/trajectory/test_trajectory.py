@@ -92,7 +92,7 @@ IMPOSSIBLE = [
     pytest.param(lambda t: t.add_completion([6], [-math.inf]), "logprob at index 0 is -inf", 0, id="logprob-neg-inf"),
     pytest.param(
         lambda t: t.add_completion([6], [-1.0], finish_reason="banana"),
-        "finish_reason \"banana\" is not a sampler finish reason; use one of stop, length",
+        'finish_reason "banana" is not a sampler finish reason; use one of stop, length',
         None,
         id="finish-banana",
     ),

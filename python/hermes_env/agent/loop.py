@@ -40,6 +40,7 @@ from hermes_env.agent.reasoning import extract_reasoning, separated_reasoning
 from hermes_env.agent.tool_pool import ToolWorkerPool
 from hermes_env.env.errors import classify_policy_error, describe_error
 from hermes_env.errors import BackendFailure, RolloutFailureKind, ToolArgumentError, ToolErrorKind
+from hermes_env.tools.registry import error_json
 
 # A tool enforces its own time limit (the backend kills the command and reports partial output);
 # the pool's limit is a safety net this much later, for a tool that fails to stop itself.
@@ -78,6 +79,20 @@ class ToolError:
     arguments: str
     kind: ToolErrorKind
     message: str
+
+    @property
+    def tool_result(self) -> str:
+        """What the model was shown (hermes-agent's ``ToolError.tool_result``)."""
+        return self.message
+
+    @property
+    def error(self) -> str:
+        """The error itself (hermes-agent's ``ToolError.error``): the ``error`` of a JSON result, else the text."""
+        try:
+            value = json.loads(self.message)
+        except ValueError:
+            return self.message
+        return str(value.get("error") or self.message) if isinstance(value, dict) else self.message
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +151,24 @@ class AgentResult:
         """Why the rollout failed, in words (``failure.message``), or None."""
         return self.failure.message if self.failure is not None else None
 
+    @property
+    def final_response(self) -> str:
+        """The content of the last assistant message (seed 004's ``AgentResult.final_response``)."""
+        for message in reversed(self.messages):
+            if message.get("role") == "assistant":
+                return str(message.get("content") or "")
+        return ""
+
+    @property
+    def total_tool_calls(self) -> int:
+        """Seed 004's name for ``tool_calls_made``."""
+        return self.tool_calls_made
+
+    @property
+    def success(self) -> bool:
+        """Seed 004's ``AgentResult.success``: the loop ran without a failed model call."""
+        return self.error is None and self.produced_output
+
 
 def _get(obj: Any, name: str, default: Any = None) -> Any:
     if isinstance(obj, dict):
@@ -190,6 +223,7 @@ class HermesAgentLoop:
         sampling: dict[str, Any] | None = None,
         max_context_tokens: int | None = None,
         max_repeated_tool_calls: int | None = None,
+        tool_delay_s: float = 0.0,
     ) -> None:
         if max_repeated_tool_calls is not None and max_repeated_tool_calls < 2:
             raise ValueError(
@@ -206,6 +240,7 @@ class HermesAgentLoop:
         self.rollout_timeout = rollout_timeout
         self.max_context_tokens = max_context_tokens
         self.max_repeated_tool_calls = max_repeated_tool_calls
+        self.tool_delay_s = tool_delay_s  # seed 004's agent_tool_delay_s: a pause before each tool call
         self.max_tokens = max_tokens
         self.sampling: dict[str, Any] = {"temperature": temperature, **(sampling or {})}
         if max_tokens is not None:
@@ -368,8 +403,10 @@ class HermesAgentLoop:
         raw = call["function"]["arguments"]
 
         def fail(kind: ToolErrorKind, message: str) -> str:
-            result.tool_errors.append(ToolError(turn=turn, tool_name=name, arguments=raw, kind=kind, message=message))
-            return message
+            # The model sees hermes-agent's error shape: {"error": "..."}.
+            shown = error_json(message.removeprefix("Error: "))
+            result.tool_errors.append(ToolError(turn=turn, tool_name=name, arguments=raw, kind=kind, message=shown))
+            return shown
 
         def unreadable(kind: Literal["malformed_json", "bad_arguments"], offset: int, message: str) -> str:
             if not parses:  # the server hid what it could not parse; this is all the loop can see
@@ -398,6 +435,8 @@ class HermesAgentLoop:
         timeout = min(self.tool_timeout + self.tool_grace, deadline - time.monotonic())
         if timeout <= 0:
             return fail("timeout", f"Error: {name!r} was not run: the rollout's time budget is used up.")
+        if self.tool_delay_s > 0:
+            await asyncio.sleep(self.tool_delay_s)
         try:
             output = await self.pool.run(lambda: tool.run(args, self.tool_context), timeout)
         except BackendFailure as err:
@@ -406,7 +445,7 @@ class HermesAgentLoop:
                 result.failure = RolloutFailure(
                     "sandbox_failed", turn, f"the tool backend failed under {name!r} on turn {turn + 1}: {err}"
                 )
-            return f"Error: {name!r} could not run: {err}"
+            return error_json(f"{name!r} could not run: {err}")
         except TimeoutError:
             return fail("timeout", f"Error: {name!r} did not finish within {timeout:.0f}s and was stopped.")
         except Exception as err:  # noqa: BLE001 - a failing tool fails this call only
@@ -414,6 +453,13 @@ class HermesAgentLoop:
             detail = str(err) or type(err).__name__
             prefix = "invalid arguments for" if kind == "bad_arguments" else "tool failed:"
             return fail(kind, f"Error: {prefix} {name!r}: {detail}")
+        failure = getattr(output, "error", None)
+        if failure:
+            # The tool answered with an error result (file not found, patch did not apply...): the model
+            # sees the JSON as is; the rollout's statistics count it.
+            result.tool_errors.append(
+                ToolError(turn=turn, tool_name=name, arguments=raw, kind="tool_failed", message=str(output))
+            )
         return output if isinstance(output, str) else json.dumps(output)
 
 

@@ -1,8 +1,9 @@
 """Reasoning text of one assistant turn, wherever the server put it.
 
 Servers disagree: vLLM's reasoning parsers fill ``reasoning_content`` (older) or ``reasoning``
-(newer), OpenRouter-style APIs use ``reasoning``, and a server without a reasoning parser
-leaves Qwen3/DeepSeek-style ``<think>...</think>`` inside ``content``.
+(newer), OpenRouter-style APIs use ``reasoning`` or a ``reasoning_details`` list of
+``{"type", "text"|"summary", ...}`` parts, and a server without a reasoning parser leaves
+Qwen3/DeepSeek-style ``<think>...</think>`` inside ``content``.
 """
 
 from __future__ import annotations
@@ -25,11 +26,19 @@ def _field(message: Any, name: str) -> Any:
 
 
 def separated_reasoning(message: Any) -> str | None:
-    """Reasoning the server already split off (``reasoning_content`` or ``reasoning``), or None."""
+    """Reasoning the server already split off: ``reasoning_content``, ``reasoning``, else the first
+    ``reasoning_details`` part with a ``text`` (hermes-agent's order) or a ``summary``; or None."""
     for name in ("reasoning_content", "reasoning"):
         value = _field(message, name)
         if isinstance(value, str) and value.strip():
             return value
+    details = _field(message, "reasoning_details")
+    if isinstance(details, list | tuple):
+        for key in ("text", "summary"):
+            for detail in details:
+                value = _field(detail, key)
+                if isinstance(value, str) and value.strip():
+                    return value
     return None
 
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import shlex
 from typing import Any
 
+import aiohttp
 from pydantic import BaseModel
 
 from hermes_env.backends.base import ExecutionBackend
@@ -20,6 +22,10 @@ from hermes_env.isolation.result import ExecResult
 from hermes_env.sandbox.config import ExecutorConfig, PoolConfig, SandboxPolicy
 from hermes_env.sandbox.executor import ToolExecutor, decode_content
 from hermes_env.sandbox.pool import SlotPool
+from hermes_env.sandbox.protocol import SlotCall
+
+# Regular files under a workspace path, workspace-relative, for callers on a foreign loop (see ``_direct``).
+_LIST_FILES = "test -e {path} && find {path} -type f -printf '%p\\n' | sed 's|^\\./||'"
 
 
 def _split_options(options: dict[str, Any]) -> tuple[PoolConfig, SandboxPolicy, ExecutorConfig]:
@@ -96,6 +102,7 @@ class SandboxBackend(ExecutionBackend):
         self.executor = executor or ToolExecutor(self.pool, executor_config)
         self._start_lock = asyncio.Lock()
         self._started = False
+        self._home: asyncio.AbstractEventLoop | None = None  # the loop the executor (and its batching) runs on
 
     @classmethod
     def from_options(cls, **options: Any) -> SandboxBackend:
@@ -108,40 +115,81 @@ class SandboxBackend(ExecutionBackend):
         async with self._start_lock:
             if not self._started:
                 await self.executor.start()
+                self._home = asyncio.get_running_loop()
                 self._started = True
 
     async def start(self, task_id: str) -> None:
         await self._ready()
         await self.pool.acquire(task_id)
 
-    async def execute(self, task_id: str, command: str, timeout: float, *, stdin: str | None = None) -> ExecResult:
+    def _foreign_loop(self) -> bool:
+        """True when called from another event loop than the executor's (a synchronous ToolContext call)."""
+        return self._home is not None and asyncio.get_running_loop() is not self._home
+
+    async def _direct(self, task_id: str, tool: str, args: dict[str, Any], timeout: float | None) -> ExecResult:
+        """One call straight to the slot's worker, for callers on another loop: the executor's batching
+        runs on its own loop, which such a caller is blocking."""
+        lease = self.pool.lease_of(task_id)
+        if lease is None:
+            return ExecResult.failure(
+                "no_slot",
+                f"{task_id} holds no sandbox slot yet; a synchronous ToolContext call reaches the slot the rollout "
+                "already uses (await the call to acquire one)",
+            )
+        limit = timeout or self.executor.config.default_timeout_s
+        call = SlotCall(slot=lease.slot, tool=tool, args=args, timeout=limit)
+        grace = self.executor.config.transport_grace_s
+        try:
+            async with (
+                aiohttp.ClientSession() as session,
+                session.post(
+                    lease.url + "/execute",
+                    data=call.model_dump_json(),
+                    headers={**self.pool.auth_headers, "Content-Type": "application/json"},
+                    timeout=aiohttp.ClientTimeout(total=limit + grace),
+                ) as resp,
+            ):
+                if resp.status != 200:
+                    return ExecResult.failure("internal", f"worker answered {resp.status}: {(await resp.text())[:500]}")
+                return ExecResult.model_validate_json(await resp.read())
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            return ExecResult.failure("worker_lost", f"sandbox worker {lease.worker_id} did not answer: {exc}")
+
+    async def _call(self, task_id: str, tool: str, args: dict[str, Any], timeout: float | None = None) -> ExecResult:
+        if self._foreign_loop():
+            return await self._direct(task_id, tool, args, timeout)
         await self._ready()
+        return await self.executor.execute(task_id, tool, args, timeout)
+
+    async def execute(self, task_id: str, command: str, timeout: float, *, stdin: str | None = None) -> ExecResult:
         args: dict[str, Any] = {"command": command}
         if stdin is not None:
             args["stdin"] = stdin
-        return await self.executor.execute(task_id, "bash", args, timeout)
+        return await self._call(task_id, "bash", args, timeout)
 
     async def call_tool(
         self, task_id: str, tool: str, args: dict[str, Any], timeout: float | None = None
     ) -> ExecResult:
         """Any sandbox tool (``bash_stateful``, ``tmux`` ...) or external tool, as an ExecResult."""
-        await self._ready()
-        return await self.executor.execute(task_id, tool, args, timeout)
+        return await self._call(task_id, tool, args, timeout)
 
     async def read_file(self, task_id: str, path: str) -> bytes:
-        await self._ready()
-        r = await self.executor.execute(task_id, "read_file", {"path": path})
+        r = await self._call(task_id, "read_file", {"path": path})
         _raise_file_error(r, path)
         return decode_content(r)
 
     async def write_file(self, task_id: str, path: str, data: bytes) -> None:
-        await self._ready()
-        r = await self.executor.execute(
-            task_id, "write_file", {"path": path, "content_b64": base64.b64encode(data).decode()}
-        )
+        r = await self._call(task_id, "write_file", {"path": path, "content_b64": base64.b64encode(data).decode()})
         _raise_file_error(r, path)
 
     async def list_files(self, task_id: str, path: str = ".") -> list[str]:
+        if self._foreign_loop():
+            # The listing route is the worker's artifacts API; a synchronous caller lists through the shell.
+            r = await self._direct(task_id, "bash", {"command": _LIST_FILES.format(path=shlex.quote(path))}, 30)
+            _raise_file_error(r, path)  # a lost worker is the backend's failure, not a missing path
+            if r.exit_code != 0:
+                raise FileNotFoundError(r.output.strip() or f"{path!r} does not exist in the workspace")
+            return sorted(line for line in r.output.splitlines() if line)
         await self._ready()
         r = await self.executor.list_artifacts(task_id, path)
         _raise_file_error(r, path)

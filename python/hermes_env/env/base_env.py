@@ -23,8 +23,10 @@ A subclass implements ``setup``, ``get_next_item``, ``format_prompt(item)``,
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import math
+import os
 import random
 import uuid
 from abc import abstractmethod
@@ -40,11 +42,13 @@ from hermes_env.backends.base import BackendFailure
 from hermes_env.containers.images import ImageSpec
 from hermes_env.env.config import HermesAgentEnvConfig
 from hermes_env.env.defaults import default_server_config, default_tokenizer_name
-from hermes_env.env.errors import RolloutFailed, RolloutFailureKind
+from hermes_env.env.errors import EnvSetupError, RolloutFailed, RolloutFailureKind
 from hermes_env.env.output import replace_atropos_writer
 from hermes_env.env.phases import ResolvedPhase, phase1_item, phase2_item, prompt_only_item, resolve_phase
 from hermes_env.env.run_modes import RunModesMixin
 from hermes_env.env.stats import RolloutRecord, RolloutStats, wandb_table
+from hermes_env.env.wandb_extras import ScoreMetadataLog, ToolErrorLog
+from hermes_env.env.workspace_reaper import WorkspaceReaper
 from hermes_env.trajectory import PROMPT_LOGPROB
 
 logger = logging.getLogger(__name__)
@@ -60,6 +64,22 @@ class GroupTools:
     @property
     def schemas(self) -> list[dict[str, Any]]:
         return [tool.schema for tool in self.tools]
+
+
+def split_score(scored: Any) -> tuple[float, dict[str, Any]]:
+    """``(score, metadata)`` from a reward hook's answer: a number, or seed 004's ``(score, metadata)``."""
+    if isinstance(scored, tuple):
+        if len(scored) != 2 or not isinstance(scored[1], dict | type(None)):
+            raise TypeError(f"a reward hook returned {scored!r}; return a number or (score, metadata dict)")
+        return float(scored[0]), dict(scored[1] or {})
+    return float(scored), {}
+
+
+def _raise_backend_failure(ctx: Any) -> None:
+    """Re-raise the BackendFailure a ToolContext call met, if any (a caller may have caught it)."""
+    failure = getattr(ctx, "backend_failure", None)
+    if failure is not None:
+        raise failure
 
 
 class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
@@ -87,8 +107,12 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         self.tool_call_parser = config.tool_call_parser or self._detect_parser()
         self.tool_pool = ToolWorkerPool(config.tool_pool_size)
         self.rollout_stats = RolloutStats(keep_readable=config.num_rollouts_to_keep)
+        self.tool_error_log = ToolErrorLog()  # hermes-agent's train/tool_errors_count and tool_error_details
+        self.score_metadata_log = ScoreMetadataLog()
         self._rng = random.Random(config.seed)
         self._backend: Any = None
+        self.reaper = WorkspaceReaper(config.terminal_lifetime)
+        self.tool_server: Any = None  # ToolServerClient once connect_tool_server ran
         self._groups_collected = 0
         # atroposlib opened a buffered jsonlines writer; replace it with one that writes whole lines.
         if self.jsonl_writer is not None:
@@ -112,16 +136,28 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
     async def compute_reward(self, item: Any, result: AgentResult, ctx: Any) -> float:
         """Score a finished rollout; ``ctx`` is its ToolContext, with the rollout's sandbox still alive."""
 
-    async def setup_trajectory_workspace(self, item: Any, trajectory_id: str, exec_tool: Any) -> None:
+    async def setup_trajectory_workspace(self, item: Any, trajectory_id: str, exec_tool: Any) -> dict[str, Any] | None:
         """Prepare a rollout's workspace before the model's first turn (default: nothing).
 
-        ``exec_tool`` is the rollout's ToolContext: ``await exec_tool.upload_dir(...)``,
-        ``await exec_tool.terminal(...)``, ``await exec_tool.call_tool(name, args)``.
+        Called with keyword arguments (``trajectory_id=..., exec_tool=...``), so seed 004's
+        keyword-only signature works too. ``exec_tool`` is the rollout's ToolContext:
+        ``exec_tool.upload_dir(...)``, ``exec_tool.terminal(...)``, ``exec_tool.call_tool(name, args)``,
+        or called with a seed-004 ``ToolCall``. A dict returned here is the rollout's workspace
+        metadata (seed 004's ``workspace_meta``).
         """
+        return None
 
-    async def verify_and_score_trajectory(self, item: Any, result: AgentResult, ctx: Any) -> float:
-        """The rollout's score, computed before its workspace is reset (default: ``compute_reward``)."""
-        return await self.compute_reward(item, result, ctx)
+    async def verify_and_score_trajectory(
+        self, item: Any, result: AgentResult, ctx: Any
+    ) -> float | tuple[float, dict[str, Any]]:
+        """The rollout's score, computed before its workspace is reset (default: ``compute_reward``).
+
+        May return ``(score, metadata)``: the metadata is kept with the group (``overrides[i]
+        ["score_metadata"]``) and its numbers are logged. ``compute_reward`` may be ``async def`` or
+        a plain ``def`` (hermes-agent's reward code, synchronous ToolContext calls included).
+        """
+        reward = self.compute_reward(item, result, ctx)
+        return await reward if inspect.isawaitable(reward) else reward
 
     # ------------------------------------------------------------------ plumbing
     def _detect_parser(self) -> str:
@@ -148,18 +184,44 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
             self._backend = get_backend(self.config.terminal_backend, **self.config.terminal_backend_options)
         return self._backend
 
-    def resolve_group_tools(self) -> GroupTools:
-        """The tools of the next group: sampled from ``distribution`` or ``enabled_toolsets``, minus disabled."""
-        from hermes_env.tools.distributions import sample_toolsets
-        from hermes_env.tools.registry import REGISTRY
+    async def connect_tool_server(self) -> None:
+        """Register the tool server's tools (``tool_server_url``) once; EnvSetupError if it cannot be reached."""
+        if self.config.tool_server_url is None or self.tool_server is not None:
+            return
+        from hermes_env.tools.external import ToolServerError, connect_tool_server
         from hermes_env.tools.toolsets import resolve_toolsets
 
+        token = self.config.tool_server_token or os.environ.get("HERMES_TOOL_SERVER_TOKEN")
+        try:
+            self.tool_server, names = await connect_tool_server(
+                self.config.tool_server_url, token, tools_spec=self.config.tool_server_tools
+            )
+        except (ToolServerError, ValueError, ImportError) as err:
+            raise EnvSetupError(str(err)) from err
+        logger.info("tool server %s provides: %s", self.config.tool_server_url, ", ".join(names) or "no tools")
+        if self.config.enabled_toolsets is not None:
+            try:
+                resolve_toolsets(self.config.enabled_toolsets, self.config.disabled_toolsets)
+            except ValueError as err:
+                raise EnvSetupError(str(err)) from err
+
+    async def disconnect_tool_server(self) -> None:
+        if self.tool_server is not None:
+            server, self.tool_server = self.tool_server, None
+            await server.aclose()
+
+    def resolve_group_tools(self) -> GroupTools:
+        """The tools of the next group: sampled from ``distribution`` or ``enabled_toolsets``, minus disabled."""
+        from hermes_env.tools.distributions import sample_toolsets_from_distribution
+        from hermes_env.tools.toolsets import resolve_toolsets, tools_for_toolsets
+
+        disabled = self.config.disabled_toolsets
         if self.config.distribution is not None:
-            drawn = sample_toolsets(self.config.distribution, self._rng)
-            toolsets = resolve_toolsets(drawn, self.config.disabled_toolsets)
+            drawn = sample_toolsets_from_distribution(self.config.distribution, self._rng)
+            toolsets = resolve_toolsets([t for t in drawn if t not in set(disabled or ())], disabled)
         else:
-            toolsets = resolve_toolsets(self.config.enabled_toolsets, self.config.disabled_toolsets)
-        return GroupTools(toolsets=tuple(toolsets), tools=REGISTRY.tools_for_toolsets(toolsets))
+            toolsets = resolve_toolsets(self.config.enabled_toolsets, disabled)
+        return GroupTools(toolsets=tuple(toolsets), tools=tools_for_toolsets(toolsets, disabled))
 
     def build_messages(self, item: Any) -> list[dict[str, Any]]:
         prompt = self.format_prompt(item)
@@ -194,34 +256,59 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         self.backend.use_image(trajectory_id, image)
 
     def make_tool_context(self, trajectory_id: str) -> Any:
-        """The rollout's ToolContext; its ``run_context`` is what the model's tool calls run with."""
+        """The rollout's ToolContext; its ``run_context`` is what the model's tool calls run with.
+
+        Its backend is watched by the reaper: a workspace idle longer than ``terminal_lifetime``
+        is destroyed and its rollout fails.
+        """
         from hermes_env.tool_context import ToolContext
+        from hermes_env.tools.process_tool import has_running_processes
 
-        return ToolContext(trajectory_id, self.backend, timeout=self.config.terminal_timeout)
+        backend = self.reaper.watch(trajectory_id, self.backend)
+        ctx = ToolContext(
+            trajectory_id, backend, timeout=self.config.terminal_timeout, background_timeout=self.config.rollout_timeout
+        )
+        backend.keep_alive_while(lambda: has_running_processes(ctx.run_context.state))
+        return ctx
 
-    def _loop(self, server: Any, group: GroupTools, ctx: Any, split: str = "train") -> HermesAgentLoop:
+    def loop_settings(self, item: Any) -> dict[str, Any]:
+        """Per-item overrides of the agent loop's settings (``max_turns``, ``temperature``, ``max_tokens``,
+        ``tool_delay_s``); default: none, the config decides."""
+        return {}
+
+    def _loop(
+        self, server: Any, group: GroupTools, ctx: Any, split: str = "train", settings: dict[str, Any] | None = None
+    ) -> HermesAgentLoop:
         # ServerManager routes split="eval" calls to its eval semaphore (the managed server passes it through).
         sampling: dict[str, Any] = {"split": split}
-        return HermesAgentLoop(
-            server,
-            group.tools,
-            ctx.run_context,
-            pool=self.tool_pool,
-            max_turns=self.config.max_agent_turns,
-            temperature=self.config.agent_temperature,
-            max_tokens=self.config.max_tokens_per_turn,
-            tool_timeout=self.config.terminal_timeout,
-            rollout_timeout=self.config.rollout_timeout,
-            extra_body=self.config.extra_body,
-            sampling=sampling,
-            max_context_tokens=self.config.max_token_length if self.config.max_token_length > 0 else None,
-            max_repeated_tool_calls=self.config.max_repeated_tool_calls,
-        )
+        ctx.run_context.enabled_tools = tuple(tool.name for tool in group.tools)
+        kwargs: dict[str, Any] = {
+            "max_turns": self.config.max_agent_turns,
+            "temperature": self.config.agent_temperature,
+            "max_tokens": self.config.max_tokens_per_turn,
+            "tool_timeout": self.config.terminal_timeout,
+            "rollout_timeout": self.config.rollout_timeout,
+            "extra_body": self.request_extra_body(),
+            "sampling": sampling,
+            "max_context_tokens": self.config.max_token_length if self.config.max_token_length > 0 else None,
+            "max_repeated_tool_calls": self.config.max_repeated_tool_calls,
+        }
+        kwargs.update(settings or {})
+        return HermesAgentLoop(server, group.tools, ctx.run_context, pool=self.tool_pool, **kwargs)
 
-    async def run_agent(
-        self, messages: list[dict[str, Any]], group: GroupTools, ctx: Any, split: str = "train"
+    def request_extra_body(self) -> dict[str, Any] | None:
+        """``extra_body`` of each model call; ``thinking_mode`` asks the chat template for thinking
+        (``chat_template_kwargs.enable_thinking``, read by vLLM, SGLang and the managed server)."""
+        extra = dict(self.config.extra_body or {})
+        if self.config.thinking_mode:
+            extra["chat_template_kwargs"] = {"enable_thinking": True, **(extra.get("chat_template_kwargs") or {})}
+        return extra or None
+
+    async def run_agent_loop(
+        self, messages: list[dict[str, Any]], group: GroupTools, ctx: Any, split: str = "train", item: Any = None
     ) -> AgentResult:
         """One agent loop in the configured phase (the managed session lives exactly as long as the loop)."""
+        settings = self.loop_settings(item)
         if self.phase == "managed":
             from hermes_env.managed import managed_server
 
@@ -231,8 +318,8 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
                 tool_parser=self.tool_call_parser,
                 divergence_policy=self.config.divergence_policy,
             ) as managed:
-                return await self._loop(managed, group, ctx, split).run(messages)
-        return await self._loop(self.server, group, ctx, split).run(messages)
+                return await self._loop(managed, group, ctx, split, settings).run(messages)
+        return await self._loop(self.server, group, ctx, split, settings).run(messages)
 
     async def rollout(
         self, item: Any, group: GroupTools, index: int, split: str = "train"
@@ -241,54 +328,85 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         trajectory_id = f"{self.name or type(self).__name__}-{uuid.uuid4().hex[:12]}-{index}"
         ctx = self.make_tool_context(trajectory_id)
         try:
-            async with asyncio.timeout(self.config.terminal_lifetime):
-                self.use_task_image(item, trajectory_id)
-                await self.setup_trajectory_workspace(item, trajectory_id, ctx)
-                messages = self.build_messages(item)
-                result = await self.run_agent(messages, group, ctx, split)
-                if result.failure is not None:
-                    # A rollout cut short by a failure is never scored or trained on, whatever it produced.
-                    raise RolloutFailed(result.failure.message, result.failure.kind)
-                score, reward_failed = 0.0, False
-                if result.produced_output:
-                    score, reward_failed = await self._score(item, result, ctx, trajectory_id)
-            return self._scored_item(result, group, score, reward_failed)
-        except TimeoutError:
-            raise RolloutFailed(
-                f"rollout {trajectory_id} outlived terminal_lifetime={self.config.terminal_lifetime:g}s",
-                "rollout_lifetime",
-            ) from None
+            self.use_task_image(item, trajectory_id)
+            try:
+                # Setup is bounded by the workspace's lifetime, as the rollout once was as a whole.
+                async with asyncio.timeout(self.config.terminal_lifetime):
+                    meta = await self.setup_trajectory_workspace(item, trajectory_id=trajectory_id, exec_tool=ctx)
+            except TimeoutError:
+                raise RolloutFailed(
+                    f"setup_trajectory_workspace of {trajectory_id} took longer than "
+                    f"terminal_lifetime={self.config.terminal_lifetime:g}s",
+                    "workspace_setup_failed",
+                ) from None
+            _raise_backend_failure(ctx)  # setup caught the failure itself; the workspace is still unusable
+            workspace_meta = meta if isinstance(meta, dict) else {}
+            messages = self.build_messages(item)
+            result = await self.run_agent_loop(messages, group, ctx, split, item)
+            self.reaper.check(trajectory_id)
+            if result.failure is not None:
+                # A rollout cut short by a failure is never scored or trained on, whatever it produced.
+                raise RolloutFailed(result.failure.message, result.failure.kind)
+            score, reward_failed, metadata = 0.0, False, {}
+            if result.produced_output:
+                score, reward_failed, metadata = await self._score(item, result, ctx, trajectory_id, workspace_meta)
+            self.reaper.check(trajectory_id)
+            return self._scored_item(result, group, score, reward_failed, metadata)
+        except RolloutFailed:
+            raise
         except BackendFailure as err:  # workspace setup or reward on a backend that failed
             raise RolloutFailed(f"the tool backend failed for {trajectory_id}: {err}", "sandbox_failed") from None
         finally:
+            self.reaper.forget(trajectory_id)
             try:
                 await ctx.cleanup()
             except Exception:  # noqa: BLE001 - cleanup failure must not hide the rollout's outcome
                 logger.exception("cleanup of %s failed", trajectory_id)
 
-    async def _score(self, item: Any, result: AgentResult, ctx: Any, trajectory_id: str) -> tuple[float, bool]:
+    async def score_rollout(
+        self, item: Any, result: AgentResult, ctx: Any, *, trajectory_id: str, workspace_meta: dict[str, Any]
+    ) -> float | tuple[float, dict[str, Any]]:
+        """The scoring hook a rollout calls (default: ``verify_and_score_trajectory(item, result, ctx)``)."""
+        return await self.verify_and_score_trajectory(item, result, ctx)
+
+    async def _score(
+        self, item: Any, result: AgentResult, ctx: Any, trajectory_id: str, workspace_meta: dict[str, Any]
+    ) -> tuple[float, bool, dict[str, Any]]:
         try:
             async with asyncio.timeout(self.config.reward_timeout):
-                score = float(await self.verify_and_score_trajectory(item, result, ctx))
+                scored = await self.score_rollout(
+                    item, result, ctx, trajectory_id=trajectory_id, workspace_meta=workspace_meta
+                )
+            score, metadata = split_score(scored)
         except BackendFailure:
             raise  # the sandbox died under the reward: the rollout fails, it does not score 0.0
         except TimeoutError:
+            _raise_backend_failure(ctx)
             logger.error(
                 "compute_reward for %s did not finish within reward_timeout=%gs; scoring it 0.0",
                 trajectory_id,
                 self.config.reward_timeout,
             )
-            return 0.0, True
+            return 0.0, True, {}
         except Exception:  # noqa: BLE001 - a broken reward scores 0.0; the run goes on
+            _raise_backend_failure(ctx)  # ... unless it broke because the sandbox died under it
             logger.exception("compute_reward raised for %s; scoring it 0.0", trajectory_id)
-            return 0.0, True
+            return 0.0, True, {}
+        # A reward that caught the backend's failure (upstream rewards often catch everything) and
+        # scored anyway scored a dead sandbox: the rollout fails.
+        _raise_backend_failure(ctx)
         if not math.isfinite(score):
             logger.error("compute_reward returned %r for %s; scoring it 0.0", score, trajectory_id)
-            return 0.0, True
-        return score, False
+            return 0.0, True, metadata
+        return score, False, metadata
 
     def _scored_item(
-        self, result: AgentResult, group: GroupTools, score: float, reward_failed: bool
+        self,
+        result: AgentResult,
+        group: GroupTools,
+        score: float,
+        reward_failed: bool,
+        metadata: dict[str, Any] | None = None,
     ) -> tuple[dict[str, Any], RolloutRecord]:
         if not result.produced_output:
             item = prompt_only_item(self.tokenizer, result.messages, group.schemas)
@@ -302,9 +420,12 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
             item = phase1_item(self.tokenizer, result.messages, group.schemas)
         item["scores"] = score
         item["messages"] = result.messages
+        item["score_metadata"] = metadata or {}
         record = RolloutRecord.from_result(
             result, score=score, masks=item["masks"], reward_failed=reward_failed, toolsets=group.toolsets
         )
+        self.tool_error_log.add(result.tool_errors)
+        self.score_metadata_log.add(item["score_metadata"])
         return item, record
 
     async def collect_trajectories(self, item: Any) -> tuple[ScoredDataGroup | None, list[Any]]:
@@ -321,7 +442,7 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         if failures:
             self._drop_group(number, item, failures, len(outcomes))
             return None, []
-        group = ScoredDataGroup(tokens=[], masks=[], scores=[], messages=[])
+        group = ScoredDataGroup(tokens=[], masks=[], scores=[], messages=[], overrides=[])
         if self.phase == "managed" or any("inference_logprobs" in o[0] for o in outcomes):
             group["inference_logprobs"] = []
         group["end_reasons"] = []  # type: ignore[typeddict-unknown-key]  # why each rollout ended; trainers ignore it
@@ -331,6 +452,8 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
             group["masks"].append(scored["masks"])
             group["scores"].append(scored["scores"])
             group["messages"].append(scored["messages"])
+            # Score metadata (verify_and_score_trajectory's second value) travels with the group.
+            group["overrides"].append({"score_metadata": scored.get("score_metadata") or {}})
             if "inference_logprobs" in group:
                 group["inference_logprobs"].append(
                     scored.get("inference_logprobs") or [PROMPT_LOGPROB] * len(scored["tokens"])
@@ -339,9 +462,15 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
             records.append(record)
         if not self.config.include_messages:
             group["messages"] = None
+        if not any(o["score_metadata"] for o in group["overrides"]):
+            group["overrides"] = None
         self.rollout_stats.add_group(records)
-        best = max(range(len(records)), key=lambda i: records[i].score)
-        self.rollout_stats.add_readable(outcomes[best][0]["messages"], records[best].score)  # type: ignore[index]
+        # num_rollouts_per_group_for_logging readable rollouts (-1: all), best scores first.
+        keep = self.config.num_rollouts_per_group_for_logging
+        ranked = sorted(range(len(records)), key=lambda i: records[i].score, reverse=True)
+        for i in ranked[: len(ranked) if keep == -1 else max(keep, 0)]:
+            scored = outcomes[i][0]  # type: ignore[index]
+            self.rollout_stats.add_readable(scored["messages"], records[i].score, scored.get("score_metadata"))
         return group, []
 
     def _drop_group(self, number: int, item: Any, failures: list[BaseException], rollouts: int) -> None:
@@ -375,6 +504,8 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
     async def wandb_log(self, wandb_metrics: dict[str, Any] | None = None) -> None:
         metrics = dict(wandb_metrics or {})
         metrics.update(self.rollout_stats.drain_metrics())
+        metrics.update(self.tool_error_log.drain_metrics())
+        metrics.update(self.score_metadata_log.drain_metrics())
         metrics["train/tool_pool_max_in_flight"] = self.tool_pool.stats.max_in_flight
         metrics["train/tool_pool_timeouts"] = self.tool_pool.stats.timed_out
         metrics.update(self.rollout_stats.dropped_metrics())

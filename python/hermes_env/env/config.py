@@ -35,19 +35,32 @@ class HermesAgentEnvConfig(BaseEnvConfig):
     # `| str`: atroposlib's command line passes list fields as one string ("terminal,file"), split below.
     enabled_toolsets: list[str] | str | None = Field(
         default=None,
-        description="Toolsets offered to the model (e.g. terminal, file, todo). None: every available toolset. "
-        "Mutually exclusive with `distribution`.",
+        description="hermes-agent toolsets offered to the model (e.g. terminal, file, todo). None: every available "
+        "toolset. Mutually exclusive with `distribution`. Toolsets that need the network (web, browser, vision...) "
+        "are an error unless the tool server provides them.",
     )
     disabled_toolsets: list[str] | str | None = Field(
         default=None, description="Toolsets removed after `enabled_toolsets`/`distribution` are resolved."
     )
     distribution: str | None = Field(
         default=None,
-        description="Named toolset distribution sampled once per group (independent inclusion probabilities). "
+        description="hermes-agent toolset distribution (development, terminal_tasks, ...) sampled once per group: "
+        "each toolset included with its weight/100. Toolsets that cannot run here are left out of the draw. "
         "Mutually exclusive with `enabled_toolsets`.",
     )
     tool_pool_size: int = Field(
-        default=64, ge=1, description="Tool calls executing at once across all rollouts of this process."
+        default=128, ge=1, description="Tool calls executing at once across all rollouts of this process."
+    )
+    tool_server_url: str | None = Field(
+        default=None,
+        description="URL of the tool server whose tools are offered to the model by name (web search, APIs with "
+        "keys...), or 'inprocess' to run it inside this process with tool_server_tools.",
+    )
+    tool_server_token: str | None = Field(
+        default=None, description="Bearer token of the tool server (or set HERMES_TOOL_SERVER_TOKEN)."
+    )
+    tool_server_tools: str | None = Field(
+        default=None, description="tool_server_url: inprocess: module:attribute holding the list of ExternalTool."
     )
     tool_call_parser: str | None = Field(
         default=None,
@@ -57,7 +70,7 @@ class HermesAgentEnvConfig(BaseEnvConfig):
     )
 
     # --- agent loop ------------------------------------------------------------------------
-    max_agent_turns: int = Field(default=10, ge=1, description="Model turns per rollout before it is cut off.")
+    max_agent_turns: int = Field(default=30, ge=1, description="Model turns per rollout before it is cut off.")
     system_prompt: str | None = Field(default=None, description="System message put before the task prompt.")
     agent_temperature: float = Field(default=1.0, ge=0.0, description="Sampling temperature of the policy.")
     max_tokens_per_turn: int | None = Field(
@@ -94,12 +107,18 @@ class HermesAgentEnvConfig(BaseEnvConfig):
         default=300.0, gt=0, description="Time limit of compute_reward for one rollout; a reward that hangs scores 0.0."
     )
     terminal_backend: str = Field(default="local", description="Where tools run: local, bwrap or sandbox.")
-    terminal_timeout: float = Field(default=60.0, gt=0, description="Time limit of one tool call, in seconds.")
+    terminal_timeout: float = Field(
+        default=120.0, gt=0, description="Time limit of one tool call (and the most a model may ask for), in seconds."
+    )
     terminal_backend_options: dict[str, Any] = Field(
         default_factory=dict, description="Keyword options for the backend (e.g. allow_network for bwrap)."
     )
     terminal_lifetime: float = Field(
-        default=3600.0, gt=0, description="Longest a rollout's workspace may live before it is destroyed, in seconds."
+        default=3600.0,
+        gt=0,
+        description="Idle lifetime of a rollout's workspace, in seconds: one that goes this long without a tool call "
+        "(waiting for the model counts as idle, a running background process does not) is destroyed and its "
+        "rollout fails. Must exceed the longest wait for the model. The rollout's own budget is rollout_timeout.",
     )
 
     # --- data ------------------------------------------------------------------------------
@@ -143,18 +162,31 @@ class HermesAgentEnvConfig(BaseEnvConfig):
                 "set either enabled_toolsets or distribution, not both: a distribution samples the toolsets "
                 f"itself (got enabled_toolsets={self.enabled_toolsets}, distribution={self.distribution!r})"
             )
-        from hermes_env.tools.distributions import get_distribution
-        from hermes_env.tools.toolsets import resolve_toolsets
+        from hermes_env.tools.distributions import check_distribution
+        from hermes_env.tools.toolsets import resolve_toolsets, tools_for_toolsets, validate_toolset
 
-        if self.enabled_toolsets is not None or self.disabled_toolsets is not None:
-            # Raises ValueError naming the unknown toolset and listing the valid ones.
-            resolve_toolsets(self.enabled_toolsets, self.disabled_toolsets)
         if self.distribution is not None:
-            probs = get_distribution(self.distribution)  # ValueError listing the valid distributions
-            if set(probs) <= set(self.disabled_toolsets or ()):
+            # Unknown name, or nothing left to draw once unavailable and disabled toolsets are out: ValueError.
+            check_distribution(self.distribution, self.disabled_toolsets)
+            resolve_toolsets([], self.disabled_toolsets)  # names in disabled_toolsets must exist
+        elif self.tool_server_url is not None:
+            # The server's tools are registered at start-up; only the names can be checked now.
+            resolve_toolsets([], self.disabled_toolsets)
+            for name in self.enabled_toolsets or ():
+                if not validate_toolset(name):
+                    resolve_toolsets([name])  # raises, listing the valid toolsets
+        elif self.enabled_toolsets is not None or self.disabled_toolsets is not None:
+            # Unknown toolsets, or enabled ones that cannot run here: ValueError naming them and why.
+            toolsets = resolve_toolsets(self.enabled_toolsets, self.disabled_toolsets)
+            pool_only = [
+                t.name
+                for t in tools_for_toolsets(toolsets, self.disabled_toolsets)
+                if getattr(t, "needs_slot_pool", False)
+            ]
+            if pool_only and self.terminal_backend != "sandbox":
                 raise ValueError(
-                    f"distribution {self.distribution!r} only draws from {sorted(probs)}, all of which are in "
-                    "disabled_toolsets: every group would get no tools; drop one from disabled_toolsets"
+                    f"{', '.join(pool_only)} run in the slot pool's stateful shells, but terminal_backend is "
+                    f"{self.terminal_backend!r}; set terminal_backend: sandbox or drop the terminal_stateful toolset"
                 )
         if self.tool_call_parser is not None:
             from hermes_env.parsers import list_parsers

@@ -131,6 +131,7 @@ class RunModesMixin:
             _ = self.backend
         except Exception as err:  # noqa: BLE001 - unknown name, bwrap missing, bad options: all user-fixable
             raise EnvSetupError(f"terminal backend {self.config.terminal_backend!r} cannot be used: {err}") from err
+        await self.connect_tool_server()
         # atroposlib's ServerHarness (its test stand-in for a server) has nothing to probe.
         if not getattr(self.server, "servers", None) or isinstance(self.server.servers[0], ServerHarness):
             return
@@ -172,6 +173,7 @@ class RunModesMixin:
         if self._backend is not None:
             backend, self._backend = self._backend, None
             await backend.aclose()
+        await self.disconnect_tool_server()
 
     def _init_process_wandb(self) -> None:
         """wandb for process/evaluate (no trainer to ask for a project): only when a login exists."""

@@ -152,8 +152,13 @@ class RolloutStats:
         self.groups_dropped += 1
         self.dropped_by_cause[cause] += 1
 
-    def add_readable(self, messages: list[dict[str, Any]], score: float) -> None:
-        self.readable.append((render_conversation(messages), score))
+    def add_readable(
+        self, messages: list[dict[str, Any]], score: float, metadata: dict[str, Any] | None = None
+    ) -> None:
+        text = render_conversation(messages)
+        if metadata:
+            text += "\n[score metadata] " + json.dumps(metadata, ensure_ascii=False, default=str)
+        self.readable.append((text, score))
         del self.readable[: -self.keep_readable]
 
     def drain_metrics(self) -> dict[str, float]:

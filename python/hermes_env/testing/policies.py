@@ -55,10 +55,12 @@ class ScriptedTask:
     id: str
     prompt: str
     solution: str  # a shell command (terminal tool)
+    # The same solution as calls of other tools (hermes-agent's names and arguments), when the task has one.
+    tool_calls: tuple[Mapping[str, Any], ...] = ()
 
 
-def _commands(text: str) -> list[str]:
-    """The terminal commands already issued in a transcript (either rendering)."""
+def _calls(text: str) -> list[tuple[str, dict[str, Any]]]:
+    """The tool calls (name, arguments) already issued in a transcript (either rendering)."""
     found = []
     for match in re.finditer(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", text, re.DOTALL):
         try:
@@ -66,9 +68,14 @@ def _commands(text: str) -> list[str]:
         except json.JSONDecodeError:
             continue
         args = call.get("arguments") or {}
-        if isinstance(args, dict) and "command" in args:
-            found.append(f"{call.get('name')}:{args['command']}")
+        if isinstance(args, dict):
+            found.append((str(call.get("name")), args))
     return found
+
+
+def _commands(text: str) -> list[str]:
+    """The terminal commands already issued in a transcript (either rendering)."""
+    return [f"{name}:{args['command']}" for name, args in _calls(text) if "command" in args]
 
 
 class SolutionPolicy:
@@ -82,6 +89,7 @@ class SolutionPolicy:
         seed: int = 0,
         tool_name: str = "terminal",
         answer_from_output: bool = False,
+        prefer_tool_calls: bool = False,
     ) -> None:
         self.tasks = [t if isinstance(t, ScriptedTask) else task_from_row(t) for t in tasks]
         if not self.tasks:
@@ -95,6 +103,8 @@ class SolutionPolicy:
         self.tool_name = tool_name
         # Question-answering tasks: the final turn states the last tool output as ``ANSWER: ...``.
         self.answer_from_output = answer_from_output
+        # Solve with a task's own tool calls (write_file, patch, ...) where it has them.
+        self.prefer_tool_calls = prefer_tool_calls
         self._rng = random.Random(seed)
         self._lock = threading.Lock()  # servers may call from several threads
         # Longest prompts first, so a prompt that contains another still matches itself.
@@ -126,7 +136,7 @@ class SolutionPolicy:
                 return think("I'll try something.") + tool_call_text(self.tool_name, {"command": WRONG_COMMAND})
             return think("This looks too hard.") + GIVE_UP_TEXT
         first = history[0]
-        solved = any(f"{self.tool_name}:{task.solution}" in _commands(turn) for turn in history)
+        solved = any(self._is_solution(turn, task) for turn in history)
         if not solved and (f'"{TYPO_TOOL}"' in first or EXPLORE_COMMAND in first):
             return think("Now I can do it properly.") + self._solve(task)
         if self.answer_from_output and last_tool_output is not None:
@@ -134,7 +144,15 @@ class SolutionPolicy:
         return think("Done.") + DONE_TEXT
 
     def _solve(self, task: ScriptedTask) -> str:
+        if self.prefer_tool_calls and task.tool_calls:
+            return "\n".join(tool_call_text(str(c["name"]), c["arguments"]) for c in task.tool_calls)
         return tool_call_text(self.tool_name, {"command": task.solution})
+
+    def _is_solution(self, turn: str, task: ScriptedTask) -> bool:
+        if self.prefer_tool_calls and task.tool_calls:
+            first = task.tool_calls[0]
+            return (str(first["name"]), dict(first["arguments"])) in _calls(turn)
+        return f"{self.tool_name}:{task.solution}" in _commands(turn)
 
     # -- adapters for the two scripted servers ---------------------------------------------
     def respond_to_messages(self, messages: Sequence[Mapping[str, Any]], tools: Any = None) -> str:
@@ -176,12 +194,19 @@ def task_from_row(row: Mapping[str, Any]) -> ScriptedTask:
     prompt = row.get("prompt") or row.get("question")
     if not prompt or "solution" not in row:
         raise ValueError(f"task {row.get('id')!r} needs a prompt (or question) and a solution")
-    return ScriptedTask(str(row["id"]), str(prompt), str(row["solution"]))
+    calls = tuple(dict(c) for c in row.get("solution_tool_calls") or ())
+    return ScriptedTask(str(row["id"]), str(prompt), str(row["solution"]), calls)
 
 
 def output_answer(output: str) -> str:
-    """The last line of a terminal tool's output, without its ``[exit code ...]`` status line."""
-    lines = [line.strip() for line in output.splitlines() if line.strip() and not line.startswith("[exit code")]
+    """The last line a terminal command printed, from the tool's result (hermes-agent's JSON, or plain text)."""
+    try:
+        result = json.loads(output)
+    except json.JSONDecodeError:
+        result = None
+    if isinstance(result, dict) and isinstance(result.get("output"), str):
+        output = result["output"]
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
     return lines[-1] if lines else ""
 
 

@@ -1,20 +1,45 @@
-"""Tools for the model: a registry with JSON schemas, toolsets and toolset distributions.
+"""Tools for the model, with hermes-agent's names, schemas and JSON results, grouped into toolsets.
 
-Importing this package registers the built-in tools (terminal, read_file, write_file, patch,
-search_files, todo) in :data:`REGISTRY`.
+Importing this package registers the built-in tools (``terminal``, ``process``, ``read_file``,
+``write_file``, ``patch``, ``search_files``, ``todo``, ...) in :data:`REGISTRY`.
+``get_tool_definitions(enabled_toolsets=..., disabled_toolsets=...)`` returns the OpenAI schemas
+as hermes-agent's ``model_tools.get_tool_definitions`` does.
 """
 
 from hermes_env.tools import builtin as _builtin  # noqa: F401 - registers the built-in tools
-from hermes_env.tools.distributions import DISTRIBUTIONS, register_distribution, sample_toolsets
+from hermes_env.tools.distributions import (
+    DISTRIBUTIONS,
+    get_distribution,
+    list_distributions,
+    register_distribution,
+    sample_toolsets_from_distribution,
+    validate_distribution,
+)
 from hermes_env.tools.registry import (
     REGISTRY,
     Tool,
     ToolArgumentError,
     ToolCallError,
+    ToolOutput,
     ToolRegistry,
     ToolRunContext,
 )
-from hermes_env.tools.toolsets import TOOLSETS, available_toolsets, resolve_toolsets
+from hermes_env.tools.toolsets import (
+    TOOLSETS,
+    Toolset,
+    ToolsetUnavailableError,
+    available_toolsets,
+    create_custom_toolset,
+    get_all_toolsets,
+    get_tool_definitions,
+    get_toolset,
+    get_toolset_names,
+    resolve_multiple_toolsets,
+    resolve_toolset,
+    resolve_toolsets,
+    tools_for_toolsets,
+    validate_toolset,
+)
 
 __all__ = [
     "DISTRIBUTIONS",
@@ -23,10 +48,25 @@ __all__ = [
     "Tool",
     "ToolArgumentError",
     "ToolCallError",
+    "ToolOutput",
     "ToolRegistry",
     "ToolRunContext",
+    "Toolset",
+    "ToolsetUnavailableError",
     "available_toolsets",
+    "create_custom_toolset",
+    "get_all_toolsets",
+    "get_distribution",
+    "get_tool_definitions",
+    "get_toolset",
+    "get_toolset_names",
+    "list_distributions",
     "register_distribution",
+    "resolve_multiple_toolsets",
+    "resolve_toolset",
     "resolve_toolsets",
-    "sample_toolsets",
+    "sample_toolsets_from_distribution",
+    "tools_for_toolsets",
+    "validate_distribution",
+    "validate_toolset",
 ]

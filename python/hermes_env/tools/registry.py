@@ -1,24 +1,28 @@
-"""Tools the model can call, with JSON schemas and availability checks, grouped into toolsets.
+"""Tools the model can call, with JSON schemas and availability checks.
 
-A tool is a :class:`Tool` subclass: ``name``, ``toolset``, ``description``, ``parameters`` (a
-JSON schema object), ``parallel_safe`` (may run concurrently with other calls of the same
-turn), ``is_available()`` and ``call(args, ctx)``. Callers use :meth:`Tool.run`, which checks the
-arguments first.
+A tool is a :class:`Tool` subclass: ``name``, ``toolset`` (the toolset it belongs to first; the
+toolset table in :mod:`hermes_env.tools.toolsets` may list it in more), ``description``,
+``parameters`` (a JSON schema object), ``parallel_safe`` (may run concurrently with other calls
+of the same turn), ``is_available()`` and ``call(args, ctx)``. Callers use :meth:`Tool.run`, which
+checks the arguments first and returns a :class:`ToolOutput` (the text the model sees).
 
-Error protocol (what the agent loop relies on):
-- :class:`ToolArgumentError` — the arguments do not fit the schema (missing, wrong type,
-  unknown key, invalid regex...). Raised before anything runs.
-- :class:`ToolCallError` (its base) — the call was well formed but failed in a way the model
-  should be told about (file not found, path outside the workspace, patch text not found).
-- Anything else raised is a bug or an infrastructure failure; the loop should still turn it
-  into an error message so one call fails and not the rollout.
-A command that exits non-zero is *not* an error: ``terminal`` reports the exit code in its text.
+Result protocol (hermes-agent's): most tools answer with a JSON object. ``call`` may return a
+dict, which :meth:`Tool.run` serialises; a dict with a truthy ``"error"`` marks the call as failed
+(``ToolOutput.error``), which the agent loop records as a tool error while the model still sees
+the JSON. Exceptions:
+- :class:`ToolArgumentError` — the arguments do not fit the schema (missing, wrong type, bad
+  regex...). Raised before anything runs.
+- :class:`ToolCallError` (its base) — a failure the tool describes in its message.
+- Anything else raised is a bug or an infrastructure failure; the loop still turns it into an
+  error result so one call fails and not the rollout.
+A command that exits non-zero is *not* an error: ``terminal`` reports the exit code.
 """
 
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable
+import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -26,7 +30,41 @@ from hermes_env.backends.base import ExecutionBackend
 from hermes_env.errors import ToolArgumentError, ToolCallError
 from hermes_env.tools.schema import schema_errors
 
-__all__ = ["REGISTRY", "Tool", "ToolArgumentError", "ToolCallError", "ToolRegistry", "ToolRunContext"]
+__all__ = [
+    "REGISTRY",
+    "Tool",
+    "ToolArgumentError",
+    "ToolCallError",
+    "ToolOutput",
+    "ToolRegistry",
+    "ToolRunContext",
+    "error_json",
+]
+
+
+def error_json(message: str, **extra: Any) -> str:
+    """hermes-agent's error result: ``{"error": message, ...}`` as JSON text."""
+    return json.dumps({"error": message, **extra}, ensure_ascii=False)
+
+
+class ToolOutput(str):
+    """The text a tool call hands the model; ``error`` is set when the call failed."""
+
+    error: str | None
+
+    def __new__(cls, text: str, error: str | None = None) -> ToolOutput:
+        self = super().__new__(cls, text)
+        self.error = error
+        return self
+
+    @classmethod
+    def from_result(cls, result: str | dict[str, Any]) -> ToolOutput:
+        if isinstance(result, ToolOutput):
+            return result
+        if isinstance(result, dict):
+            error = result.get("error")
+            return cls(json.dumps(result, ensure_ascii=False), str(error) if error else None)
+        return cls(str(result))
 
 
 @dataclass
@@ -35,15 +73,20 @@ class ToolRunContext:
 
     ``timeout`` is the default per-command limit and ``max_timeout`` the most a call may ask
     for (defaults to ``timeout``); ``state`` is per-task scratch space shared by the rollout's
-    tool calls (the todo list lives there).
+    tool calls (the todo list and the background processes live there); ``enabled_tools`` are
+    the tool names the rollout was offered (``execute_code`` lets a script call those);
+    ``background_timeout`` bounds a ``terminal(background=true)`` job; ``external`` is the
+    client of the tool server, when one is configured.
     """
 
     task_id: str
     backend: ExecutionBackend
     timeout: float = 60.0
     max_timeout: float | None = None
-    max_output_chars: int = 20_000
     state: dict[str, Any] = field(default_factory=dict)
+    enabled_tools: tuple[str, ...] = ()
+    background_timeout: float = 3600.0
+    external: Any = None
 
     def __post_init__(self) -> None:
         if self.timeout <= 0:
@@ -52,8 +95,8 @@ class ToolRunContext:
             self.max_timeout = self.timeout
         if self.max_timeout < self.timeout:
             raise ValueError(f"max_timeout ({self.max_timeout}) must be >= timeout ({self.timeout})")
-        if self.max_output_chars < 200:
-            raise ValueError(f"max_output_chars must be at least 200, got {self.max_output_chars}")
+        if self.background_timeout <= 0:
+            raise ValueError(f"background_timeout must be positive, got {self.background_timeout}")
 
     def clamp_timeout(self, requested: float | None) -> float:
         """The timeout a call gets: the default when not asked, never more than ``max_timeout``."""
@@ -71,10 +114,16 @@ class Tool(abc.ABC):
     description: ClassVar[str]
     parameters: ClassVar[dict[str, Any]]
     parallel_safe: ClassVar[bool] = False
+    #: Refuse numbers and lengths outside the schema's bounds (hermes-agent's tools clamp them: False).
+    check_bounds: ClassVar[bool] = True
 
     def is_available(self) -> bool:
         """Whether the tool can work on this machine (a required program present, etc.)."""
         return True
+
+    def unavailable_reason(self) -> str:
+        """Why :meth:`is_available` is False, for the error a user sees when enabling the tool."""
+        return "its availability check failed on this machine"
 
     @property
     def schema(self) -> dict[str, Any]:
@@ -91,25 +140,26 @@ class Tool(abc.ABC):
                 f"{self.name}: arguments must be a JSON object, got {type(args).__name__}; "
                 f"expected parameters: {', '.join(self.parameters.get('properties', {}))}"
             )
-        problems = schema_errors(args, self.parameters)
+        problems = schema_errors(args, self.parameters, bounds=self.check_bounds)
         if problems:
             raise ToolArgumentError(f"{self.name}: invalid arguments: " + "; ".join(problems))
         return args
 
-    async def run(self, args: Any, ctx: ToolRunContext) -> str:
-        """Validate ``args`` and run the tool; returns the text the model sees."""
-        return await self.call(self.validate(args), ctx)
+    async def run(self, args: Any, ctx: ToolRunContext) -> ToolOutput:
+        """Validate ``args`` and run the tool; returns what the model sees."""
+        return ToolOutput.from_result(await self.call(self.validate(args), ctx))
 
     @abc.abstractmethod
-    async def call(self, args: dict[str, Any], ctx: ToolRunContext) -> str:
-        """Run with already-validated arguments."""
+    async def call(self, args: dict[str, Any], ctx: ToolRunContext) -> str | dict[str, Any]:
+        """Run with already-validated arguments: the result text, or a JSON object."""
 
     def __repr__(self) -> str:
         return f"<Tool {self.name} ({self.toolset})>"
 
 
 class ToolRegistry:
-    """Tools by name; toolsets are the ``toolset`` attribute of the registered tools."""
+    """Tools by name. Which toolsets hold them is :mod:`hermes_env.tools.toolsets`'s table plus each
+    tool's own ``toolset``."""
 
     def __init__(self) -> None:
         self._tools: dict[str, Tool] = {}
@@ -127,44 +177,29 @@ class ToolRegistry:
         self._tools[tool.name] = tool
         return tool
 
+    def unregister(self, name: str) -> None:
+        self._tools.pop(name, None)
+
     def get(self, name: str) -> Tool:
         tool = self._tools.get(name)
         if tool is None:
             raise KeyError(f"unknown tool {name!r}; registered tools: {', '.join(self.names())}")
         return tool
 
+    def find(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
     def __contains__(self, name: object) -> bool:
         return name in self._tools
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(list(self._tools.values()))
 
     def names(self) -> list[str]:
         return sorted(self._tools)
 
-    def toolsets(self) -> dict[str, list[str]]:
-        """toolset -> sorted tool names, from what is registered."""
-        out: dict[str, list[str]] = {}
-        for tool in self._tools.values():
-            out.setdefault(tool.toolset, []).append(tool.name)
-        return {k: sorted(v) for k, v in sorted(out.items())}
-
-    def tools_for_toolsets(self, names: Iterable[str], *, available_only: bool = True) -> list[Tool]:
-        """The tools of the named toolsets, in registration order; ValueError for an unknown toolset."""
-        wanted = list(names)
-        known = self.toolsets()
-        unknown = [n for n in wanted if n not in known]
-        if unknown:
-            raise ValueError(f"unknown toolset(s) {', '.join(map(repr, unknown))}; valid toolsets: {', '.join(known)}")
-        return [
-            tool
-            for tool in self._tools.values()
-            if tool.toolset in wanted and (not available_only or tool.is_available())
-        ]
-
-    def schemas(self, names: Iterable[str]) -> list[dict[str, Any]]:
-        """OpenAI tool dicts for the named toolsets."""
-        return [tool.schema for tool in self.tools_for_toolsets(names)]
-
-    async def dispatch(self, name: str, args: Any, ctx: ToolRunContext) -> str:
-        """Run a tool by name; an unknown name is a :class:`ToolCallError` the model sees."""
+    async def dispatch(self, name: str, args: Any, ctx: ToolRunContext) -> ToolOutput:
+        """Run a tool by name; an unknown name is a :class:`ToolCallError`."""
         tool = self._tools.get(name)
         if tool is None:
             raise ToolCallError(f"unknown tool {name!r}; available tools: {', '.join(self.names())}")

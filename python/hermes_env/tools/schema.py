@@ -53,8 +53,12 @@ def _describe(value: Any) -> str:
     }.get(type(value), type(value).__name__)
 
 
-def schema_errors(value: Any, schema: dict[str, Any], where: str = "arguments") -> list[str]:
-    """Every way ``value`` breaks ``schema`` (empty when it conforms)."""
+def schema_errors(value: Any, schema: dict[str, Any], where: str = "arguments", *, bounds: bool = True) -> list[str]:
+    """Every way ``value`` breaks ``schema`` (empty when it conforms).
+
+    ``bounds=False`` checks presence, types and enums only: hermes-agent's tools clamp numbers and
+    lengths themselves instead of refusing them, and tools with its schemas do the same.
+    """
     errors: list[str] = []
     types = schema.get("type")
     if types is not None:
@@ -63,25 +67,26 @@ def schema_errors(value: Any, schema: dict[str, Any], where: str = "arguments") 
             return [f"{where} must be {' or '.join(names)}, got {_describe(value)}"]
     if "enum" in schema and value not in schema["enum"]:
         errors.append(f"{where} must be one of {', '.join(map(repr, schema['enum']))}, got {value!r}")
-    if isinstance(value, int | float) and not isinstance(value, bool):
+    if bounds and isinstance(value, int | float) and not isinstance(value, bool):
         if "minimum" in schema and value < schema["minimum"]:
             errors.append(f"{where} must be >= {schema['minimum']}, got {value}")
         if "maximum" in schema and value > schema["maximum"]:
             errors.append(f"{where} must be <= {schema['maximum']}, got {value}")
-    if isinstance(value, str):
+    if bounds and isinstance(value, str):
         if "minLength" in schema and len(value) < schema["minLength"]:
             errors.append(f"{where} must have at least {schema['minLength']} characters")
         if "maxLength" in schema and len(value) > schema["maxLength"]:
             errors.append(f"{where} must have at most {schema['maxLength']} characters, got {len(value)}")
-    if isinstance(value, list):
+    if isinstance(value, list) and bounds:
         if "minItems" in schema and len(value) < schema["minItems"]:
             errors.append(f"{where} must have at least {schema['minItems']} items")
         if "maxItems" in schema and len(value) > schema["maxItems"]:
             errors.append(f"{where} must have at most {schema['maxItems']} items, got {len(value)}")
+    if isinstance(value, list):
         item_schema = schema.get("items")
         if isinstance(item_schema, dict):
             for i, item in enumerate(value):
-                errors.extend(schema_errors(item, item_schema, f"{where}[{i}]"))
+                errors.extend(schema_errors(item, item_schema, f"{where}[{i}]", bounds=bounds))
     if isinstance(value, dict):
         props: dict[str, Any] = schema.get("properties", {})
         for key in schema.get("required", []):
@@ -99,5 +104,5 @@ def schema_errors(value: Any, schema: dict[str, Any], where: str = "arguments") 
         for key, sub in props.items():
             if key in value:
                 label = key if where == "arguments" else f"{where}.{key}"
-                errors.extend(schema_errors(value[key], sub, label))
+                errors.extend(schema_errors(value[key], sub, label, bounds=bounds))
     return errors

@@ -28,7 +28,8 @@ INSTRUCTIONS = (
 
 
 def hunks_to_tool_calls(patch_text: str) -> list[dict]:
-    """``patch`` tool calls (exact old -> new text) equivalent to a unified diff's hunks."""
+    """``patch`` tool calls (hermes-agent's replace mode: exact old_string -> new_string) equivalent to a
+    unified diff's hunks."""
     calls: list[dict] = []
     path = None
     old: list[str] = []
@@ -36,7 +37,9 @@ def hunks_to_tool_calls(patch_text: str) -> list[dict]:
 
     def flush() -> None:
         if path is not None and (old or new):
-            calls.append({"name": "patch", "arguments": {"path": path, "old": "".join(old), "new": "".join(new)}})
+            calls.append(
+                {"name": "patch", "arguments": {"path": path, "old_string": "".join(old), "new_string": "".join(new)}}
+            )
 
     for line in patch_text.splitlines(keepends=True):
         if line.startswith("+++ "):
@@ -71,7 +74,7 @@ def build_rows(root: Path = HERE) -> list[dict]:
         calls = hunks_to_tool_calls(patch_text)
         for call in calls:
             source = (repo_dir / "repo" / call["arguments"]["path"]).read_text(encoding="utf-8")
-            if source.count(call["arguments"]["old"]) != 1:
+            if source.count(call["arguments"]["old_string"]) != 1:
                 raise ValueError(
                     f"{name}: a hunk of fix.patch does not match exactly once in {call['arguments']['path']}"
                 )

@@ -1,0 +1,189 @@
+"""``AgentEnvConfig``: seed 004's fields, mapped onto hermes_env's slot pool and agent loop.
+
+Every field of seed 004's ``AgentEnvConfig`` (``atropos/envs/agent_env.py``) is accepted with its
+default. The ones with a meaning here map onto :class:`~hermes_env.env.config.HermesAgentEnvConfig`:
+
+- the slot pool: ``tool_pool_mode`` (``local`` worker processes, ``ray`` actors, ``container`` when
+  the container launcher exists) → the pool's launcher; ``slots_per_container`` /
+  ``min_containers`` / ``max_containers`` → slots per worker and the worker count range;
+  ``acquire_timeout_s``; ``tool_batch_window_ms`` / ``tool_max_batch_size`` → the executor's
+  batching; ``allow_network`` / ``require_sandbox`` / ``require_stateful_sandbox`` → the sandbox
+  policy. ``terminal_backend`` is always ``sandbox``.
+- the agent: ``agent_max_steps`` → ``max_agent_turns``, ``agent_max_tokens`` →
+  ``max_tokens_per_turn``, ``agent_temperature`` (0.7 here, as in seed 004),
+  ``agent_tool_delay_s`` (a pause before each tool call).
+- tools: ``enabled_toolsets`` (default ``["default"]``: terminal and the file read/write tools),
+  ``disabled_toolsets``, ``tool_server_url`` (``inprocess`` runs the tool server in this process
+  with ``tool_server_tools``), ``tool_server_token``.
+
+Nomad- and Modal-specific fields (``nomad_address``, ``sandbox_image``, ``modal_*``...) are
+accepted so seed-004 configs load, but they have no effect: setting one logs a warning, and
+``tool_pool_mode: nomad|modal`` is an error naming the modes that exist.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from pydantic import Field, model_validator
+
+from hermes_env.env.config import HermesAgentEnvConfig
+from hermes_env.sandbox.config import LAUNCHERS
+
+logger = logging.getLogger(__name__)
+
+# tool_pool_mode names one of the pool's launchers (local, ray, and container where that launcher exists).
+POOL_MODES = tuple(LAUNCHERS)
+
+# Seed 004's Nomad/Modal fields and defaults: accepted, without effect here.
+_NOMAD_FIELDS: dict[str, Any] = {
+    "nomad_address": "http://localhost:4646",
+    "sandbox_job_id": "atropos-sandbox-agent-env",
+    "sandbox_image": "atropos-sandbox:local",
+    "privileged": False,
+    "purge_job_on_start": False,
+    "purge_job_on_shutdown": True,
+    "driver": "docker",
+    "singularity_image": None,
+}
+_MODAL_FIELDS: dict[str, Any] = {
+    "modal_app_name": "atropos-sandbox",
+    "modal_image": "python:3.11",
+    "modal_gpu": None,
+    "modal_cpu": 1.0,
+    "modal_memory": 2048,
+    "modal_slots_per_sandbox": 10,
+    "modal_min_sandboxes": 1,
+    "modal_max_sandboxes": 5,
+    "modal_idle_timeout": 120,
+    "modal_max_lifetime": 3600,
+    "modal_acquire_timeout": 60.0,
+    "modal_execution_timeout": 30.0,
+    "modal_secrets": "",
+    "modal_env_vars": "",
+    "modal_workspace_base": "/data",
+}
+UNUSED_FIELDS = {**_NOMAD_FIELDS, **_MODAL_FIELDS}
+
+
+class AgentEnvConfig(HermesAgentEnvConfig):
+    """Seed 004's configuration (see the module docstring for how each field maps)."""
+
+    tool_pool_mode: str = Field(
+        default="local",
+        description="Where sandbox workers run: local (processes), ray (actors), container (where it exists).",
+    )
+    allow_network: bool = Field(default=True, description="Whether sandbox commands may access the network.")
+    require_sandbox: bool = Field(
+        default=False, description="Fail closed if bubblewrap sandboxing is unavailable for stateless tools."
+    )
+    require_stateful_sandbox: bool = Field(
+        default=False, description="Fail closed if bubblewrap is unavailable for stateful terminal tools (tmux)."
+    )
+    tool_batch_window_ms: int = Field(default=20, ge=0, description="ToolExecutor batching window (ms).")
+    tool_max_batch_size: int = Field(default=200, ge=1, description="ToolExecutor maximum batch size.")
+    slots_per_container: int = Field(default=10, ge=1, description="Slots (workspaces) per sandbox worker.")
+    min_containers: int = Field(default=1, ge=0, description="Fewest sandbox workers kept running.")
+    max_containers: int = Field(default=10, ge=1, description="Most sandbox workers started.")
+    acquire_timeout_s: float = Field(default=30.0, gt=0, description="Slot acquisition timeout (seconds).")
+
+    agent_max_steps: int = Field(default=50, ge=1, description="Max model turns per trajectory (max_agent_turns).")
+    agent_temperature: float = Field(default=0.7, ge=0.0, description="Sampling temperature.")
+    agent_max_tokens: int | None = Field(
+        default=None, ge=1, description="Max tokens per model response (max_tokens_per_turn); None: the server's."
+    )
+    agent_tool_delay_s: float = Field(default=0.0, ge=0.0, description="Delay before each tool call (seconds).")
+
+    enabled_toolsets: list[str] | str | None = Field(
+        default_factory=lambda: ["default"], description="Toolsets to enable (default: terminal + file read/write)."
+    )
+    disabled_toolsets: list[str] | str | None = Field(
+        default_factory=list, description="Toolsets to disable (applied after enabled_toolsets)."
+    )
+    terminal_backend: str = Field(default="sandbox", description="Always the slot pool for AgentEnv.")
+
+    # Seed 004's Nomad/Modal settings: accepted, no effect (see the module docstring).
+    nomad_address: str = _NOMAD_FIELDS["nomad_address"]
+    sandbox_job_id: str = _NOMAD_FIELDS["sandbox_job_id"]
+    sandbox_image: str = _NOMAD_FIELDS["sandbox_image"]
+    privileged: bool = _NOMAD_FIELDS["privileged"]
+    purge_job_on_start: bool = _NOMAD_FIELDS["purge_job_on_start"]
+    purge_job_on_shutdown: bool = _NOMAD_FIELDS["purge_job_on_shutdown"]
+    driver: str = _NOMAD_FIELDS["driver"]
+    singularity_image: str | None = _NOMAD_FIELDS["singularity_image"]
+    modal_app_name: str = _MODAL_FIELDS["modal_app_name"]
+    modal_image: str = _MODAL_FIELDS["modal_image"]
+    modal_gpu: str | None = _MODAL_FIELDS["modal_gpu"]
+    modal_cpu: float = _MODAL_FIELDS["modal_cpu"]
+    modal_memory: int = _MODAL_FIELDS["modal_memory"]
+    modal_slots_per_sandbox: int = _MODAL_FIELDS["modal_slots_per_sandbox"]
+    modal_min_sandboxes: int = _MODAL_FIELDS["modal_min_sandboxes"]
+    modal_max_sandboxes: int = _MODAL_FIELDS["modal_max_sandboxes"]
+    modal_idle_timeout: int = _MODAL_FIELDS["modal_idle_timeout"]
+    modal_max_lifetime: int = _MODAL_FIELDS["modal_max_lifetime"]
+    modal_acquire_timeout: float = _MODAL_FIELDS["modal_acquire_timeout"]
+    modal_execution_timeout: float = _MODAL_FIELDS["modal_execution_timeout"]
+    modal_secrets: str = _MODAL_FIELDS["modal_secrets"]
+    modal_env_vars: str = _MODAL_FIELDS["modal_env_vars"]
+    modal_workspace_base: str = _MODAL_FIELDS["modal_workspace_base"]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _seed_names(cls, data: Any) -> Any:
+        """Seed 004's agent_* fields decide the loop settings unless the hermes_env names are set."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        if "max_agent_turns" not in data:
+            data["max_agent_turns"] = data.get("agent_max_steps", cls.model_fields["agent_max_steps"].default)
+        if "max_tokens_per_turn" not in data:
+            data["max_tokens_per_turn"] = data.get("agent_max_tokens")
+        return data
+
+    @model_validator(mode="after")
+    def _check_pool(self) -> AgentEnvConfig:
+        if self.tool_pool_mode in ("nomad", "modal"):
+            raise ValueError(
+                f"tool_pool_mode {self.tool_pool_mode!r} (seed 004's {self.tool_pool_mode.capitalize()} backend) is "
+                f"not available in hermes_env; use one of {', '.join(POOL_MODES)}"
+            )
+        if self.tool_pool_mode == "container" and "container" not in POOL_MODES:
+            raise ValueError(
+                "tool_pool_mode 'container' needs the slot pool's container launcher, which this version of "
+                f"hermes_env does not have; use one of {', '.join(POOL_MODES)}"
+            )
+        if self.tool_pool_mode not in POOL_MODES:
+            raise ValueError(f"unknown tool_pool_mode {self.tool_pool_mode!r}; use one of {', '.join(POOL_MODES)}")
+        if self.terminal_backend != "sandbox":
+            raise ValueError(
+                "AgentEnv runs its tools on the slot pool (terminal_backend 'sandbox'), got "
+                f"{self.terminal_backend!r}; use HermesAgentBaseEnv for the local or bwrap backends"
+            )
+        if self.min_containers > self.max_containers:
+            raise ValueError(
+                f"min_containers ({self.min_containers}) is larger than max_containers ({self.max_containers})"
+            )
+        ignored = sorted(k for k, default in UNUSED_FIELDS.items() if getattr(self, k) != default)
+        if ignored:
+            logger.warning(
+                "AgentEnvConfig: %s configure seed 004's Nomad/Modal pools and have no effect here "
+                "(the slot pool uses tool_pool_mode, slots_per_container, min_containers, max_containers)",
+                ", ".join(ignored),
+            )
+        return self
+
+    def pool_options(self) -> dict[str, Any]:
+        """``terminal_backend_options`` of the slot pool these fields describe."""
+        return {
+            "launcher": self.tool_pool_mode,
+            "slots_per_worker": self.slots_per_container,
+            "min_workers": self.min_containers,
+            "max_workers": self.max_containers,
+            "acquire_timeout_s": self.acquire_timeout_s,
+            "batch_window_ms": float(self.tool_batch_window_ms),
+            "max_batch_size": self.tool_max_batch_size,
+            "allow_network": self.allow_network,
+            "require_sandbox": self.require_sandbox or self.require_stateful_sandbox,
+            **self.terminal_backend_options,
+        }

@@ -1,0 +1,132 @@
+"""Seed 004's AgentEnv on hermes_env: its config fields, hooks, signatures and return values, on the slot pool."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+from atroposlib.envs.server_handling.server_baseline import APIServerConfig
+from env_fixtures import FakeChat, completion
+from hermes_env import AgentEnv, AgentEnvConfig
+from hermes_env.agent_env import ToolCall
+from hermes_env.testing import qwen3_tokenizer_dir
+from pydantic import ValidationError
+
+from tests.sandbox.conftest import BWRAP_PROBLEM
+
+
+def test_seed_004_fields_map_onto_the_pool_and_loop() -> None:
+    config = AgentEnvConfig(agent_max_steps=7, agent_max_tokens=256, slots_per_container=3, max_containers=2)
+    assert (config.max_agent_turns, config.max_tokens_per_turn, config.agent_temperature) == (7, 256, 0.7)
+    assert config.enabled_toolsets == ["default"] and config.terminal_backend == "sandbox"
+    options = config.pool_options()
+    assert (options["slots_per_worker"], options["min_workers"], options["max_workers"]) == (3, 1, 2)
+    assert (options["launcher"], options["batch_window_ms"], options["max_batch_size"]) == ("local", 20.0, 200)
+    assert AgentEnvConfig(max_agent_turns=4).max_agent_turns == 4  # the hermes_env name wins when given
+
+
+def test_nomad_and_modal_are_refused_and_their_fields_warned_about(caplog: pytest.LogCaptureFixture) -> None:
+    with pytest.raises(
+        ValidationError, match="tool_pool_mode 'nomad' .* not available in hermes_env; use one of local"
+    ):
+        AgentEnvConfig(tool_pool_mode="nomad")
+    with pytest.raises(ValidationError, match="min_containers \\(5\\) is larger than max_containers \\(2\\)"):
+        AgentEnvConfig(min_containers=5, max_containers=2)
+    with caplog.at_level(logging.WARNING):
+        AgentEnvConfig(nomad_address="http://nomad:4646", modal_gpu="A100")
+    assert "modal_gpu, nomad_address configure seed 004's Nomad/Modal pools" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        AgentEnvConfig(**AgentEnvConfig().model_dump())  # atroposlib's CLI passes every default explicitly
+    assert "Nomad/Modal" not in caplog.text
+
+
+def test_tool_pool_mode_names_one_of_the_pools_launchers() -> None:
+    from hermes_env.sandbox.config import LAUNCHERS
+
+    for mode in LAUNCHERS:
+        assert AgentEnvConfig(tool_pool_mode=mode).pool_options()["launcher"] == mode
+    if "container" not in LAUNCHERS:
+        with pytest.raises(ValidationError, match="'container' needs the slot pool's container launcher"):
+            AgentEnvConfig(tool_pool_mode="container")
+    with pytest.raises(ValidationError, match="unknown tool_pool_mode 'k8s'; use one of local, ray"):
+        AgentEnvConfig(tool_pool_mode="k8s")
+
+
+class SeedEnv(AgentEnv):
+    name = "seed"
+    calls: list[tuple[str, Any]]
+
+    async def setup_agent_env(self) -> None:
+        self.calls = [("setup_agent_env", None)]
+
+    async def get_next_item(self) -> dict[str, Any]:
+        return {"id": "t1", "word": "alpha"}
+
+    def build_task(self, item: dict[str, Any]) -> str:
+        return f"Write the word {item['word']} to word.txt"
+
+    async def setup_trajectory_workspace(self, item: Any, *, trajectory_id: str, exec_tool: Any) -> dict[str, Any]:
+        result = await exec_tool(ToolCall(name="write_file", arguments={"path": "seed.txt", "content": "s"}))
+        self.calls.append(("setup_trajectory_workspace", trajectory_id))
+        return {"seeded": result.success}
+
+    async def verify_and_score_trajectory(
+        self,
+        item: Any,
+        final_response: str,
+        *,
+        trajectory_id: str,
+        exec_tool: Any,
+        agent_result: Any = None,
+        workspace_meta: dict[str, Any] | None = None,
+    ) -> tuple[float, dict[str, Any]]:
+        check = await exec_tool(ToolCall(name="bash", arguments={"command": "cat word.txt"}))
+        self.calls.append(("verify", (final_response, workspace_meta, agent_result.total_tool_calls)))
+        return (1.0 if check.output == item["word"] else 0.0), {"seen": check.output, **(workspace_meta or {})}
+
+    async def score_trajectory(self, item: Any, final_response: str) -> float:
+        raise AssertionError("verify_and_score_trajectory is overridden")
+
+
+def policy(messages: list[dict[str, Any]], call: int) -> Any:
+    if messages[-1]["role"] == "user":
+        word = "alpha" if call % 2 else "beta"
+        return completion(None, [("terminal", {"command": f"printf {word} > word.txt"})])
+    return completion("Wrote it.")
+
+
+@pytest.mark.skipif(BWRAP_PROBLEM is not None, reason=f"bubblewrap unusable here: {BWRAP_PROBLEM}")
+async def test_a_group_through_seed_004s_hooks(ws_root: Path) -> None:
+    config = AgentEnvConfig(
+        tokenizer_name=str(qwen3_tokenizer_dir()),
+        group_size=2,
+        use_wandb=False,
+        include_messages=True,
+        slots_per_container=2,
+        max_containers=1,
+        agent_max_steps=3,
+        terminal_backend_options={"root_dir": str(ws_root)},
+    )
+    server = APIServerConfig(base_url="http://127.0.0.1:9/v1", server_type="openai", api_key="x", model_name="m")
+    env = SeedEnv(config, [server])
+    env.server = FakeChat(env.server.servers, policy)  # type: ignore[assignment]
+    try:
+        await env.setup()
+        group, _ = await env.collect_trajectories(await env.get_next_item())
+        assert group is not None and sorted(group["scores"]) == [0.0, 1.0]
+        meta = [o["score_metadata"] for o in group["overrides"]]
+        assert sorted(m["seen"] for m in meta) == ["alpha", "beta"] and all(m["seeded"] for m in meta)
+        verifies = [args for name, args in env.calls if name == "verify"]
+        assert verifies and all(v == ("Wrote it.", {"seeded": True}, 1) for v in verifies)
+        assert env.calls[0] == ("setup_agent_env", None)
+        # Seed 004's default toolset: terminal (+ process) and the file read/write tools.
+        offered = {t["function"]["name"] for t in env.server.requests[0]["tools"]}
+        assert offered == {"terminal", "process", "read_file", "write_file"}
+        assert env.server.requests[0]["temperature"] == 0.7
+        final, debug = await env.run_agent("Say done.")
+        assert final == "Wrote it." and debug == {"success": True, "error": None, "tool_calls": 1}
+    finally:
+        await env.shutdown_tool_backend()
