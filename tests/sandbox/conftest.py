@@ -7,7 +7,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import pytest
 from hermes_env.isolation import bwrap_problem
 from hermes_env.sandbox import ExecutorConfig, SlotPool, ToolExecutor
-from sandbox_pools import make_pool, pools
+
+from tests.sandbox.sandbox_pools import make_pool, pools
 
 BWRAP_PROBLEM = bwrap_problem()
 

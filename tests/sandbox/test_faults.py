@@ -18,7 +18,8 @@ from hermes_env.sandbox import (
     WorkerStartError,
 )
 from hermes_env.sandbox.config import ResourceLimits
-from sandbox_pools import pools
+
+from tests.sandbox.sandbox_pools import pools
 
 
 async def _wait_until(predicate, what: str, limit: float = 30.0) -> None:  # noqa: ANN001
