@@ -65,9 +65,11 @@ async def test_sync_results_are_awaitable_for_gather_and_wait_for(backend: Execu
         assert len(await asyncio.gather(ctx.upload_dir(Path(__file__).parent / "data" / "hermes_agent", "d"))) == 1
 
 
-@pytest.mark.parametrize("name", ["local", pytest.param("bwrap", marks=needs_bwrap)])
+@pytest.mark.parametrize(
+    "name", ["local", pytest.param("bwrap", marks=needs_bwrap), pytest.param("docker", marks=pytest.mark.containers)]
+)
 def test_sync_use_without_any_event_loop(name: str, ws_root: Path) -> None:
-    backend = get_backend(name, root=ws_root)
+    backend = get_backend(name, **({"memory_bytes": "512MiB"} if name == "docker" else {"root": ws_root}))
     ctx = ToolContext("r4", backend)
     assert upstream_reward(ctx) == 1.0
     ctx.cleanup()

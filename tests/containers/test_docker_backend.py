@@ -189,3 +189,27 @@ async def test_output_is_cut_with_a_note_and_a_flood_is_stopped(transport: str) 
         assert after.ok and after.output == "still here\n"
     finally:
         await backend.aclose()
+
+
+async def test_a_call_from_another_event_loop_while_this_one_waits() -> None:
+    """hermes-agent reward code calls ToolContext synchronously: the call runs on the sync bridge's loop while the
+    caller's loop (which made the container's channel) is blocked; it goes through the engine's exec instead."""
+    from hermes_env.sync_bridge import HELPER
+
+    backend = get_backend("docker", memory_bytes="256MiB")
+    assert isinstance(backend, DockerBackend)
+    try:
+        assert (await backend.execute("t", "echo a > f", 10)).ok
+        assert backend._containers["t"].channel is not None  # made on this loop
+        res = HELPER.run(backend.execute("t", "cat f; echo b >> f; exit 3", 10))  # this loop is blocked meanwhile
+        assert (res.output, res.exit_code) == ("a\n", 3)
+        assert HELPER.run(backend.read_file("t", "f")) == b"a\nb\n"
+        HELPER.run(backend.write_file("t", "g", b"from the bridge"))
+        assert await backend.read_file("t", "g") == b"from the bridge"  # back on the channel
+        timed = HELPER.run(backend.execute("t", "sleep 60", 1))
+        assert timed.timed_out and (await backend.execute("t", "pgrep -c sleep", 10)).output.strip() == "0"
+        HELPER.run(backend.cleanup("t"))  # the channel's readers are removed by this loop when it runs again
+        await asyncio.sleep(0)
+        assert "t" not in backend._containers
+    finally:
+        await backend.aclose()

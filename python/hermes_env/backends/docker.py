@@ -307,9 +307,19 @@ class DockerBackend(ExecutionBackend):
             raise ContainerLostError(box.lost)
 
     # -- transports -----------------------------------------------------------------------------------------------
+    @staticmethod
+    def _channel(box: _Container) -> Channel | None:
+        """The container's channel where this call can use it: on the event loop that made it. A synchronous
+        ToolContext call runs on the sync bridge's loop while the caller's loop waits (hermes_env.sync_bridge), and
+        goes through the engine's exec instead."""
+        if box.channel is not None and box.channel.loop is asyncio.get_running_loop():
+            return box.channel
+        return None
+
     async def _call(self, box: _Container, op: str, timeout: float, inputs: dict[str, bytes], arg: str) -> _Outcome:
-        if box.channel is not None:
-            answer = await box.channel.call(op, arg, inputs, timeout)
+        channel = self._channel(box)
+        if channel is not None:
+            answer = await channel.call(op, arg, inputs, timeout)
             if answer is None:
                 return _Outcome(exit_code=-9, data=b"", hung=True)
             return _Outcome(answer.exit_code, answer.output, answer.more_bytes, answer.oom_kills)
@@ -345,9 +355,8 @@ class DockerBackend(ExecutionBackend):
             inputs["in"] = stdin.encode()
         started = time.monotonic()
         try:
-            outcome = await self._call(
-                box, "run", timeout + (_ENGINE_GRACE_S if box.channel is None else 1.0), inputs, f"{timeout:.3f}"
-            )
+            grace = _ENGINE_GRACE_S if self._channel(box) is None else 1.0
+            outcome = await self._call(box, "run", timeout + grace, inputs, f"{timeout:.3f}")
         except ChannelClosedError:
             if box.removed:
                 return ExecResult(output="", exit_code=-9, error=f"task {task_id!r} was cleaned up while this ran")
@@ -368,7 +377,7 @@ class DockerBackend(ExecutionBackend):
             )
         timed_out = code in (124, 137) and elapsed >= timeout
         if code in _SUSPECT_EXIT or code < 0:
-            if box.channel is None:
+            if self._channel(box) is None:
                 state = await self.engine.state(box.cid)
                 if not state.running:
                     raise await self._lost(task_id, box, "during a call")

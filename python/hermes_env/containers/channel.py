@@ -74,9 +74,15 @@ class Channel:
         if not self.dead.done():
             self.dead.set_result(None)
 
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The event loop that made the channel: its calls can be awaited only there."""
+        return self._loop
+
     def _close_alive(self) -> None:
         if self._alive_fd is not None:
-            self._loop.remove_reader(self._alive_fd)
+            if not self._loop.is_closed():
+                self._loop.remove_reader(self._alive_fd)
             os.close(self._alive_fd)
             self._alive_fd = None
 
@@ -177,10 +183,22 @@ class Channel:
         return CallAnswer(exit_code=code, oom_kills=oom, output=output, more_bytes=more)
 
     def close(self) -> None:
-        """Stop listening (after the container is removed) and delete the directory."""
+        """Stop listening (after the container is removed) and delete the directory; from any thread (the readers
+        are removed by the loop that made the channel, when it runs in another thread)."""
+        try:
+            here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        if here is not self._loop and self._loop.is_running():
+            self._loop.call_soon_threadsafe(self._close)
+        else:
+            self._close()
+
+    def _close(self) -> None:
         self._close_alive()
         for fd, answer in list(self._pending.items()):
-            self._loop.remove_reader(fd)
+            if not self._loop.is_closed():
+                self._loop.remove_reader(fd)
             os.close(fd)
             if not answer.done():
                 # A call still waiting fails as if the container had ended (it is being removed); exception()
