@@ -12,12 +12,14 @@ vLLM, so a pass-through stand-in takes its place (replies go back as the raw tex
 parsed: none of vLLM's parsing cost is counted on its side); hermes_env parses each reply's tool
 call with its own parser. The bench checks that both sent prompts of the same length every turn.
 
-1. Per-turn cost (process CPU time of one ``chat_completion``, the median of the turns nearest each
-   size) at ~1k, ~6k, ~10k, ~100k and ~200k prompt tokens, both sides in one run.
+1. Per-turn cost (process CPU time of one ``chat_completion``, less the instant server's own time
+   answering it, the median of the turns nearest each size) at ~1k, ~6k, ~10k, ~100k and ~200k prompt
+   tokens, both sides in one run.
 2. The end of a rollout at ~100k and ~200k tokens: ``to_scored_item`` of the managed trajectory and
    the Phase-1 item of the same conversation (one render, one tokenization, one mask pass).
 3. Many rollouts in one process: 256 rollouts of 100 turns (``--quick``: 8 of 20) driven
-   concurrently by asyncio against the instant server, one managed server each; total CPU time.
+   concurrently by asyncio against the instant server, one managed server each; total CPU time
+   (less the servers' own).
    atroposlib is run on fewer rollouts (its cost per rollout is reported, and scaled to 256).
 
 Run: ``python benches/longroll_bench.py [--quick] [--json out.json]``.
@@ -154,9 +156,10 @@ async def one_rollout(
     costs: list[tuple[int, float]] = []
     end_costs: dict[int, dict[str, float]] = {}
     for k in range(turns):
-        start = time.process_time()
+        start, answering = time.process_time(), server.cpu_seconds
         completion = await turn(messages)
-        costs.append((server.last_prompt_tokens, time.process_time() - start))
+        cpu = time.process_time() - start - (server.cpu_seconds - answering)
+        costs.append((server.last_prompt_tokens, cpu))
         messages += follow(completion, script.results[k])
         for size in ends:
             if size not in end_costs and costs[-1][0] >= size:
@@ -212,6 +215,7 @@ async def many_rollouts(client: str, tok: Any, scripts: list[Script], turns: int
 
     async def rollout(script: Script) -> int:
         server = await yielding(instant_server(tok, script))
+        servers.append(server)
         turn, follow = CLIENTS[client](tok, server)
         messages: list[dict[str, Any]] = [SYSTEM, TASK]
         tokens = 0
@@ -221,9 +225,11 @@ async def many_rollouts(client: str, tok: Any, scripts: list[Script], turns: int
             tokens = server.last_prompt_tokens
         return tokens
 
+    servers: list[InstantScriptedServer] = []
     cpu, wall = time.process_time(), time.perf_counter()
     lengths = await asyncio.gather(*(rollout(s) for s in scripts))
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    cpu -= sum(s.cpu_seconds for s in servers)  # the instant server's own work is not the client's
     return {
         "rollouts": len(scripts),
         "turns": turns,

@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 from hermes_env.env.errors import PolicyCallError
 from hermes_env.managed import managed_server
-from hermes_env.managed.rendering import WINDOW_TURNS, encode, render_text, template_profile
+from hermes_env.managed.rendering import WINDOW_TURNS, render_text, template_profile
+from hermes_env.managed.tokenization import encode, tokenization
 from hermes_env.testing.instant_server import InstantRequest, InstantScriptedServer
 from hermes_env.testing.scripted_vllm import scripted_logprob
 from hermes_env.trajectory import MASK, TrajectoryDivergence
@@ -228,10 +229,26 @@ def test_profiles_of_real_templates() -> None:
 
 
 class CountingTokenizer:
-    """The real tokenizer, counting the messages it renders and the tokens it encodes and decodes."""
+    """The real tokenizer, counting the messages it renders and the tokens the managed server encodes and decodes
+    (through ``tokenizer.encode``/``decode`` or the faster encoder and decoder it picked for this tokenizer)."""
 
     def __init__(self, tok: Any) -> None:
         self._tok = tok
+        self.rendered = self.encoded = self.decoded = 0
+        fast = tokenization(self)  # its probes are not counted: reset below
+        encode, decode = fast.encode, fast.decode
+        self.encoder = fast.encoder
+
+        def counted_encode(text: str) -> list[int]:
+            ids = encode(text)
+            self.encoded += len(ids)
+            return ids
+
+        def counted_decode(ids: list[int]) -> str:
+            self.decoded += len(ids)
+            return decode(ids)
+
+        fast.encode, fast.decode = counted_encode, counted_decode  # type: ignore[method-assign]
         self.rendered = self.encoded = self.decoded = 0
 
     def apply_chat_template(self, conversation: Any, **kwargs: Any) -> Any:
@@ -246,19 +263,6 @@ class CountingTokenizer:
     def decode(self, ids: Any, **kwargs: Any) -> str:
         self.decoded += len(ids)
         return self._tok.decode(ids, **kwargs)
-
-    @property
-    def backend_tokenizer(self) -> Any:
-        """The Rust tokenizer, its batch encoding counted too (the managed server's fast path)."""
-        counter, backend = self, self._tok.backend_tokenizer
-
-        class Counted:
-            def encode_batch_fast(self, texts: list[str], **kwargs: Any) -> Any:
-                out = backend.encode_batch_fast(texts, **kwargs)
-                counter.encoded += sum(len(e.ids) for e in out)
-                return out
-
-        return Counted()
 
     def __len__(self) -> int:
         return len(self._tok)
@@ -297,6 +301,7 @@ async def test_scripted_turn_cost_stays_flat_as_the_rollout_grows() -> None:
     from hermes_env.testing import qwen3_tokenizer
 
     tok = CountingTokenizer(qwen3_tokenizer())
+    assert tok.encoder == "hermes_bpe"
     template_profile(tok, TOOLS, {})  # probed once per template, tools and arguments; not a turn's cost
     server = InstantScriptedServer(tok._tok, lambda r: tool_reply(len(server.prompts)), record=True)
     messages: list[dict[str, Any]] = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Go."}]
@@ -316,8 +321,8 @@ async def test_scripted_turn_cost_stays_flat_as_the_rollout_grows() -> None:
     assert_aligned(branch.trajectory, server.prompts, server.outputs)
     for k in range(1, len(costs)):
         added = len(server.prompts[k]) - len(server.prompts[k - 1])  # last completion + new prompt tokens
-        # Two head messages, the window's two replies and what followed them, the new tool result.
-        assert costs[k]["rendered"] <= 6, (k, costs[k])
+        # Two head messages, the window's replies and what followed them, the new tool result.
+        assert costs[k]["rendered"] <= 2 + 2 * WINDOW_TURNS, (k, costs[k])
         # The tail (the last completion and the header before it) and the new text, nothing earlier.
         assert costs[k]["encoded"] <= added + 4, (k, costs[k], added)
         assert costs[k]["decoded"] <= len(server.outputs[k]) + 1, (k, costs[k])
@@ -347,7 +352,7 @@ async def test_scripted_user_turn_after_reasoning_renders_in_full(policy: str) -
         for k in range(3):
             add_turn(messages, completion, f"r{k}")
             completion, cost = await counted_turn(m, tok, messages)
-            assert cost["rendered"] <= 6
+            assert cost["rendered"] <= 2 + 2 * WINDOW_TURNS
         assert m.render_counts == {"full": 2, "incremental": 6}
         (branch,) = m.get_state()["branches"]
     assert_aligned(branch.trajectory, server.prompts, server.outputs)

@@ -5,16 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hermes_env.managed.rendering import (
-    WINDOW_TURNS,
-    RenderState,
-    Tokenization,
-    encode,
-    new_turn_text,
-    render_text,
-    window_delta,
-)
+from hermes_env.managed.rendering import WINDOW_TURNS, RenderState, new_turn_text, render_text, window_delta
 from hermes_env.managed.response import split_reasoning
+from hermes_env.managed.tokenization import Tokenization, encode
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -26,16 +26,16 @@ else, so nothing merges across one. A branch keeps the text and token count of i
 from the last special token on (``RenderState.tail_text`` / ``tail_len``, which always covers the
 last completion); a turn tokenizes that tail plus the new text, checks that the ids start with the
 trajectory's own last ``tail_len`` ids (so a completion whose tokens are not what the tokenizer
-makes of its text is caught, as a full render would catch it), and appends the rest.
+makes of its text is caught, as a full render would catch it), and appends the rest
+(:mod:`hermes_env.managed.tokenization` gives the boundary tokens and the encoder).
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import threading
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,7 +47,7 @@ SENTINEL = "hermesenvsplitmarker7f3a9c"
 
 # Replies (with the messages between them) that a branch re-renders each turn to check that the
 # template still renders its recent history as the trajectory holds it.
-WINDOW_TURNS = 2
+WINDOW_TURNS = 1
 
 Message = Mapping[str, Any]
 
@@ -64,11 +64,6 @@ def render_text(
     if tools:
         kwargs["tools"] = list(tools)
     return render_chat(tokenizer, messages, add_generation_prompt, **kwargs)
-
-
-def encode(tokenizer: Any, text: str) -> list[int]:
-    """Token ids of rendered template text; the template already wrote any BOS it wants."""
-    return list(tokenizer.encode(text, add_special_tokens=False))
 
 
 def new_turn_text(
@@ -98,75 +93,6 @@ def new_turn_text(
     if produced_end and after.startswith(produced_end):
         after = after[len(produced_end) :]
     return after
-
-
-# -- token boundaries --------------------------------------------------------------------------
-
-
-class Tokenization:
-    """How a tokenizer tokenizes incrementally: its boundary tokens (special and added tokens, where
-    tokenisation of a text can be split) and the fastest call that gives ``encode``'s ids."""
-
-    def __init__(self, tokenizer: Any) -> None:
-        ids = set(getattr(tokenizer, "all_special_ids", None) or [])
-        added = getattr(tokenizer, "get_added_vocab", None)
-        if callable(added):
-            ids.update(int(i) for i in added().values())
-        decode = tokenizer.decode
-        self.texts: dict[int, str] = {}
-        for i in ids:
-            text = decode([i], skip_special_tokens=False)
-            if isinstance(text, str) and text:
-                self.texts[i] = text
-        self.encode = self._fast_encoder(tokenizer)
-
-    def _fast_encoder(self, tokenizer: Any) -> Callable[[str], list[int]]:
-        """A Hugging Face fast tokenizer's Rust ``encode_batch_fast`` (no offsets: ~25% cheaper), when it
-        gives :func:`encode`'s ids on a probe text with every boundary token in it; else :func:`encode`."""
-        plain = functools.partial(encode, tokenizer)
-        backend = getattr(tokenizer, "backend_tokenizer", None)
-        fast = getattr(backend, "encode_batch_fast", None)
-        if not callable(fast):
-            return plain
-
-        def encode_fast(text: str) -> list[int]:
-            return list(fast([text], add_special_tokens=False)[0].ids)
-
-        probe = "Probe  text,\n\tcode() {x: 1}\n" + "\n".join(self.texts.values()) + " é日😀 end\n\n"
-        try:
-            same = encode_fast(probe) == plain(probe)
-        except Exception:  # noqa: BLE001 - any failure of the fast path means: use encode
-            same = False
-        return encode_fast if same else plain
-
-    def tail(self, text: str, ids: Sequence[int], before: tuple[str, int] = ("", 0)) -> tuple[str, int]:
-        """``(text from the last boundary token on, how many ids that is)``, for ``ids`` = encode(text).
-
-        ``before`` is the tail of what precedes ``text`` (used when ``ids`` holds no boundary token).
-        """
-        texts = self.texts
-        for i in range(len(ids) - 1, -1, -1):
-            piece = texts.get(ids[i])
-            if piece is not None:
-                at = text.rfind(piece)
-                if at >= 0:
-                    return text[at:], len(ids) - i
-                break
-        return before[0] + text, before[1] + len(ids)
-
-
-_tokenizations: weakref.WeakKeyDictionary[Any, Tokenization] = weakref.WeakKeyDictionary()
-
-
-def tokenization(tokenizer: Any) -> Tokenization:
-    """The tokenizer's :class:`Tokenization`, built once per tokenizer."""
-    try:
-        found = _tokenizations.get(tokenizer)
-    except TypeError:  # not weak-referenceable
-        return Tokenization(tokenizer)
-    if found is None:
-        found = _tokenizations[tokenizer] = Tokenization(tokenizer)
-    return found
 
 
 # -- branch render state -----------------------------------------------------------------------

@@ -83,20 +83,11 @@ def check_reply(sent: Sequence[int], reply: Any, vocab_size: int) -> GenerateRep
             raise _bad(f"completion {i} has no tokens; a sampler returns at least one")
         if len(ids) != len(lps):
             raise _bad(f"completion {i}: {len(ids)} token ids but {len(lps)} logprobs from the server")
-        out_ids = []
-        for j, t in enumerate(ids):
-            if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < vocab_size:
-                raise _bad(
-                    f"completion {i}: token id {t!r} at position {j} is not an id of the tokenizer "
-                    f"(vocabulary size {vocab_size}); check that the server and the environment use the same tokenizer"
-                )
-            out_ids.append(int(t))
-        out_lps = []
-        for j, lp in enumerate(lps):
-            value = float(lp) if isinstance(lp, int | float) and not isinstance(lp, bool) else math.nan
-            if not math.isfinite(value) or value > 0:
-                raise _bad(f"completion {i}: logprob {lp!r} at position {j} is not a finite number <= 0")
-            out_lps.append(value)
+        plain = _plain_sample(ids, lps, vocab_size)
+        if plain is not None:
+            out_ids, out_lps = plain
+        else:
+            out_ids, out_lps = _checked_sample(i, ids, lps, vocab_size)
         finish = finish_reason(finishes[i] if i < len(finishes) else None)
         if finish == "abort":
             raise _bad(f"completion {i}: the server aborted the request (finish_reason 'abort')")
@@ -106,3 +97,32 @@ def check_reply(sent: Sequence[int], reply: Any, vocab_size: int) -> GenerateRep
         checked_lps.append(out_lps)
         checked_finish.append(finish)
     return GenerateReply(outputs=checked_ids, logprobs=checked_lps, finish_reasons=checked_finish)
+
+
+def _plain_sample(ids: Sequence[Any], lps: Sequence[Any], vocab_size: int) -> tuple[list[int], list[float]] | None:
+    """The sample as lists when it is what servers send (Python ints in range, finite float logprobs <= 0),
+    checked with builtins that loop in C; ``None`` sends it to the per-token check and its error message."""
+    if set(map(type, ids)) != {int} or min(ids) < 0 or max(ids) >= vocab_size:
+        return None
+    if set(map(type, lps)) != {float} or not all(map(math.isfinite, lps)) or max(lps) > 0:
+        return None
+    return list(ids), list(lps)
+
+
+def _checked_sample(i: int, ids: Sequence[Any], lps: Sequence[Any], vocab_size: int) -> tuple[list[int], list[float]]:
+    """Each token id and logprob checked in turn (numpy values, ints for logprobs); the first bad one raises."""
+    out_ids = []
+    for j, t in enumerate(ids):
+        if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < vocab_size:
+            raise _bad(
+                f"completion {i}: token id {t!r} at position {j} is not an id of the tokenizer "
+                f"(vocabulary size {vocab_size}); check that the server and the environment use the same tokenizer"
+            )
+        out_ids.append(int(t))
+    out_lps = []
+    for j, lp in enumerate(lps):
+        value = float(lp) if isinstance(lp, int | float) and not isinstance(lp, bool) else math.nan
+        if not math.isfinite(value) or value > 0:
+            raise _bad(f"completion {i}: logprob {lp!r} at position {j} is not a finite number <= 0")
+        out_lps.append(value)
+    return out_ids, out_lps

@@ -24,13 +24,14 @@ The response is an ``openai`` ``ChatCompletion``, like atroposlib's ``ManagedSer
 
 from __future__ import annotations
 
+import copy
 import itertools
 import logging
 import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -49,17 +50,10 @@ from hermes_env.managed.branches import (
     continues,
     keys_match,
 )
-from hermes_env.managed.rendering import (
-    RenderState,
-    encode,
-    new_turn_text,
-    render_text,
-    template_profile,
-    tokenization,
-    window_delta,
-)
+from hermes_env.managed.rendering import RenderState, new_turn_text, render_text, template_profile, window_delta
 from hermes_env.managed.reply_checks import generate
 from hermes_env.managed.response import load_parser, parse_reply
+from hermes_env.managed.tokenization import encode, tokenization
 from hermes_env.trajectory import DivergencePolicy, Trajectory
 
 logger = logging.getLogger(__name__)
@@ -143,6 +137,9 @@ class ManagedServer:
         self._vocab_size = len(self.tokenizer)
         self._special_ids = set(getattr(self.tokenizer, "all_special_ids", []) or [])
         self._tokenization = tokenization(self.tokenizer)
+        # A rollout sends the same tools and template arguments every turn: look them up once.
+        self._parser = _LastResult(lambda name, tools: load_parser(name, tools))
+        self._profile = _LastResult(lambda tools, kwargs, _template: template_profile(self.tokenizer, tools, kwargs))
         # How many prompts were rendered through a branch's window ("incremental") or whole ("full").
         self.render_counts: Counter[str] = Counter()
         self._branches: list[ManagedBranch] = []
@@ -185,7 +182,7 @@ class ManagedServer:
             turn.release(sampled=False, kept=sys.getrefcount(turn.sent) > refs)
             raise
         turn.release(sampled=True, kept=sys.getrefcount(turn.sent) > refs)
-        parser = load_parser(self.config.tool_parser, tools) if tools and tool_choice != "none" else None
+        parser = self._parser(self.config.tool_parser, tools) if tools and tool_choice != "none" else None
         records = [self._record(ids, finish) for ids, finish in zip(outputs, finishes, strict=True)]
         choices = []
         for i, (record, trajectory) in enumerate(zip(records, trajectories, strict=True)):
@@ -240,7 +237,7 @@ class ManagedServer:
                 branch = b
         if branch is not None:
             traj = branch.trajectory.fork()
-            traj.add_prompt(encode(self.tokenizer, prompt[len(branch.text or "") :]))
+            traj.add_prompt(self._tokenization.encode(prompt[len(branch.text or "") :]))
         else:
             traj = Trajectory(vocab_size=self._vocab_size)
             traj.add_prompt(list(self.tokenizer.encode(prompt, add_special_tokens=True)))
@@ -307,7 +304,7 @@ class ManagedServer:
     # -- internals -----------------------------------------------------------------------------
 
     def _decode(self, ids: list[int]) -> str:
-        return self.tokenizer.decode(ids, skip_special_tokens=False)
+        return self._tokenization.decode(ids)
 
     def _key(self, message: Mapping[str, Any]) -> MessageKey:
         if message.get("role") == "assistant":
@@ -404,7 +401,7 @@ class ManagedServer:
         new = msgs[len(branch.keys) :]
         if state is None:
             return None
-        if not template_profile(self.tokenizer, tools, template_kwargs).allows(new):
+        if not self._profile(tools, template_kwargs, getattr(self.tokenizer, "chat_template", None)).allows(new):
             return None
         delta = window_delta(self.tokenizer, state, new, tools, template_kwargs)
         if delta is None:
@@ -457,7 +454,7 @@ class ManagedServer:
         """The prompt rendered and tokenized whole; a branch it continues is extended by the divergence policy."""
         template_msgs = self._template_messages(msgs, keys, branch)
         text = render_text(self.tokenizer, template_msgs, tools, template_kwargs)
-        prompt_ids = encode(self.tokenizer, text)
+        prompt_ids = self._tokenization.encode(text)
         state = branch.render if branch is not None else None
         head = (state.head_messages, state.head_text) if state is not None else (tuple(template_msgs), text)
         if branch is None:
@@ -481,7 +478,7 @@ class ManagedServer:
             turn_text = new_turn_text(
                 self.tokenizer, template_msgs, len(branch.keys) - 1, tools, template_kwargs, last.produced_end
             )
-            turn_ids = encode(self.tokenizer, turn_text)
+            turn_ids = self._tokenization.encode(turn_text)
         out = traj.extend(prompt_ids, self.config.divergence_policy, new_turn=turn_ids, decode=self._decode)
         if out["outcome"] == "kept_raw" and turn_text is not None and turn_ids is not None:
             logger.info(
@@ -534,11 +531,11 @@ class ManagedServer:
         produced_end = None
         body = ids
         if ids and ids[-1] in self._special_ids:
-            produced_end = self._decode(ids[-1:])
+            produced_end = self._tokenization.texts.get(ids[-1]) or self._decode(ids[-1:])
             body = ids[:-1]
         record = CompletionRecord(
             cid=next(self._next_cid),
-            token_ids=tuple(ids),
+            token_ids=tuple(self._tokenization.intern(ids)),
             raw_text=self._decode(body),
             produced_end=produced_end,
             finish_reason=finish,
@@ -596,6 +593,22 @@ class ManagedServer:
                 ids=turn.ids_after(index, record),
             )
         )
+
+
+class _LastResult:
+    """``fn(*args)``, computed again only when the arguments differ from the last call's (compared with a
+    deep copy of them, so arguments changed in place are seen as changed)."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        self.args: tuple[Any, ...] | None = None
+        self.result: Any = None
+
+    def __call__(self, *args: Any) -> Any:
+        if self.args is None or args != self.args:
+            self.result = self.fn(*args)
+            self.args = copy.deepcopy(args)
+        return self.result
 
 
 @dataclass(eq=False)

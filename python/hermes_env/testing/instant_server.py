@@ -13,6 +13,7 @@ tests/managed/test_incremental.py)::
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,7 +38,8 @@ class InstantScriptedServer:
 
     ``record=True`` keeps a copy of every prompt in ``prompts`` and every sample's ids in ``outputs``
     (tests); ``keep_input=True`` keeps the very list it was sent in ``kept`` (a server that holds on
-    to its input).
+    to its input). ``cpu_seconds`` is the process CPU time spent answering so far, which a benchmark
+    subtracts to time only its client.
     """
 
     def __init__(
@@ -57,10 +59,12 @@ class InstantScriptedServer:
         self.kept: list[Any] = []
         self.calls = 0
         self.last_prompt_tokens = 0
+        self.cpu_seconds = 0.0
 
     async def tokens_and_logprobs_completion(
         self, *, input_ids: Sequence[int], n: int = 1, **params: Any
     ) -> tuple[Sequence[int], list[list[int]], list[list[float]], list[str]]:
+        started = time.process_time()
         self.calls += 1
         self.last_prompt_tokens = len(input_ids)
         if self.record:
@@ -79,4 +83,5 @@ class InstantScriptedServer:
                 self.outputs.append(ids)
             logprobs.append([scripted_logprob(t, j) for j, t in enumerate(ids)])
             finishes.append("stop")
+        self.cpu_seconds += time.process_time() - started
         return input_ids, outputs, logprobs, finishes

@@ -3,12 +3,14 @@
 
 use pyo3::prelude::*;
 
+mod bpe;
 mod parsers;
 mod trajectory;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    bpe::register(m)?;
     parsers::register(m)?;
     trajectory::register(m)?;
     Ok(())
