@@ -43,6 +43,48 @@ def load_conformance(parser: str) -> list[dict[str, Any]]:
         return [json.loads(line) for line in f if line.strip()]
 
 
+# -- containers: tests marked ``containers`` start real ones, and are skipped (saying why) where none can run -----
+
+CONTAINER_PROBLEM: str | None = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global CONTAINER_PROBLEM
+    from hermes_env.containers.setup import readiness_problem
+
+    CONTAINER_PROBLEM = readiness_problem()
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if CONTAINER_PROBLEM is not None and item.get_closest_marker("containers") is not None:
+        pytest.skip(f"no usable container engine: {CONTAINER_PROBLEM}")
+
+
+@pytest.fixture(autouse=True)
+def _no_container_left(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test that starts containers leaves none of this process's behind (nor their channel directories)."""
+    yield
+    if CONTAINER_PROBLEM is None and request.node.get_closest_marker("containers") is not None:
+        from hermes_env.containers import detect_engine
+        from hermes_env.containers.engine import OWNER_LABEL, owner_token
+        from hermes_env.isolation.roots import LOCK_NAME
+
+        engine = detect_engine(None)
+        left = engine.run_sync("ps", "-aq", "--filter", f"label={OWNER_LABEL}={owner_token()}").text.split()
+        engine.remove_sync(left)
+        assert not left, f"{request.node.name} left {len(left)} container(s) behind"
+        mine = f"{os.getpid()}\n"
+        roots = [p for p in Path(tempfile.gettempdir()).glob("hermes-docker-*") if _read(p / LOCK_NAME) == mine]
+        assert not roots, f"{request.node.name} left its channel directories behind: {roots}"
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except OSError:
+        return None
+
+
 # -- execution backends: a test taking ``backend`` runs on ``local`` and on ``bwrap`` ----------------------------
 
 BWRAP_PROBLEM = bwrap_problem()
@@ -58,9 +100,14 @@ def ws_root() -> Iterator[Path]:
     shutil.rmtree(root, ignore_errors=True)
 
 
-@pytest.fixture(params=["local", pytest.param("bwrap", marks=needs_bwrap)])
+BACKENDS = ["local", pytest.param("bwrap", marks=needs_bwrap), pytest.param("docker", marks=pytest.mark.containers)]
+
+
+@pytest.fixture(params=BACKENDS)
 async def backend(request: pytest.FixtureRequest, ws_root: Path) -> AsyncIterator[ExecutionBackend]:
-    b = get_backend(request.param, root=ws_root)
+    # docker keeps each workspace inside its container: there is no host root to give it.
+    options = {"memory_bytes": "512MiB"} if request.param == "docker" else {"root": ws_root}
+    b = get_backend(request.param, **options)
     yield b
     await b.aclose()
 

@@ -10,7 +10,8 @@ callers catch, e.g. ``WorkspacePathError`` is a ``PermissionError``)::
     ├── ConfigError                   a dataset, phase or option that cannot be used as given
     │   ├── DatasetError
     │   ├── PhaseError
-    │   └── TokenizerUnavailable      also an OSError, as Hugging Face's own loading errors are
+    │   ├── TokenizerUnavailable      also an OSError, as Hugging Face's own loading errors are
+    │   └── GGUFError                 a model file that is not a readable GGUF, or a tokenizer it cannot give
     ├── RolloutFailed                 one rollout produced nothing usable; its group is dropped (``kind``)
     ├── PolicyCallError               a model call gave no usable completion (``kind``: a policy_* kind)
     ├── BackendFailure                the tool backend failed under a call (worker died): fails the rollout
@@ -22,11 +23,16 @@ callers catch, e.g. ``WorkspacePathError`` is a ``PermissionError``)::
     │   ├── SlotAcquireTimeout
     │   ├── PoolClosedError
     │   └── WorkerStartError
+    ├── ContainerError                a container engine, image or container failed
+    │   ├── EngineUnavailableError    no engine answers (also a BackendUnavailableError)
+    │   ├── EngineCommandError        one engine command failed
+    │   ├── ImageBuildError           a task's image recipe failed to build
+    │   ├── ImageUnavailableError     a named image is neither local nor pullable
+    │   ├── ContainerLostError        a rollout's container could not start, died, or was out of memory
+    │   │                             (also a BackendFailure)
+    │   └── ChannelClosedError        a container's call channel closed under a call (the container ended)
     ├── GenerationRequestError        a generation request the GGUF engine/server refuses (HTTP 400)
     └── LlamaDecodeError              llama.cpp's decode failed (``code``); fails the requests in that batch
-
-    ConfigError
-    └── GGUFError                     a model file that is not a readable GGUF, or a tokenizer it cannot give
 
 The Rust core raises its own ``ValueError`` subclasses (``hermes_env.trajectory``'s
 ``TrajectoryDivergence``); they are not part of this tree.
@@ -185,6 +191,41 @@ class LlamaDecodeError(HermesEnvError, RuntimeError):
         self.code = code
 
 
+# -- containers -------------------------------------------------------------------------------
+class ContainerError(HermesEnvError, RuntimeError):
+    """A container operation failed; the message says what and what to do."""
+
+
+class EngineUnavailableError(ContainerError, BackendUnavailableError):
+    """No usable container engine (not installed, or its daemon is unreachable)."""
+
+
+class EngineCommandError(ContainerError):
+    """One engine command failed (its output is in the message)."""
+
+    def __init__(self, message: str, *, returncode: int | None = None, output: str = "") -> None:
+        super().__init__(message)
+        self.returncode = returncode
+        self.output = output
+
+
+class ImageBuildError(ContainerError):
+    """A task image could not be built (the message has the end of the build log and where the whole log is)."""
+
+
+class ImageUnavailableError(ContainerError):
+    """An image named by a task is not present and could not be pulled."""
+
+
+class ContainerLostError(ContainerError, BackendFailure):
+    """The rollout's container could not be started, died, or a command in it was killed for memory: the
+    rollout fails (its group is dropped), not the run."""
+
+
+class ChannelClosedError(ContainerError, ConnectionError):
+    """A container's call channel closed (its main process ended): the backend turns it into ContainerLostError."""
+
+
 # -- error kinds ------------------------------------------------------------------------------
 #: What a parser found wrong in the model's output (``ParseIssue.kind``; defined by the Rust core).
 ParseIssueKind = Literal[
@@ -224,24 +265,31 @@ ERROR_KINDS: tuple[str, ...] = tuple(
 )
 
 __all__ = [
-    "ERROR_KINDS",
-    "ROLLOUT_FAILURE_KINDS",
     "BackendFailure",
     "BackendUnavailableError",
+    "ChannelClosedError",
     "ConfigError",
+    "ContainerError",
+    "ContainerLostError",
     "DatasetError",
+    "ERROR_KINDS",
+    "EngineCommandError",
+    "EngineUnavailableError",
     "EnvSetupError",
     "ExecErrorKind",
     "FileTooLargeError",
     "GGUFError",
     "GenerationRequestError",
     "HermesEnvError",
+    "ImageBuildError",
+    "ImageUnavailableError",
     "InferenceServerUnreachable",
     "LlamaDecodeError",
     "ParseIssueKind",
     "PhaseError",
     "PolicyCallError",
     "PoolClosedError",
+    "ROLLOUT_FAILURE_KINDS",
     "RolloutFailed",
     "RolloutFailureKind",
     "SandboxPoolError",

@@ -46,13 +46,24 @@ def test_nomad_and_modal_are_refused_and_their_fields_warned_about(caplog: pytes
 def test_tool_pool_mode_names_one_of_the_pools_launchers() -> None:
     from hermes_env.sandbox.config import LAUNCHERS
 
+    assert set(LAUNCHERS) == {"local", "ray", "container"}
     for mode in LAUNCHERS:
         assert AgentEnvConfig(tool_pool_mode=mode).pool_options()["launcher"] == mode
-    if "container" not in LAUNCHERS:
-        with pytest.raises(ValidationError, match="'container' needs the slot pool's container launcher"):
-            AgentEnvConfig(tool_pool_mode="container")
-    with pytest.raises(ValidationError, match="unknown tool_pool_mode 'k8s'; use one of local, ray"):
+    with pytest.raises(ValidationError, match="unknown tool_pool_mode 'k8s'; use one of local, ray, container"):
         AgentEnvConfig(tool_pool_mode="k8s")
+
+
+def test_sandbox_image_is_the_container_workers_image(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING):
+        options = AgentEnvConfig(tool_pool_mode="container", sandbox_image="tools:1").pool_options()
+    assert options["container_image"] == "tools:1" and "Nomad/Modal" not in caplog.text
+    assert "container_image" not in AgentEnvConfig(tool_pool_mode="container").pool_options()  # the base image
+    explicit = {"container_image": "mine:2"}
+    config = AgentEnvConfig(tool_pool_mode="container", sandbox_image="tools:1", terminal_backend_options=explicit)
+    assert config.pool_options()["container_image"] == "mine:2"
+    with caplog.at_level(logging.WARNING):
+        local = AgentEnvConfig(tool_pool_mode="local", sandbox_image="tools:1").pool_options()
+    assert "container_image" not in local and "sandbox_image configure seed 004's Nomad/Modal" in caplog.text
 
 
 class SeedEnv(AgentEnv):
@@ -98,9 +109,16 @@ def policy(messages: list[dict[str, Any]], call: int) -> Any:
     return completion("Wrote it.")
 
 
-@pytest.mark.skipif(BWRAP_PROBLEM is not None, reason=f"bubblewrap unusable here: {BWRAP_PROBLEM}")
-async def test_a_group_through_seed_004s_hooks(ws_root: Path) -> None:
+@pytest.mark.parametrize(
+    "mode",
+    [
+        pytest.param("local", marks=pytest.mark.skipif(BWRAP_PROBLEM is not None, reason=f"no bwrap: {BWRAP_PROBLEM}")),
+        pytest.param("container", marks=pytest.mark.containers),  # the workers are containers of the base image
+    ],
+)
+async def test_a_group_through_seed_004s_hooks(ws_root: Path, mode: str) -> None:
     config = AgentEnvConfig(
+        tool_pool_mode=mode,
         tokenizer_name=str(qwen3_tokenizer_dir()),
         group_size=2,
         use_wandb=False,

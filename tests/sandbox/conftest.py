@@ -6,7 +6,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 from hermes_env.isolation import bwrap_problem
-from hermes_env.sandbox import ExecutorConfig, PoolConfig, ResourceLimits, SandboxPolicy, SlotPool, ToolExecutor
+from hermes_env.sandbox import ExecutorConfig, SlotPool, ToolExecutor
+
+from tests.sandbox.sandbox_pools import make_pool, pools
 
 BWRAP_PROBLEM = bwrap_problem()
 
@@ -17,32 +19,11 @@ def _require_bwrap() -> None:
         pytest.skip(f"bubblewrap unusable here: {BWRAP_PROBLEM}")
 
 
-TEST_LIMITS = ResourceLimits(cpu_seconds=10, memory_bytes="512MiB", max_processes=32, max_output_bytes=4096)
-
-
-def make_pool(**overrides: object) -> SlotPool:
-    policy = overrides.pop("policy", None) or SandboxPolicy(limits=TEST_LIMITS)
-    cfg = {"slots_per_worker": 4, "min_workers": 1, "max_workers": 2, "health_interval_s": 0.5,
-           "scale_down_cooldown_s": 3600.0, "acquire_timeout_s": 30.0, **overrides}  # fmt: skip
-    return SlotPool(PoolConfig(**cfg), policy)  # type: ignore[arg-type]
-
-
 @pytest.fixture
 async def pool_factory() -> AsyncIterator[Callable[..., Awaitable[SlotPool]]]:
     """``await pool_factory(**PoolConfig overrides, policy=...)``: started pools closed at teardown."""
-    made: list[SlotPool] = []
-
-    async def factory(**overrides: object) -> SlotPool:
-        p = make_pool(**overrides)
-        made.append(p)
-        await p.start()
-        return p
-
-    try:
+    async with pools() as factory:
         yield factory
-    finally:
-        for p in made:
-            await p.close()
 
 
 @pytest.fixture

@@ -19,6 +19,8 @@ from hermes_env.sandbox import (
 )
 from hermes_env.sandbox.config import ResourceLimits
 
+from tests.sandbox.sandbox_pools import pools
+
 
 async def _wait_until(predicate, what: str, limit: float = 30.0) -> None:  # noqa: ANN001
     for _ in range(int(limit / 0.1)):
@@ -43,6 +45,13 @@ def _processes_mentioning(text: str) -> list[int]:
         if text.encode() in cmd and state != b"Z":
             found.append(int(pid))
     return found
+
+
+@pytest.fixture(params=["local", pytest.param("container", marks=pytest.mark.containers)])
+async def pool_factory(request: pytest.FixtureRequest):  # noqa: ANN201
+    """The pool's fault tests run with workers as local processes and as containers (the container launcher)."""
+    async with pools(launcher=request.param) as factory:
+        yield factory
 
 
 async def test_worker_killed_mid_batch(pool_factory) -> None:  # noqa: ANN001

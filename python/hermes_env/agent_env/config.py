@@ -3,12 +3,13 @@
 Every field of seed 004's ``AgentEnvConfig`` (``atropos/envs/agent_env.py``) is accepted with its
 default. The ones with a meaning here map onto :class:`~hermes_env.env.config.HermesAgentEnvConfig`:
 
-- the slot pool: ``tool_pool_mode`` (``local`` worker processes, ``ray`` actors, ``container`` when
-  the container launcher exists) → the pool's launcher; ``slots_per_container`` /
+- the slot pool: ``tool_pool_mode`` (``local`` worker processes, ``ray`` actors, ``container``
+  containers on docker/podman) → the pool's launcher; ``slots_per_container`` /
   ``min_containers`` / ``max_containers`` → slots per worker and the worker count range;
   ``acquire_timeout_s``; ``tool_batch_window_ms`` / ``tool_max_batch_size`` → the executor's
   batching; ``allow_network`` / ``require_sandbox`` / ``require_stateful_sandbox`` → the sandbox
-  policy. ``terminal_backend`` is always ``sandbox``.
+  policy; with ``tool_pool_mode: container``, ``sandbox_image`` (when set) → the workers' image
+  (``container_image``; it needs python3). ``terminal_backend`` is always ``sandbox``.
 - the agent: ``agent_max_steps`` → ``max_agent_turns``, ``agent_max_tokens`` →
   ``max_tokens_per_turn``, ``agent_temperature`` (0.7 here, as in seed 004),
   ``agent_tool_delay_s`` (a pause before each tool call).
@@ -16,7 +17,7 @@ default. The ones with a meaning here map onto :class:`~hermes_env.env.config.He
   ``disabled_toolsets``, ``tool_server_url`` (``inprocess`` runs the tool server in this process
   with ``tool_server_tools``), ``tool_server_token``.
 
-Nomad- and Modal-specific fields (``nomad_address``, ``sandbox_image``, ``modal_*``...) are
+Nomad- and Modal-specific fields (``nomad_address``, ``sandbox_job_id``, ``modal_*``...) are
 accepted so seed-004 configs load, but they have no effect: setting one logs a warning, and
 ``tool_pool_mode: nomad|modal`` is an error naming the modes that exist.
 """
@@ -33,7 +34,7 @@ from hermes_env.sandbox.config import LAUNCHERS
 
 logger = logging.getLogger(__name__)
 
-# tool_pool_mode names one of the pool's launchers (local, ray, and container where that launcher exists).
+# tool_pool_mode names one of the pool's launchers (local, ray, container).
 POOL_MODES = tuple(LAUNCHERS)
 
 # Seed 004's Nomad/Modal fields and defaults: accepted, without effect here.
@@ -72,7 +73,7 @@ class AgentEnvConfig(HermesAgentEnvConfig):
 
     tool_pool_mode: str = Field(
         default="local",
-        description="Where sandbox workers run: local (processes), ray (actors), container (where it exists).",
+        description="Where sandbox workers run: local (processes), ray (actors), container (docker/podman).",
     )
     allow_network: bool = Field(default=True, description="Whether sandbox commands may access the network.")
     require_sandbox: bool = Field(
@@ -148,11 +149,6 @@ class AgentEnvConfig(HermesAgentEnvConfig):
                 f"tool_pool_mode {self.tool_pool_mode!r} (seed 004's {self.tool_pool_mode.capitalize()} backend) is "
                 f"not available in hermes_env; use one of {', '.join(POOL_MODES)}"
             )
-        if self.tool_pool_mode == "container" and "container" not in POOL_MODES:
-            raise ValueError(
-                "tool_pool_mode 'container' needs the slot pool's container launcher, which this version of "
-                f"hermes_env does not have; use one of {', '.join(POOL_MODES)}"
-            )
         if self.tool_pool_mode not in POOL_MODES:
             raise ValueError(f"unknown tool_pool_mode {self.tool_pool_mode!r}; use one of {', '.join(POOL_MODES)}")
         if self.terminal_backend != "sandbox":
@@ -164,7 +160,9 @@ class AgentEnvConfig(HermesAgentEnvConfig):
             raise ValueError(
                 f"min_containers ({self.min_containers}) is larger than max_containers ({self.max_containers})"
             )
-        ignored = sorted(k for k, default in UNUSED_FIELDS.items() if getattr(self, k) != default)
+        ignored = sorted(
+            k for k, default in UNUSED_FIELDS.items() if getattr(self, k) != default and k != self._worker_image_field
+        )
         if ignored:
             logger.warning(
                 "AgentEnvConfig: %s configure seed 004's Nomad/Modal pools and have no effect here "
@@ -173,10 +171,19 @@ class AgentEnvConfig(HermesAgentEnvConfig):
             )
         return self
 
+    @property
+    def _worker_image_field(self) -> str | None:
+        """``sandbox_image`` where it names the container workers' image (seed 004's Nomad job ran that image)."""
+        return "sandbox_image" if self.tool_pool_mode == "container" else None
+
     def pool_options(self) -> dict[str, Any]:
         """``terminal_backend_options`` of the slot pool these fields describe."""
+        image: dict[str, Any] = {}
+        if self._worker_image_field and self.sandbox_image != _NOMAD_FIELDS["sandbox_image"]:
+            image["container_image"] = self.sandbox_image
         return {
             "launcher": self.tool_pool_mode,
+            **image,
             "slots_per_worker": self.slots_per_container,
             "min_workers": self.min_containers,
             "max_workers": self.max_containers,

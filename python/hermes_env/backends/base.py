@@ -24,11 +24,16 @@ from __future__ import annotations
 
 import abc
 import inspect
-from typing import Any, ClassVar
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from hermes_env.errors import BackendFailure
 from hermes_env.isolation.bubblewrap import WORKSPACE_MOUNT
+from hermes_env.isolation.limits import ResourceLimits
 from hermes_env.isolation.result import ExecResult
+
+if TYPE_CHECKING:
+    from hermes_env.containers.images import ImageSpec
 
 __all__ = ["BackendFailure", "ExecResult", "ExecutionBackend"]
 
@@ -37,12 +42,32 @@ class ExecutionBackend(abc.ABC):
     """Runs commands and file operations inside one workspace per task id."""
 
     name: ClassVar[str] = "abstract"
+    #: Whether each task can run in a container image of its own (:meth:`use_image`; the ``docker`` backend).
+    supports_images: ClassVar[bool] = False
+
+    #: The :class:`ResourceLimits` the backend applies, and so accepts as options (besides ``limits``, all of them).
+    limit_options: ClassVar[frozenset[str]] = frozenset()
 
     @classmethod
     def accepted_options(cls) -> list[str]:
-        """Keyword options :meth:`from_options` accepts (those of ``__init__``)."""
+        """Keyword options :meth:`from_options` accepts (those of ``__init__``, and its limit options)."""
         params = inspect.signature(cls.__init__).parameters.values()
-        return sorted(p.name for p in params if p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL))
+        names = {p.name for p in params if p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+        return sorted(names | cls.limit_options | ({"limits"} if cls.limit_options else set()))
+
+    @classmethod
+    def resource_limits(
+        cls, limits: ResourceLimits | Mapping[str, Any] | None, options: Mapping[str, Any]
+    ) -> ResourceLimits:
+        """``limits`` with ``options`` (single limits) on top; ValueError naming the valid options for another."""
+        unknown = sorted(set(options) - cls.limit_options)
+        if unknown:
+            raise ValueError(
+                f"backend {cls.name!r} does not accept option(s) {', '.join(map(repr, unknown))}; "
+                f"valid options: {', '.join(cls.accepted_options())}"
+            )
+        base = limits.model_dump() if isinstance(limits, ResourceLimits) else dict(limits or {})
+        return ResourceLimits.model_validate({**base, **options})
 
     @classmethod
     def from_options(cls, **options: Any) -> ExecutionBackend:
@@ -59,6 +84,10 @@ class ExecutionBackend(abc.ABC):
     def visible_roots(self, task_id: str) -> tuple[str, ...]:
         """Absolute prefixes under which the task's commands see its workspace."""
         return (WORKSPACE_MOUNT,)
+
+    def use_image(self, task_id: str, image: ImageSpec | None) -> None:
+        """Run ``task_id`` in ``image`` (None: the backend's default); call before the task's first use."""
+        raise NotImplementedError(f"backend {self.name!r} runs no container images; use terminal_backend docker")
 
     async def start(self, task_id: str) -> None:  # noqa: B027 - optional hook
         """Create the task's workspace if it does not exist yet (idempotent)."""

@@ -51,14 +51,7 @@ class HostWorkspaceBackend(ExecutionBackend):
         limits: ResourceLimits | Mapping[str, Any] | None = None,
         **limit_options: Any,
     ) -> None:
-        unknown = sorted(set(limit_options) - self.limit_options)
-        if unknown:
-            raise ValueError(
-                f"backend {self.name!r} does not accept option(s) {', '.join(map(repr, unknown))}; "
-                f"valid options: {', '.join(self.accepted_options())}"
-            )
-        base = limits.model_dump() if isinstance(limits, ResourceLimits) else dict(limits or {})
-        self.limits = ResourceLimits.model_validate({**base, **limit_options})
+        self.limits = self.resource_limits(limits, limit_options)
         self._run_root: RunRoot | None = None
         if root is None:
             sweep_dead_runs()
@@ -70,10 +63,6 @@ class HostWorkspaceBackend(ExecutionBackend):
         self._workspaces: dict[str, Path] = {}
         self._running: dict[str, set[int]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
-
-    @classmethod
-    def accepted_options(cls) -> list[str]:
-        return sorted(set(super().accepted_options()) | cls.limit_options | {"limits"})
 
     # -- hooks for subclasses -------------------------------------------------------------
     def visible_roots(self, task_id: str) -> tuple[str, ...]:

@@ -19,6 +19,7 @@ BackendTarget = str | type[ExecutionBackend] | Callable[..., ExecutionBackend]
 _BACKENDS: dict[str, BackendTarget] = {
     "local": "hermes_env.backends.local:LocalBackend",
     "bwrap": "hermes_env.backends.bwrap:BwrapBackend",
+    "docker": "hermes_env.backends.docker:DockerBackend",
     "sandbox": "hermes_env.backends.sandbox:SandboxBackend",
 }
 

@@ -31,6 +31,7 @@ import random
 import uuid
 from abc import abstractmethod
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from atroposlib.envs.base import BaseEnv, ScoredDataGroup
@@ -38,6 +39,7 @@ from atroposlib.envs.base import BaseEnv, ScoredDataGroup
 from hermes_env.agent.loop import AgentResult, HermesAgentLoop
 from hermes_env.agent.tool_pool import ToolWorkerPool
 from hermes_env.backends.base import BackendFailure
+from hermes_env.containers.images import ImageSpec
 from hermes_env.env.config import HermesAgentEnvConfig
 from hermes_env.env.defaults import (
     default_server_config,
@@ -250,6 +252,31 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
             messages.insert(0, {"role": "system", "content": self.config.system_prompt})
         return messages
 
+    def task_images_dir(self) -> Path:
+        """Where an item's ``dockerfile`` paths are relative to (default: the working directory)."""
+        return Path.cwd()
+
+    def task_image(self, item: Any) -> ImageSpec | None:
+        """The container image ``item``'s rollouts run in on a backend with images (``terminal_backend: docker``).
+
+        Default: the item's ``image`` (an image name) or ``dockerfile`` (a recipe, relative to
+        :meth:`task_images_dir`); None (neither) runs the backend's default image.
+        """
+        return ImageSpec.from_item(item, self.task_images_dir())
+
+    def use_task_image(self, item: Any, trajectory_id: str) -> None:
+        """Tell the backend which image the rollout runs in; a task that needs one fails on a backend without."""
+        image = self.task_image(item)
+        if image is None:
+            return
+        if not self.backend.supports_images:
+            raise RolloutFailed(
+                f"this task needs the container image {image.describe()}, but terminal_backend "
+                f"{self.config.terminal_backend!r} runs no images; use terminal_backend docker",
+                "workspace_setup_failed",
+            )
+        self.backend.use_image(trajectory_id, image)
+
     def make_tool_context(self, trajectory_id: str) -> Any:
         """The rollout's ToolContext; its ``run_context`` is what the model's tool calls run with.
 
@@ -323,6 +350,7 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         trajectory_id = f"{self.name or type(self).__name__}-{uuid.uuid4().hex[:12]}-{index}"
         ctx = self.make_tool_context(trajectory_id)
         try:
+            self.use_task_image(item, trajectory_id)
             try:
                 # Setup is bounded by the workspace's lifetime, as the rollout once was as a whole.
                 async with asyncio.timeout(self.config.terminal_lifetime):

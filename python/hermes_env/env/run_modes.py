@@ -73,6 +73,10 @@ def _asked_for_wandb(argv: list[str]) -> bool:
     return False
 
 
+# Failure causes that point at the tool backend rather than the inference server (for the stop message's hint).
+_BACKEND_CAUSES = frozenset({"sandbox_failed", "workspace_setup_failed"})
+
+
 class RunModesMixin:
     """serve/process/evaluate for :class:`~hermes_env.env.base_env.HermesAgentBaseEnv` (mixed in before BaseEnv)."""
 
@@ -293,9 +297,15 @@ class RunModesMixin:
                         progress.dropped(self.rollout_stats.groups_dropped)
                         if failures_in_a_row >= self.config.max_failed_groups_in_a_row:
                             causes = ", ".join(self.rollout_stats.dropped_by_cause) or "unknown"
+                            backend_only = set(self.rollout_stats.dropped_by_cause) <= _BACKEND_CAUSES
+                            hint = (
+                                "the tool backend (see the first warning)"
+                                if backend_only
+                                else "the inference server and --env.rollout_timeout"
+                            )
                             stop_reason = (
                                 f"{failures_in_a_row} groups in a row were dropped ({causes}); the last because: "
-                                f"{getattr(self, 'last_drop_reason', None) or 'see the warnings above'}"
+                                f"{getattr(self, 'last_drop_reason', None) or 'see the warnings above'}. Check {hint}"
                             )
                         continue
                     failures_in_a_row = 0

@@ -6,6 +6,7 @@ prepared and how a rollout is scored; the loading, validation, ordering and eval
 
 from __future__ import annotations
 
+import logging
 import random
 from pathlib import Path
 from typing import Any, ClassVar
@@ -15,6 +16,8 @@ from hermes_env.env.dataset import DatasetError, load_rows
 from hermes_env.env.defaults import default_server_config, default_tokenizer_name
 from hermes_env.env.errors import RolloutFailed
 from hermes_env.env.run_modes import EvalOutcome
+
+logger = logging.getLogger(__name__)
 
 
 class TaskFileEnv(HermesAgentBaseEnv):
@@ -48,10 +51,41 @@ class TaskFileEnv(HermesAgentBaseEnv):
                     f"{self.name} task {task.get('id', index)!r} in {source} lacks the field(s) {missing}; "
                     "add them to the row or point --env.dataset_name at a file in this environment's format"
                 )
+            try:
+                self.task_image(task)
+            except ValueError as exc:
+                raise DatasetError(f"{self.name} task file {source}: {exc}") from None
             self.validate_task(task)
+        self.tasks = self._runnable(self.tasks)
         self._order = list(range(len(self.tasks)))
         random.Random(self.config.seed).shuffle(self._order)
         self._cursor = 0
+
+    def task_images_dir(self) -> Path:
+        """A task's ``dockerfile`` is relative to its task file's directory."""
+        source = Path(self.config.dataset_name or self.default_tasks_path)
+        return source.parent if source.is_file() else Path.cwd()
+
+    def _runnable(self, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The tasks this backend can run: those naming a container image need one that runs images."""
+        if self.backend.supports_images:
+            return tasks
+        kept = [task for task in tasks if self.task_image(task) is None]
+        if len(kept) < len(tasks):
+            logger.warning(
+                "%s: skipping %d of %d tasks that need their own container image: terminal_backend %r runs no "
+                "images (use --env.terminal_backend docker to run them)",
+                self.name,
+                len(tasks) - len(kept),
+                len(tasks),
+                self.config.terminal_backend,
+            )
+        if not kept:
+            raise DatasetError(
+                f"every {self.name} task needs a container image, but terminal_backend "
+                f"{self.config.terminal_backend!r} runs no images; use --env.terminal_backend docker"
+            )
+        return kept
 
     def validate_task(self, task: dict[str, Any]) -> None:
         """Further checks of one row at setup (default: none); raise DatasetError saying what to fix."""

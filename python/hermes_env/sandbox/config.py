@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic import BaseModel, ByteSize, ConfigDict, Field, SecretStr, model_validator
 
 from hermes_env.isolation.limits import ResourceLimits, apply_renamed_options
 
@@ -16,6 +16,7 @@ from hermes_env.isolation.limits import ResourceLimits, apply_renamed_options
 LAUNCHERS: dict[str, str] = {
     "local": "hermes_env.sandbox.launchers.local:LocalLauncher",
     "ray": "hermes_env.sandbox.launchers.ray:RayLauncher",
+    "container": "hermes_env.sandbox.launchers.container:ContainerLauncher",
 }
 
 
@@ -56,6 +57,16 @@ class PoolConfig(BaseModel):
     ray_address: str | None = None
     # Ray only: "node_affinity" balances workers over nodes explicitly; "spread" uses Ray's SPREAD strategy.
     ray_placement: Literal["node_affinity", "spread"] = "node_affinity"
+    # Container launcher only (hermes_env.sandbox.launchers.container): each worker is a container of this image.
+    container_engine: str | None = Field(None, description="docker or podman; the first that works when unset")
+    container_image: str | None = Field(None, description="the workers' image (needs python3); the base image if unset")
+    container_cpus: float = Field(2.0, gt=0.0, description="CPUs of each worker's container")
+    container_memory_bytes: ByteSize | None = Field(
+        None, ge=64 * 1024**2, description="a worker container's memory; slots x memory_bytes when unset"
+    )
+    container_max_processes: int | None = Field(
+        None, ge=16, description="a worker container's processes; slots x max_processes + 64 when unset"
+    )
 
     @model_validator(mode="before")
     @classmethod

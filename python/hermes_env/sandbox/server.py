@@ -129,6 +129,7 @@ def build_app(host: SlotHost, worker_id: str, secret: str | None = None) -> web.
                 "pid": os.getpid(),
                 "slots": len(host.slots),
                 "sandboxed": host.sandboxed,
+                "isolation": host.isolation,
                 "sandbox_problem": host.sandbox_problem,
                 "allow_network": host.policy.allow_network,
             }
@@ -180,7 +181,14 @@ def _ready_line(info: dict[str, Any]) -> None:
 async def serve(args: argparse.Namespace) -> int:
     policy = SandboxPolicy.model_validate_json(args.policy)
     become_subreaper()
-    host = SlotHost(Path(args.root), args.slots, policy, worker_index=args.worker_index, uid_base=args.uid_base)
+    host = SlotHost(
+        Path(args.root),
+        args.slots,
+        policy,
+        worker_index=args.worker_index,
+        uid_base=args.uid_base,
+        isolation=args.isolation,
+    )
     try:
         await asyncio.to_thread(host.prepare)
     except (RuntimeError, OSError) as exc:
@@ -190,11 +198,17 @@ async def serve(args: argparse.Namespace) -> int:
     # A short shutdown: calls still running when the worker stops are cancelled (and their sandboxes killed).
     runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=2.0)
     await runner.setup()
-    site = web.TCPSite(runner, args.host, args.port, backlog=1024)
-    await site.start()
-    server = site._server  # noqa: SLF001 - aiohttp exposes the bound port only here
-    port = server.sockets[0].getsockname()[1] if server is not None and server.sockets else args.port
-    _ready_line({"port": port, "pid": os.getpid(), "sandboxed": host.sandboxed})
+    if args.unix_socket:
+        site: web.BaseSite = web.UnixSite(runner, args.unix_socket, backlog=1024)
+        await site.start()
+        os.chmod(args.unix_socket, 0o600)
+        port = 0
+    else:
+        site = web.TCPSite(runner, args.host, args.port, backlog=1024)
+        await site.start()
+        server = site._server  # noqa: SLF001 - aiohttp exposes the bound port only here
+        port = server.sockets[0].getsockname()[1] if server is not None and server.sockets else args.port
+    _ready_line({"port": port, "pid": os.getpid(), "sandboxed": host.sandboxed, "isolation": host.isolation})
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -229,10 +243,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--uid-base", type=int, default=SLOT_UID_BASE, help="first slot uid of the pool's uid block")
     p.add_argument("--worker-id", default="worker")
     p.add_argument("--parent-pid", type=int, default=0, help="exit when this process is no longer our parent")
+    p.add_argument("--unix-socket", default=None, help="listen on this Unix socket instead of --host/--port")
+    p.add_argument(
+        "--isolation",
+        choices=("bubblewrap", "container"),
+        default="bubblewrap",
+        help="container: the worker's container isolates it; no bubblewrap per command",
+    )
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
     policy = SandboxPolicy.model_validate_json(args.policy)
-    if os.geteuid() == 0 and policy.limits.disk_bytes is not None:
+    if os.geteuid() == 0 and policy.limits.disk_bytes is not None and args.isolation != "container":
         private_mount_namespace()  # before any thread starts: unshare(CLONE_NEWNS) is per process
     return asyncio.run(serve(args))
 

@@ -13,7 +13,7 @@ import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from hermes_env.errors import FileTooLargeError, WorkspacePathError
 from hermes_env.isolation import bubblewrap, paths, quota
@@ -59,9 +59,18 @@ class SlotHost:
     """The slots of one worker: workspaces under ``root``, isolation per ``policy``."""
 
     def __init__(
-        self, root: Path, n_slots: int, policy: SandboxPolicy, worker_index: int = 0, uid_base: int = SLOT_UID_BASE
+        self,
+        root: Path,
+        n_slots: int,
+        policy: SandboxPolicy,
+        worker_index: int = 0,
+        uid_base: int = SLOT_UID_BASE,
+        isolation: Literal["bubblewrap", "container"] = "bubblewrap",
     ) -> None:
         self.root = root
+        # "container": the worker's container isolates it (bubblewrap cannot mount /proc inside one); its slots are
+        # separated by uid, private workspaces and rlimits, and commands run without a bubblewrap sandbox each.
+        self.isolation = isolation
         self.policy = policy
         self.worker_index = worker_index
         self.slots = [
@@ -86,7 +95,11 @@ class SlotHost:
             (self.root / sub).mkdir(exist_ok=True)
             os.chmod(self.root / sub, 0o711)  # slots cannot list each other's directories
         first = self.slots[0].user if self.slots else SandboxUser()
-        problem = bubblewrap.probe(first, allow_network=self.policy.allow_network)
+        if self.isolation == "container":
+            problem = None
+            self.sandboxed = False
+        else:
+            problem = bubblewrap.probe(first, allow_network=self.policy.allow_network)
         if problem is not None:
             if self.policy.require_sandbox:
                 raise RuntimeError(
@@ -99,7 +112,8 @@ class SlotHost:
         # BackendUnavailableError now, rather than at the first call, when prlimit or setpriv is missing.
         self.policy.limits.prlimit_argv()
         first.argv_prefix()
-        if self.policy.limits.disk_bytes is not None:
+        if self.policy.limits.disk_bytes is not None and self.isolation != "container":
+            # In a container the worker has no mount rights; the container's own storage bounds its slots.
             problem = quota.quota_problem()
             if problem is None:
                 self.quota_bytes = int(self.policy.limits.disk_bytes)

@@ -89,7 +89,7 @@ def run_demo(
         parser.add_argument(
             "--backend",
             default=default_backend,
-            help=f"terminal backend: {default_backend} (default), local or sandbox",
+            help=f"terminal backend: {default_backend} (default), docker, local or sandbox",
         )
     parser.add_argument("--out", default=default_out, help=f"jsonl of scored groups (default {default_out})")
     parser.add_argument("--seed", type=int, default=0, help="seed of the policy's choices (or sampling)")

@@ -4,7 +4,9 @@
 ``demo`` runs ``process`` end to end on this machine with no model: a SCRIPTED policy server
 speaking vLLM's ``/generate`` (hermes_env.testing.scripted_vllm) answers from the tasks'
 reference solutions — sometimes wrongly, so rewards vary — in Phase 2 with the Qwen3
-tokenizer, tools sandboxed by bubblewrap (``--backend local`` where bwrap is unavailable).
+tokenizer, tools sandboxed by bubblewrap (``--backend local`` where bwrap is unavailable), or
+with ``--backend docker`` one container per rollout, where the tasks that need their own image
+run in it (the others in the base image that ``scripts/setup.sh`` makes).
 ``demo --policy gguf`` samples the policy from SmolLM2-135M-Instruct on this CPU instead
 (hermes_env.models.serve_gguf; the ``gguf`` extra), at temperature 1.
 """

@@ -2,9 +2,11 @@
 
 Each row of ``tasks.jsonl`` has ``id``, ``prompt``, ``setup`` (a shell command that prepares the
 workspace, may be empty), ``check`` (a shell command that exits 0 when the task is done) and
-``solution`` (a reference command, used by the scripted demo policy and the tests). The
-reward is 1.0 when ``check`` passes in the rollout's own workspace after the model stops,
-else 0.0.
+``solution`` (a reference command, used by the scripted demo policy and the tests). A row may
+name the container image its rollouts run in with ``terminal_backend: docker``: ``dockerfile``
+(a recipe under ``images/``, built once on top of the base image) or ``image`` (an image name);
+other backends skip those rows. The reward is 1.0 when ``check`` passes in the rollout's own
+workspace after the model stops, else 0.0.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Worker launchers: how the pool's sandbox workers are started (``PoolConfig.launcher``).
 
-``local`` runs each worker as a child process; ``ray`` runs it as a Ray actor on a cluster node.
+``local`` runs each worker as a child process; ``ray`` runs it as a Ray actor on a cluster node;
+``container`` runs it in a container of its own on a docker/podman engine (its slots share that container).
 The names and their classes are listed in ``hermes_env.sandbox.config.LAUNCHERS``.
 """
 

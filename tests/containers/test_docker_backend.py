@@ -1,0 +1,215 @@
+"""The docker backend on a real engine: a container per task, its limits, and every way a container can fail."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from hermes_env.backends import get_backend
+from hermes_env.backends.docker import ContainerLostError, DockerBackend
+from hermes_env.containers import ImageSpec
+from hermes_env.containers.engine import LABEL, OWNER_LABEL, owner_token
+
+
+@pytest.fixture(params=["channel", "exec"])
+async def docker(request: pytest.FixtureRequest) -> AsyncIterator[DockerBackend]:
+    backend = get_backend("docker", memory_bytes="256MiB", max_processes=64, cpus=1, transport=request.param)
+    assert isinstance(backend, DockerBackend)
+    yield backend
+    await backend.aclose()
+
+
+def _inspect(backend: DockerBackend, task_id: str) -> dict:
+    box = backend._containers[task_id]
+    return json.loads(backend.engine.run_sync("inspect", "--type", "container", box.cid).text)[0]
+
+
+async def test_each_task_gets_its_own_limited_labelled_container(docker: DockerBackend) -> None:
+    await docker.write_file("a", "mine.txt", b"a")
+    res = await docker.execute("b", "pwd; ls; cat /sys/class/net/*/address 2>/dev/null | wc -l; ls /sys/class/net", 10)
+    assert res.ok and res.output.splitlines()[0] == "/workspace" and "mine.txt" not in res.output
+    assert res.output.split()[-1] == "lo"  # no network but loopback
+    info = _inspect(docker, "a")
+    assert info["Id"] != _inspect(docker, "b")["Id"]
+    labels = info["Config"]["Labels"]
+    assert labels[LABEL] == "rollout" and labels[OWNER_LABEL] == owner_token()
+    host = info["HostConfig"]
+    assert host["Memory"] == 256 * 1024**2 and host["PidsLimit"] == 64 and host["NanoCpus"] == 10**9
+    await docker.cleanup("a")
+    assert "a" not in docker._containers
+    assert docker.engine.run_sync("inspect", "--type", "container", info["Id"], check=False).returncode != 0
+    # The same task id later gets a fresh container and an empty workspace.
+    assert await docker.list_files("a") == []
+
+
+async def test_network_is_there_only_when_allowed() -> None:
+    backend = get_backend("docker", allow_network=True, memory_bytes="128MiB")
+    try:
+        res = await backend.execute("t", "ls /sys/class/net", 10)
+        assert res.ok and set(res.output.split()) - {"lo"}, res.output
+    finally:
+        await backend.aclose()
+
+
+async def test_timeout_kills_the_call_and_what_it_started(docker: DockerBackend) -> None:
+    res = await docker.execute("t", "sleep 300 & echo $! > bg.pid; sleep 200", 1.5)
+    assert res.timed_out and not res.ok and "timed out after 1.5s" in res.output
+    left = await docker.execute("t", "ps -eo args | grep -c '^sleep [23]00' || true", 10)
+    assert left.output.strip() == "0", left
+    # A finished call's background job ends with the call too (as on the other backends).
+    res = await docker.execute("t", "sleep 250 & echo started", 10)
+    assert res.ok and res.output == "started\n" and not res.timed_out
+    left = await docker.execute("t", "ps -eo args | grep -c '^sleep 250' || true", 10)
+    assert left.output.strip() == "0", left
+
+
+async def test_fork_bomb_is_bounded_by_the_pids_limit(docker: DockerBackend) -> None:
+    res = await docker.execute("t", "bomb() { bomb | bomb & }; bomb; sleep 2; echo done", 8)
+    assert not res.ok or "done" in res.output
+    after = await docker.execute("t", "echo alive", 20)
+    assert after.ok and after.output == "alive\n"
+
+
+async def test_an_oom_kill_fails_the_rollout_and_removes_its_container(docker: DockerBackend) -> None:
+    await docker.execute("t", "true", 10)
+    cid = docker._containers["t"].cid
+    with pytest.raises(ContainerLostError, match=r"out-of-memory killer.*256 MiB.*memory_bytes"):
+        await docker.execute("t", "python3 -c 'x = bytearray(600 * 1024 * 1024)'", 30)
+    assert docker.engine.run_sync("inspect", "--type", "container", cid, check=False).returncode != 0
+    with pytest.raises(ContainerLostError, match="out-of-memory"):  # the rollout's later calls fail the same way
+        await docker.read_file("t", "x")
+    # Another task is unaffected.
+    assert (await docker.execute("other", "echo ok", 10)).ok
+
+
+async def test_a_container_that_dies_mid_call_fails_the_rollout(docker: DockerBackend) -> None:
+    await docker.execute("t", "true", 10)
+    cid = docker._containers["t"].cid
+    call = asyncio.create_task(docker.execute("t", "sleep 60", 50))
+    await asyncio.sleep(1.0)
+    await docker.engine.run("kill", cid)
+    with pytest.raises(ContainerLostError, match=r"container of task 't' died during a call: it is (exited|stopped)"):
+        await asyncio.wait_for(call, 30)
+    assert docker.engine.run_sync("inspect", "--type", "container", cid, check=False).returncode != 0
+
+
+async def test_cleanup_during_a_call_ends_that_call(docker: DockerBackend) -> None:
+    call = asyncio.create_task(docker.execute("t", "sleep 300", 120))
+    await asyncio.sleep(1.0)
+    await docker.cleanup("t")
+    res = await asyncio.wait_for(call, 30)
+    assert not res.ok and "cleaned up" in (res.error or "")
+
+
+async def test_an_image_that_does_not_exist_fails_the_rollout_clearly(docker: DockerBackend) -> None:
+    docker.use_image("t", ImageSpec(image="hermes_env/no-such-image:1"))
+    with pytest.raises(ContainerLostError, match=r"no image for task 't'.*no-such-image.*pulling it failed"):
+        await docker.execute("t", "true", 10)
+    with pytest.raises(ContainerLostError):  # no retry storm: the same error for every later call
+        await docker.execute("t", "true", 10)
+
+
+async def test_a_recipe_that_fails_to_build_fails_every_rollout_using_it(docker: DockerBackend, tmp_path: Path) -> None:
+    (tmp_path / "Dockerfile").write_text("ARG HERMES_BASE_IMAGE\nFROM ${HERMES_BASE_IMAGE}\nRUN exit 7\n")
+    spec = ImageSpec(dockerfile=tmp_path / "Dockerfile")
+    for task in ("r1", "r2", "r3"):
+        docker.use_image(task, spec)
+    results = await asyncio.gather(*(docker.execute(t, "true", 10) for t in ("r1", "r2", "r3")), return_exceptions=True)
+    assert all(isinstance(r, ContainerLostError) and "failed to build" in str(r) for r in results), results
+
+
+async def test_files_an_image_puts_in_the_workspace_are_seen(docker: DockerBackend, tmp_path: Path) -> None:
+    (tmp_path / "Dockerfile").write_text(
+        "ARG HERMES_BASE_IMAGE\nFROM ${HERMES_BASE_IMAGE}\n"
+        "RUN mkdir -p /workspace/app && echo baked > /workspace/app/data\n"
+    )
+    docker.use_image("t", ImageSpec(dockerfile=tmp_path / "Dockerfile"))
+    assert await docker.list_files("t") == ["app/data"]
+    assert await docker.read_file("t", "/workspace/app/data") == b"baked\n"
+    res = await docker.execute("t", "cat app/data", 10)
+    assert res.output == "baked\n"
+    with pytest.raises(RuntimeError, match="already has a container"):
+        docker.use_image("t", None)
+
+
+async def test_file_methods_stay_in_the_workspace(docker: DockerBackend) -> None:
+    res = await docker.execute("t", "ln -s /etc/passwd out; ln -s /etc dir; ln -s sub/in.txt rel; mkdir sub", 10)
+    assert res.ok
+    await docker.write_file("t", "sub/in.txt", b"inside")
+    assert await docker.read_file("t", "rel") == b"inside"  # a symlink within the workspace is fine
+    for op in (
+        docker.read_file("t", "out"),
+        docker.write_file("t", "dir/x", b"x"),
+        docker.write_file("t", "out", b"x"),
+        docker.list_files("t", "dir"),
+        docker.read_file("t", "../etc/passwd"),
+    ):
+        with pytest.raises(PermissionError):
+            await op
+    with pytest.raises(FileNotFoundError):
+        await docker.read_file("t", "missing")
+    with pytest.raises(IsADirectoryError):
+        await docker.read_file("t", "sub")
+    with pytest.raises(NotADirectoryError):
+        await docker.write_file("t", "sub/in.txt/deeper", b"x")
+    assert (await docker.execute("t", "cat /etc/passwd | head -1", 10)).output.startswith("root:")
+    assert await docker.list_files("t") == ["sub/in.txt"]
+
+
+async def test_commands_see_neither_host_files_nor_host_services(docker: DockerBackend, tmp_path: Path) -> None:
+    secret = tmp_path / "host-secret.txt"
+    secret.write_text("host secret")
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        res = await docker.execute(
+            "t", f"cat {secret} 2>&1; (exec 3<>/dev/tcp/127.0.0.1/{port} && echo CONNECTED) 2>&1 || echo REFUSED", 10
+        )
+    assert "host secret" not in res.output and "No such file" in res.output
+    assert "CONNECTED" not in res.output and "REFUSED" in res.output
+
+
+@pytest.mark.parametrize("transport", ["channel", "exec"])
+async def test_output_is_cut_with_a_note_and_a_flood_is_stopped(transport: str) -> None:
+    backend = get_backend(
+        "docker", transport=transport, max_output_bytes=1000, kill_output_bytes=100_000, memory_bytes="256MiB"
+    )
+    try:
+        res = await backend.execute("t", "head -c 5000 /dev/zero | tr '\\0' x; echo; echo done >&2", 20)
+        assert res.ok and res.truncated and res.output.startswith("x" * 1000)
+        assert "showing the first 1000 of 5002 bytes" in res.output or "of 5006 bytes" in res.output, res.output[-200:]
+        res = await backend.execute("t", "yes", 60)
+        assert res.truncated and not res.ok and not res.timed_out and "command stopped" in res.output
+        after = await backend.execute("t", "echo still here", 10)
+        assert after.ok and after.output == "still here\n"
+    finally:
+        await backend.aclose()
+
+
+async def test_a_call_from_another_event_loop_while_this_one_waits() -> None:
+    """hermes-agent reward code calls ToolContext synchronously: the call runs on the sync bridge's loop while the
+    caller's loop (which made the container's channel) is blocked; it goes through the engine's exec instead."""
+    from hermes_env.sync_bridge import HELPER
+
+    backend = get_backend("docker", memory_bytes="256MiB")
+    assert isinstance(backend, DockerBackend)
+    try:
+        assert (await backend.execute("t", "echo a > f", 10)).ok
+        assert backend._containers["t"].channel is not None  # made on this loop
+        res = HELPER.run(backend.execute("t", "cat f; echo b >> f; exit 3", 10))  # this loop is blocked meanwhile
+        assert (res.output, res.exit_code) == ("a\n", 3)
+        assert HELPER.run(backend.read_file("t", "f")) == b"a\nb\n"
+        HELPER.run(backend.write_file("t", "g", b"from the bridge"))
+        assert await backend.read_file("t", "g") == b"from the bridge"  # back on the channel
+        timed = HELPER.run(backend.execute("t", "sleep 60", 1))
+        assert timed.timed_out and (await backend.execute("t", "pgrep -c sleep", 10)).output.strip() == "0"
+        HELPER.run(backend.cleanup("t"))  # the channel's readers are removed by this loop when it runs again
+        await asyncio.sleep(0)
+        assert "t" not in backend._containers
+    finally:
+        await backend.aclose()
