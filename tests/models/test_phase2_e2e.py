@@ -29,7 +29,7 @@ DATA = Path(__file__).resolve().parent / "data"
 def terminal_schema() -> dict[str, Any]:
     from hermes_env.tools.registry import REGISTRY
 
-    return REGISTRY.tools_for_toolsets(["terminal"])[0].schema
+    return REGISTRY.get("terminal").schema
 
 
 async def with_managed(gguf_server: Any, tokenizer: Any, policy: str, body: Any) -> Any:
