@@ -24,8 +24,11 @@ async def test_written_groups_say_what_each_rollout_did_and_what_the_reward_ran(
     env.preflight = _no_preflight  # type: ignore[method-assign]
     await env.process_manager()
     groups = [json.loads(line) for line in out.read_text().splitlines()]
-    assert len(groups) == 2
-    for group, task in zip(groups, TASKS, strict=True):
+    # Groups are written as they finish, so in either order: pair each with its task by the id it records.
+    by_task = {group["rollout_info"][0]["task_id"]: group for group in groups}
+    assert len(groups) == 2 and sorted(by_task) == sorted(t["id"] for t in TASKS)
+    for task in TASKS:
+        group = by_task[task["id"]]
         infos = group["rollout_info"]
         assert len(infos) == len(group["scores"]) == 4 and group["end_reasons"] == ["stop"] * 4
         for info, score in zip(infos, group["scores"], strict=True):

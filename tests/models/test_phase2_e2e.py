@@ -148,7 +148,9 @@ def test_recompute_passes_and_a_shifted_trajectory_fails(
     proc = run_module("hermes_env.checks.recompute", str(shifted), "--model", str(smollm2))
     assert proc.returncode == 1 and "FAIL" in proc.stdout, proc.stdout + proc.stderr
     mean = float(proc.stdout.split("mean ")[1].split(" nats")[0])
-    assert mean > 1.0, proc.stdout
+    # Far above the check's 0.15-nat threshold (the right logprobs gave < 0.15 above); how far depends on the
+    # sampled text, so no closer bound.
+    assert mean > 0.5, proc.stdout
     # Phase-1 data (no logprobs) is not checkable: a clear error, exit status 2.
     phase1 = tmp_path / "phase1.jsonl"
     phase1.write_text(json.dumps({"tokens": [item["tokens"]], "masks": [masks]}) + "\n")

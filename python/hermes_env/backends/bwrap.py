@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +77,7 @@ class BwrapBackend(HostWorkspaceBackend):
         self._uids = UidBlock()
         self._uids.user(0).argv_prefix()  # BackendUnavailableError now if setpriv is missing
         self._users: dict[str, SandboxUser] = {}
-        self._free_slots: list[int] = []
+        self._free_slots: deque[int] = deque()
         self._next_slot = 0
         self._shell = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
         # Tasks sharing our uid share its process count: leave room for what already runs.
@@ -106,10 +107,13 @@ class BwrapBackend(HostWorkspaceBackend):
     def user(self, task_id: str) -> SandboxUser:
         user = self._users.get(task_id)
         if user is None:
-            if self._free_slots:
-                slot = self._free_slots.pop()
-            elif self._next_slot < UID_BLOCK:
+            # Unused uids first, then the longest-freed one: a uid handed straight back out can still have
+            # processes of its last task exiting, and they count against the new task's RLIMIT_NPROC (bwrap then
+            # fails with "Can't fork for pid 1").
+            if self._next_slot < UID_BLOCK:
                 slot, self._next_slot = self._next_slot, self._next_slot + 1
+            elif self._free_slots:
+                slot = self._free_slots.popleft()
             else:
                 raise BackendUnavailableError(
                     f"more than {UID_BLOCK} bwrap tasks at once; clean up finished tasks (ToolContext.cleanup)"
