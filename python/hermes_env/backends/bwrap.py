@@ -119,6 +119,11 @@ class BwrapBackend(HostWorkspaceBackend):
                     f"more than {UID_BLOCK} bwrap tasks at once; clean up finished tasks (ToolContext.cleanup)"
                 )
             user = self._users[task_id] = self._uids.user(slot)
+            if user.uid is not None:
+                # The block is ours (its lock), so any process still running as this uid is a leftover of an
+                # earlier holder (a background job of a run that ended); it would count against this task's
+                # RLIMIT_NPROC and make bwrap fail with "Can't fork for pid 1".
+                kill_uids([user.uid])
         return user
 
     def _release_user(self, task_id: str) -> None:
