@@ -165,8 +165,11 @@ def test_a_broken_recipe_drops_its_groups_and_leaves_nothing(engine: ContainerEn
     )  # fmt: skip
     text = proc.stdout + proc.stderr
     assert "failed to build" in text and "fix the Dockerfile" in text, text[-3000:]
-    # Every group is dropped with the cause sandbox_failed, and the run stops after max_failed_groups_in_a_row.
+    # Every group is dropped with the cause sandbox_failed, and the run stops after max_failed_groups_in_a_row (3).
+    # Two groups are in flight at a time (--groups 2), so the one still running when the third drop stops the run
+    # may be counted too: 3 or 4, depending on whether the last two finish in the same wakeup.
     assert re.search(r"groups written\s+0\n", proc.stdout), proc.stdout
-    assert re.search(r"groups dropped\s+3 \(sandbox_failed", proc.stdout), proc.stdout
+    dropped = re.search(r"groups dropped\s+(\d+) \(sandbox_failed (\d+)\)", proc.stdout)
+    assert dropped is not None and dropped[1] == dropped[2] and int(dropped[1]) in (3, 4), proc.stdout
     assert not out.exists() or out.read_text() == ""
     assert _containers_of(engine, proc) == []
