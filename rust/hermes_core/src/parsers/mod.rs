@@ -88,6 +88,7 @@ mod call_ids;
 mod emitter;
 mod engines;
 mod event_sink;
+mod format_info;
 mod formats;
 mod json_escape;
 mod json_scan;
@@ -104,12 +105,14 @@ mod utf8;
 pub use emitter::Emitter;
 pub use engines::json_in_markers::JsonInMarkers;
 pub use event_sink::{EventSink, ForwardSink};
+pub use format_info::{CallSyntax, Detection, FormatInfo, Recognition};
 pub use formats::auto::guess_parser;
 pub use json_scan::{JsonError, JsonErrorKind, JsonScanner, ObjectWalker, Status, Walk};
 pub use lane::Lane;
 pub use marker::{MarkerHit, MarkerSet};
 pub use registry::{
-    get_parser, get_parser_with, list_parsers, Parser, ParserOptions, ParserSpec, UnknownParserError, REGISTRY,
+    get_parser, get_parser_with, list_parsers, parser_info, Parser, ParserOptions, ParserSpec, UnknownParserError,
+    REGISTRY,
 };
 pub use stream::{Format, FormatStream, Stream};
 pub use tools::{ParamSpec, ParamType, ToolSpec, Tools, ToolsError};
