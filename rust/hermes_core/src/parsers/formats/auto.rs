@@ -2,23 +2,16 @@
 //! it carries; from that marker on, the output is parsed by that format. For a server whose
 //! tokenizer does not say which format its model writes (no chat template, an unknown one).
 //!
-//! The markers, and how an ambiguous one is decided by the text right after it:
+//! Each format's own marker is in its registry info ([`Recognition`]: anywhere in the output, or
+//! only at its start, as for `<|python_tag|>` (`llama3_json`) and `<|python_start|>`
+//! (`llama4_pythonic`)). Two markers are shared, and the text right after them decides:
 //!
 //! | marker | format |
 //! |---|---|
 //! | `<tool_call>` then `{` / `<function=` / `[` / a name | `hermes` / `qwen3_coder` / `granite` / `glm45` |
-//! | `<function=` | `qwen3_coder` |
-//! | `<longcat_tool_call>` | `longcat` |
-//! | `[TOOL_CALLS]` | `mistral` |
-//! | `<\|python_tag\|>` at the start of the output | `llama3_json` |
-//! | `<\|python_start\|>` at the start of the output | `llama4_pythonic` |
 //! | `<｜tool▁calls▁begin｜>`, then after the first `<｜tool▁sep｜>` `{` / a name | `deepseek_v31` / `deepseek_v3` |
-//! | `<\|tool_calls_section_begin\|>` | `kimi_k2` |
-//! | `<\|tool_call\|>` | `granite` |
-//! | `<tool_calls>` | `jamba` |
-//! | `<\|action_start\|><\|plugin\|>` | `internlm` |
 //!
-//! (Those two formats read their marker only there; elsewhere it is text, for `auto` too.)
+//! (A marker read only at the start is text elsewhere, for `auto` too.)
 //! Formats whose calls carry no marker (a bare JSON object or array, a bare Python list) are
 //! not recognised: an output without a marker is content. Name the parser for those models.
 //!
@@ -29,10 +22,14 @@
 //! that format parses it, as long as text before its first call names no other format's marker.
 //! `render` is refused: render with the format's own parser.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
+use super::deepseek::{CALLS_BEGIN as DS_BEGIN, SEP as DS_SEP};
+use super::hermes::HERMES;
+use super::qwen3_coder::FUNCTION;
+use crate::parsers::format_info::Recognition;
 use crate::parsers::marker::{MarkerHit, MarkerSet};
-use crate::parsers::registry::ParserOptions;
+use crate::parsers::registry::{ParserOptions, REGISTRY};
 use crate::parsers::tools::Tools;
 use crate::parsers::types::{Pos, RenderError, ToolCall};
 use crate::parsers::{count_chars, Emitter, Format, FormatStream};
@@ -40,25 +37,29 @@ use crate::parsers::{count_chars, Emitter, Format, FormatStream};
 /// Most bytes looked at after a marker before an ambiguous one is decided by default.
 pub const MAX_LOOKAHEAD: usize = 512;
 
-const TOOL_CALL: &str = "<tool_call>";
-const FUNCTION: &str = "<function=";
-const DS_BEGIN: &str = "<｜tool▁calls▁begin｜>";
-const DS_SEP: &str = "<｜tool▁sep｜>";
+const TOOL_CALL: &str = HERMES.start;
 
-/// Each marker and how the text after it picks the format.
-const MARKERS: &[(&str, Rule)] = &[
-    (TOOL_CALL, Rule::ToolCall),
-    (FUNCTION, Rule::Is("qwen3_coder")),
-    ("<longcat_tool_call>", Rule::Is("longcat")),
-    ("[TOOL_CALLS]", Rule::Is("mistral")),
-    ("<|python_tag|>", Rule::AtStart("llama3_json")),
-    ("<|python_start|>", Rule::AtStart("llama4_pythonic")),
-    (DS_BEGIN, Rule::DeepSeek),
-    ("<|tool_calls_section_begin|>", Rule::Is("kimi_k2")),
-    ("<|tool_call|>", Rule::Is("granite")),
-    ("<tool_calls>", Rule::Is("jamba")),
-    ("<|action_start|><|plugin|>", Rule::Is("internlm")),
-];
+/// The markers several formats write ([`Recognition::SharedMarker`]), decided here.
+const SHARED: &[(&str, Rule)] = &[(TOOL_CALL, Rule::ToolCall), (DS_BEGIN, Rule::DeepSeek)];
+
+/// Each marker and how the text after it picks the format: the shared ones, then every format's
+/// own from its registry info.
+static MARKERS: LazyLock<Vec<(&'static str, Rule)>> = LazyLock::new(|| {
+    let own = REGISTRY
+        .iter()
+        .filter(|s| s.name == s.info.name)
+        .filter_map(|s| match s.info.recognised_by {
+            Recognition::Marker(m) => Some((m, Rule::Is(s.name))),
+            Recognition::MarkerAtStart(m) => Some((m, Rule::AtStart(s.name))),
+            Recognition::Never | Recognition::SharedMarker(_) => None,
+        });
+    SHARED.iter().copied().chain(own).collect()
+});
+
+static MARKER_SET: LazyLock<MarkerSet> = LazyLock::new(|| {
+    let markers: Vec<&str> = MARKERS.iter().map(|(m, _)| *m).collect();
+    MarkerSet::new(&markers)
+});
 
 #[derive(Debug, Clone, Copy)]
 enum Rule {
@@ -113,17 +114,11 @@ impl Rule {
     }
 }
 
-fn marker_set() -> MarkerSet {
-    let markers: Vec<&str> = MARKERS.iter().map(|(m, _)| *m).collect();
-    MarkerSet::new(&markers)
-}
-
 /// The parser name whose markers `text` carries (its first marker of a known format decides),
 /// or `None` when it carries none. What `auto` would parse `text` as.
 pub fn guess_parser(text: &str) -> Option<&'static str> {
-    let markers = marker_set();
     let mut from = 0;
-    while let MarkerHit::Full { at, end, marker } = markers.find(text.get(from..)?, true) {
+    while let MarkerHit::Full { at, end, marker } = MARKER_SET.find(text.get(from..)?, true) {
         let rule = MARKERS.get(marker)?.1;
         if !rule.counts_at(text[..from + at].trim().is_empty()) {
             from += end;
@@ -161,7 +156,7 @@ impl Format for Auto {
         Box::new(AutoStream {
             options: self.options,
             tools: Arc::clone(tools),
-            markers: marker_set(),
+            markers: &MARKER_SET,
             held: String::new(),
             held_at: Pos::default(),
             inner: None,
@@ -182,7 +177,7 @@ impl Format for Auto {
 struct AutoStream {
     options: ParserOptions,
     tools: Arc<Tools>,
-    markers: MarkerSet,
+    markers: &'static MarkerSet,
     /// Undecided text (whitespace before a possible marker, the marker and its lookahead): a
     /// verbatim copy of the output from `held_at`.
     held: String,
@@ -276,7 +271,7 @@ impl AutoStream {
 
     /// The format `name` takes over from `text`, which is the output's bytes from `at`.
     fn start_inner(&mut self, name: &str, text: &str, at: Pos, out: &mut Emitter<'_>) {
-        let Some(spec) = crate::parsers::registry::REGISTRY.iter().find(|s| s.name == name) else {
+        let Some(spec) = REGISTRY.iter().find(|s| s.name == name) else {
             out.content(text);
             return;
         };
@@ -326,6 +321,20 @@ mod tests {
     use super::*;
     use crate::parsers::test_support::{args, every_split};
     use serde_json::json;
+
+    #[test]
+    fn every_marker_is_decided_once() {
+        for spec in REGISTRY {
+            if let Recognition::SharedMarker(m) = spec.info.recognised_by {
+                assert!(SHARED.iter().any(|(s, _)| *s == m), "{}: no rule for {m:?}", spec.name);
+            }
+        }
+        let mut markers: Vec<&str> = MARKERS.iter().map(|(m, _)| *m).collect();
+        let n = markers.len();
+        markers.sort_unstable();
+        markers.dedup();
+        assert_eq!(markers.len(), n, "a marker claimed twice");
+    }
 
     #[test]
     fn guesses_by_the_first_marker() {

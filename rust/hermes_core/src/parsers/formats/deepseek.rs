@@ -26,11 +26,11 @@ use crate::parsers::{Format, FormatStream};
 use crate::parsers::engines::sectioned::{Header, SectionSpec, Sectioned};
 use crate::parsers::engines::shared::{render_args, Driven};
 
-const CALLS_BEGIN: &str = "<｜tool▁calls▁begin｜>";
-const CALLS_END: &str = "<｜tool▁calls▁end｜>";
-const CALL_BEGIN: &str = "<｜tool▁call▁begin｜>";
-const CALL_END: &str = "<｜tool▁call▁end｜>";
-const SEP: &str = "<｜tool▁sep｜>";
+pub(crate) const CALLS_BEGIN: &str = "<｜tool▁calls▁begin｜>";
+pub(crate) const CALLS_END: &str = "<｜tool▁calls▁end｜>";
+pub(crate) const CALL_BEGIN: &str = "<｜tool▁call▁begin｜>";
+pub(crate) const CALL_END: &str = "<｜tool▁call▁end｜>";
+pub(crate) const SEP: &str = "<｜tool▁sep｜>";
 
 const V3: SectionSpec = SectionSpec {
     section_begin: CALLS_BEGIN,

@@ -60,12 +60,12 @@ use crate::parsers::tools::Tools;
 use crate::parsers::types::{IssueKind, Pos, RenderError, ToolCall};
 use crate::parsers::{Emitter, Format, FormatStream};
 
-const TOOL_CALL: &str = "<tool_call>";
-const TOOL_CALL_END: &str = "</tool_call>";
-const KEY: &str = "<arg_key>";
-const KEY_END: &str = "</arg_key>";
-const VALUE: &str = "<arg_value>";
-const VALUE_END: &str = "</arg_value>";
+pub(crate) const TOOL_CALL: &str = "<tool_call>";
+pub(crate) const TOOL_CALL_END: &str = "</tool_call>";
+pub(crate) const KEY: &str = "<arg_key>";
+pub(crate) const KEY_END: &str = "</arg_key>";
+pub(crate) const VALUE: &str = "<arg_value>";
+pub(crate) const VALUE_END: &str = "</arg_value>";
 
 /// The format's description (indices of `args_markers` are matched in `Glm::step`).
 static SPEC: Spec = Spec {

@@ -17,8 +17,8 @@ use crate::parsers::{Format, FormatStream};
 use crate::parsers::engines::json_array::{ArrayRegions, ArraySpec, Region};
 use crate::parsers::engines::shared::{check_stripped_content, render_call_array, Driven};
 
-const TOKEN: &str = "<|tool_call|>";
-const TEXT_TAG: &str = "<tool_call>";
+pub(crate) const TOKEN: &str = "<|tool_call|>";
+pub(crate) const TEXT_TAG: &str = "<tool_call>";
 
 const GRANITE: ArraySpec = ArraySpec {
     regions: &[

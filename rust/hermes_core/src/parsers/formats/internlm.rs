@@ -19,8 +19,8 @@ use crate::parsers::{Format, FormatStream};
 
 use crate::parsers::engines::shared::render_call_objects;
 
-const START: &str = "<|action_start|><|plugin|>";
-const END: &str = "<|action_end|>";
+pub(crate) const START: &str = "<|action_start|><|plugin|>";
+pub(crate) const END: &str = "<|action_end|>";
 
 const INTERNLM: JsonInMarkers = JsonInMarkers {
     start: START,

@@ -15,8 +15,8 @@ use crate::parsers::{Format, FormatStream};
 use crate::parsers::engines::json_array::{ArrayRegions, ArraySpec, Region};
 use crate::parsers::engines::shared::{render_call_array, Driven};
 
-const START: &str = "<tool_calls>";
-const END: &str = "</tool_calls>";
+pub(crate) const START: &str = "<tool_calls>";
+pub(crate) const END: &str = "</tool_calls>";
 
 const JAMBA: ArraySpec = ArraySpec {
     regions: &[Region {

@@ -24,11 +24,11 @@ use crate::parsers::{Format, FormatStream};
 use crate::parsers::engines::sectioned::{Header, SectionSpec, Sectioned};
 use crate::parsers::engines::shared::{check_stripped_content, render_args, Driven};
 
-const SECTION_BEGIN: &str = "<|tool_calls_section_begin|>";
-const SECTION_END: &str = "<|tool_calls_section_end|>";
-const CALL_BEGIN: &str = "<|tool_call_begin|>";
-const ARGS_BEGIN: &str = "<|tool_call_argument_begin|>";
-const CALL_END: &str = "<|tool_call_end|>";
+pub(crate) const SECTION_BEGIN: &str = "<|tool_calls_section_begin|>";
+pub(crate) const SECTION_END: &str = "<|tool_calls_section_end|>";
+pub(crate) const CALL_BEGIN: &str = "<|tool_call_begin|>";
+pub(crate) const ARGS_BEGIN: &str = "<|tool_call_argument_begin|>";
+pub(crate) const CALL_END: &str = "<|tool_call_end|>";
 
 const KIMI: SectionSpec = SectionSpec {
     section_begin: SECTION_BEGIN,

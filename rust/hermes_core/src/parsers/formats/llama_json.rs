@@ -44,7 +44,7 @@ use crate::parsers::engines::shared::{
     render_call_objects, skip_ws, truncated_args, CallObject, Driven, Machine, ObjEnd,
 };
 
-const PYTHON_TAG: &str = "<|python_tag|>";
+pub(crate) const PYTHON_TAG: &str = "<|python_tag|>";
 const ARGS_KEYS: &[&str] = &["parameters", "arguments"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

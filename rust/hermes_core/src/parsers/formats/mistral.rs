@@ -41,8 +41,8 @@ use crate::parsers::engines::shared::{
     Driven, Gate, Machine,
 };
 
-const BOT: &str = "[TOOL_CALLS]";
-const ARGS: &str = "[ARGS]";
+pub(crate) const BOT: &str = "[TOOL_CALLS]";
+pub(crate) const ARGS: &str = "[ARGS]";
 const ARGS_KEYS: &[&str] = &["arguments"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -52,8 +52,8 @@ use crate::parsers::tools::Tools;
 use crate::parsers::types::{IssueKind, Pos, RenderError, ToolCall};
 use crate::parsers::{count_chars, Emitter, Format, FormatStream};
 
-const PY_START: &str = "<|python_start|>";
-const PY_END: &str = "<|python_end|>";
+pub(crate) const PY_START: &str = "<|python_start|>";
+pub(crate) const PY_END: &str = "<|python_end|>";
 const MAX_NAME: usize = 256;
 
 /// The `pythonic` format.

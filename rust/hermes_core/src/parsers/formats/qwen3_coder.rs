@@ -68,12 +68,12 @@ use crate::parsers::tools::Tools;
 use crate::parsers::types::{IssueKind, Pos, RenderError, ToolCall};
 use crate::parsers::{Emitter, Format, FormatStream};
 
-const TOOL_CALL: &str = "<tool_call>";
-const TOOL_CALL_END: &str = "</tool_call>";
-const FUNCTION: &str = "<function=";
-const FUNCTION_END: &str = "</function>";
-const PARAMETER: &str = "<parameter=";
-const PARAMETER_END: &str = "</parameter>";
+pub(crate) const TOOL_CALL: &str = "<tool_call>";
+pub(crate) const TOOL_CALL_END: &str = "</tool_call>";
+pub(crate) const FUNCTION: &str = "<function=";
+pub(crate) const FUNCTION_END: &str = "</function>";
+pub(crate) const PARAMETER: &str = "<parameter=";
+pub(crate) const PARAMETER_END: &str = "</parameter>";
 
 /// The format's description (indices of `args_markers` are matched in `Qwen3::args`).
 static SPEC: Spec = Spec {

@@ -19,7 +19,7 @@ use crate::parsers::{Format, FormatStream};
 use crate::parsers::engines::json_array::{ArrayRegions, ArraySpec, Region};
 use crate::parsers::engines::shared::{check_stripped_content, render_call_array, Driven};
 
-const FENCE: &str = "```";
+pub(crate) const FENCE: &str = "```";
 
 const XLAM: ArraySpec = ArraySpec {
     regions: &[
