@@ -91,16 +91,27 @@ pub(crate) enum St<S> {
     Markup(S),
 }
 
-/// The markup that differs between the formats: the dialect's steps for `Content`, `Args` and
-/// its own states. Each step returns `Some(bytes consumed)` (0 is allowed when the state
-/// changed) or `None` when it needs more text.
+/// The markup that differs between the formats: how a call starts in `Content`, what markup
+/// between parameters does, and the dialect's own states. A step returns `Some(bytes consumed)`
+/// (0 is allowed when the state changed) or `None` when it needs more text.
 pub(crate) trait Dialect: Send + 'static {
     type Sub: Copy + PartialEq + Send + 'static;
-    /// One step in state `st` (never `Value` or `ValueEnd`).
-    fn step(
+    /// One step in `Content`: prose (see [`Core::prose`]) until the format's call markup.
+    fn content(
         &mut self,
-        st: St<Self::Sub>,
         x: &mut Core<Self::Sub>,
+        rest: &str,
+        i: usize,
+        eof: bool,
+        out: &mut Emitter<'_>,
+    ) -> Option<usize>;
+    /// In `Args`, markup `marker` of `spec.args_markers` (`text`) stands at byte `i`; it is consumed.
+    fn args_marker(&mut self, x: &mut Core<Self::Sub>, marker: usize, text: &str, i: usize, out: &mut Emitter<'_>);
+    /// One step in the dialect's own state `sub`.
+    fn markup(
+        &mut self,
+        x: &mut Core<Self::Sub>,
+        sub: Self::Sub,
         rest: &str,
         i: usize,
         eof: bool,
@@ -257,10 +268,26 @@ impl<S: Copy + PartialEq> Core<S> {
         out.end_call();
     }
 
-    /// The shared part of the `Args` step: whitespace is skipped and stray text goes to content
+    /// Markup at byte `i` that the open call cannot hold: the call ends there, with an issue
+    /// saying `why`; returns the position.
+    pub fn cut_call(&mut self, out: &mut Emitter<'_>, i: usize, why: &str) -> Pos {
+        let at = self.at(out, i);
+        out.issue(IssueKind::MalformedMarkup, at, why);
+        self.end_call(out);
+        at
+    }
+
+    /// A new call's markup `text` at byte `i` inside the open call: the open call ends there
+    /// (`why`) and the new call's markup is held as at the start of a call.
+    pub fn call_in_call(&mut self, out: &mut Emitter<'_>, i: usize, text: &str, why: &str) {
+        let at = self.cut_call(out, i, why);
+        self.begin_markup(at, text);
+    }
+
+    /// The `Args` step up to the dialect: whitespace is skipped and stray text goes to content
     /// (vLLM drops it) with one issue per run. `Ok((marker, end))`: markup `marker` of
     /// `spec.args_markers` is at the start of `rest`, `end` bytes long; `Err(step)`: done.
-    pub fn args_markup(
+    fn args_markup(
         &mut self,
         rest: &str,
         i: usize,
@@ -517,9 +544,18 @@ impl<D: Dialect> XmlStream<D> {
         while i < buf.len() {
             let rest = &buf[i..];
             let step = match self.x.st {
+                St::Content => self.d.content(&mut self.x, rest, i, eof, out),
+                St::Args => match self.x.args_markup(rest, i, eof, out) {
+                    Ok((marker, end)) => {
+                        self.d
+                            .args_marker(&mut self.x, marker, rest.get(..end).unwrap_or_default(), i, out);
+                        Some(end)
+                    }
+                    Err(step) => step,
+                },
                 St::Value => self.x.on_value(rest, i, eof, out),
                 St::ValueEnd => self.x.on_value_end(rest, eof, out),
-                st => self.d.step(st, &mut self.x, rest, i, eof, out),
+                St::Markup(sub) => self.d.markup(&mut self.x, sub, rest, i, eof, out),
             };
             match step {
                 Some(n) => i += n,

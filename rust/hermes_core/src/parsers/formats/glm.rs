@@ -130,22 +130,58 @@ struct GlmDialect {
 impl Dialect for GlmDialect {
     type Sub = Sub;
 
-    fn step(
-        &mut self,
-        st: St<Sub>,
-        x: &mut X,
-        rest: &str,
-        i: usize,
-        eof: bool,
-        out: &mut Emitter<'_>,
-    ) -> Option<usize> {
-        match st {
-            St::Content => self.on_content(x, rest, i, eof, out),
-            St::Args => on_args(x, rest, i, eof, out),
-            St::Markup(Sub::Name) => self.on_name(x, rest, i, eof, out),
-            St::Markup(Sub::Key) => self.on_key(x, rest, i, eof, out),
-            St::Markup(Sub::AfterKey) => on_after_key(x, rest, i, eof, out),
-            St::Value | St::ValueEnd => None,
+    fn content(&mut self, x: &mut X, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
+        let (text_end, next) = match self.content_markers.find(rest, eof) {
+            MarkerHit::Full { at, end, marker: 1 } => {
+                // `<arg_key>` outside a call: kept as text, but it is broken call markup.
+                x.prose(out, &rest[..end], i);
+                let pos = x.at(out, i + at);
+                out.issue(
+                    IssueKind::MalformedMarkup,
+                    pos,
+                    "<arg_key> outside a <tool_call>; kept as content",
+                );
+                return Some(end);
+            }
+            MarkerHit::Full { at, end, .. } => (at, Some(end)),
+            MarkerHit::Partial { at } => (at, None),
+            MarkerHit::None => (rest.len(), None),
+        };
+        x.prose(out, &rest[..text_end], i);
+        match next {
+            Some(end) => {
+                let at = x.at(out, i + text_end);
+                x.begin_markup(at, TOOL_CALL);
+                x.st = St::Markup(Sub::Name);
+                Some(end)
+            }
+            None => Some(text_end).filter(|&n| n > 0),
+        }
+    }
+
+    fn args_marker(&mut self, x: &mut X, marker: usize, _text: &str, i: usize, out: &mut Emitter<'_>) {
+        x.st = match marker {
+            0 => {
+                x.name.clear();
+                x.raw.clear();
+                St::Markup(Sub::Key)
+            }
+            1 => {
+                x.end_call(out);
+                St::Content
+            }
+            _ => {
+                x.call_in_call(out, i, TOOL_CALL, "<tool_call> inside a call; the open call ends here");
+                St::Markup(Sub::Name)
+            }
+        };
+    }
+
+    fn markup(&mut self, x: &mut X, sub: Sub, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
+        match sub {
+            Sub::Name => self.on_name(x, rest, i, eof, out),
+            Sub::Key => self.on_key(x, rest, i, eof, out),
+            Sub::AfterKey => on_after_key(x, rest, i, eof, out),
         }
     }
 
@@ -178,35 +214,6 @@ impl Dialect for GlmDialect {
 }
 
 impl GlmDialect {
-    fn on_content(&mut self, x: &mut X, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
-        let (text_end, next) = match self.content_markers.find(rest, eof) {
-            MarkerHit::Full { at, end, marker: 1 } => {
-                // `<arg_key>` outside a call: kept as text, but it is broken call markup.
-                x.prose(out, &rest[..end], i);
-                let pos = x.at(out, i + at);
-                out.issue(
-                    IssueKind::MalformedMarkup,
-                    pos,
-                    "<arg_key> outside a <tool_call>; kept as content",
-                );
-                return Some(end);
-            }
-            MarkerHit::Full { at, end, .. } => (at, Some(end)),
-            MarkerHit::Partial { at } => (at, None),
-            MarkerHit::None => (rest.len(), None),
-        };
-        x.prose(out, &rest[..text_end], i);
-        match next {
-            Some(end) => {
-                let at = x.at(out, i + text_end);
-                x.begin_markup(at, TOOL_CALL);
-                x.st = St::Markup(Sub::Name);
-                Some(end)
-            }
-            None => Some(text_end).filter(|&n| n > 0),
-        }
-    }
-
     fn on_name(&mut self, x: &mut X, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
         let lt = memchr::memchr(b'<', rest.as_bytes());
         let take = lt.unwrap_or(rest.len());
@@ -298,36 +305,6 @@ impl GlmDialect {
             None => Some(take).filter(|&n| n > 0),
         }
     }
-}
-
-fn on_args(x: &mut X, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
-    let (marker, end) = match x.args_markup(rest, i, eof, out) {
-        Ok(hit) => hit,
-        Err(step) => return step,
-    };
-    match marker {
-        0 => {
-            x.name.clear();
-            x.raw.clear();
-            x.st = St::Markup(Sub::Key);
-        }
-        1 => {
-            x.end_call(out);
-            x.st = St::Content;
-        }
-        _ => {
-            let at = x.at(out, i);
-            out.issue(
-                IssueKind::MalformedMarkup,
-                at,
-                "<tool_call> inside a call; the open call ends here",
-            );
-            x.end_call(out);
-            x.begin_markup(at, TOOL_CALL);
-            x.st = St::Markup(Sub::Name);
-        }
-    }
-    Some(end)
 }
 
 fn on_after_key(x: &mut X, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {

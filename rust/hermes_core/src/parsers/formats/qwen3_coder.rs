@@ -134,23 +134,70 @@ struct Qwen3 {
 impl Dialect for Qwen3 {
     type Sub = Sub;
 
-    fn step(
-        &mut self,
-        st: St<Sub>,
-        x: &mut X,
-        rest: &str,
-        i: usize,
-        eof: bool,
-        out: &mut Emitter<'_>,
-    ) -> Option<usize> {
-        match st {
-            St::Content => self.on_content(x, rest, i, eof, out),
-            St::Args => self.on_args(x, rest, i, eof, out),
-            St::Markup(Sub::Preamble) => on_preamble(x, rest, i, eof, out),
-            St::Markup(Sub::Name) => on_name(x, rest, i, out),
-            St::Markup(Sub::ParamName) => on_param_name(x, rest, i, out),
-            St::Markup(Sub::AfterFunction) => self.on_after_function(x, rest, i, eof, out),
-            St::Value | St::ValueEnd => None,
+    fn content(&mut self, x: &mut X, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
+        match self.content_markers.find(rest, eof) {
+            MarkerHit::Full { at, end, marker } => {
+                x.prose(out, &rest[..at], i);
+                let raw_at = x.at(out, i + at);
+                x.begin_markup(raw_at, &rest[at..end]);
+                if marker == 0 {
+                    x.st = St::Markup(Sub::Preamble);
+                    self.via_tool_call = true;
+                } else {
+                    x.st = St::Markup(Sub::Name);
+                    self.via_tool_call = false;
+                    out.issue(
+                        IssueKind::MalformedMarkup,
+                        raw_at,
+                        "<function=...> without <tool_call>; read as a call",
+                    );
+                }
+                Some(end)
+            }
+            MarkerHit::Partial { at } => {
+                x.prose(out, &rest[..at], i);
+                Some(at).filter(|&n| n > 0)
+            }
+            MarkerHit::None => {
+                x.prose(out, rest, i);
+                Some(rest.len()).filter(|&n| n > 0)
+            }
+        }
+    }
+
+    fn args_marker(&mut self, x: &mut X, marker: usize, text: &str, i: usize, out: &mut Emitter<'_>) {
+        x.st = match marker {
+            0 => {
+                x.name.clear();
+                St::Markup(Sub::ParamName)
+            }
+            1 => {
+                x.end_call(out);
+                St::Markup(Sub::AfterFunction)
+            }
+            2 => {
+                x.cut_call(out, i, "</tool_call> before </function>; the call ends here");
+                St::Content
+            }
+            _ => {
+                x.call_in_call(
+                    out,
+                    i,
+                    text,
+                    "a new call starts before </function>; the open call ends here",
+                );
+                self.via_tool_call = marker != 3;
+                St::Markup(if marker == 3 { Sub::Name } else { Sub::Preamble })
+            }
+        };
+    }
+
+    fn markup(&mut self, x: &mut X, sub: Sub, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
+        match sub {
+            Sub::Preamble => on_preamble(x, rest, i, eof, out),
+            Sub::Name => on_name(x, rest, i, out),
+            Sub::ParamName => on_param_name(x, rest, i, out),
+            Sub::AfterFunction => self.on_after_function(x, rest, i, eof, out),
         }
     }
 
@@ -189,77 +236,6 @@ impl Dialect for Qwen3 {
 }
 
 impl Qwen3 {
-    fn on_content(&mut self, x: &mut X, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
-        match self.content_markers.find(rest, eof) {
-            MarkerHit::Full { at, end, marker } => {
-                x.prose(out, &rest[..at], i);
-                let raw_at = x.at(out, i + at);
-                x.begin_markup(raw_at, &rest[at..end]);
-                if marker == 0 {
-                    x.st = St::Markup(Sub::Preamble);
-                    self.via_tool_call = true;
-                } else {
-                    x.st = St::Markup(Sub::Name);
-                    self.via_tool_call = false;
-                    out.issue(
-                        IssueKind::MalformedMarkup,
-                        raw_at,
-                        "<function=...> without <tool_call>; read as a call",
-                    );
-                }
-                Some(end)
-            }
-            MarkerHit::Partial { at } => {
-                x.prose(out, &rest[..at], i);
-                Some(at).filter(|&n| n > 0)
-            }
-            MarkerHit::None => {
-                x.prose(out, rest, i);
-                Some(rest.len()).filter(|&n| n > 0)
-            }
-        }
-    }
-
-    fn on_args(&mut self, x: &mut X, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
-        let (marker, end) = match x.args_markup(rest, i, eof, out) {
-            Ok(hit) => hit,
-            Err(step) => return step,
-        };
-        match marker {
-            0 => {
-                x.name.clear();
-                x.st = St::Markup(Sub::ParamName);
-            }
-            1 => {
-                x.end_call(out);
-                x.st = St::Markup(Sub::AfterFunction);
-            }
-            2 => {
-                let at = x.at(out, i);
-                out.issue(
-                    IssueKind::MalformedMarkup,
-                    at,
-                    "</tool_call> before </function>; the call ends here",
-                );
-                x.end_call(out);
-                x.st = St::Content;
-            }
-            _ => {
-                let at = x.at(out, i);
-                out.issue(
-                    IssueKind::MalformedMarkup,
-                    at,
-                    "a new call starts before </function>; the open call ends here",
-                );
-                x.end_call(out);
-                x.begin_markup(at, &rest[..end]);
-                self.via_tool_call = marker != 3;
-                x.st = St::Markup(if marker == 3 { Sub::Name } else { Sub::Preamble });
-            }
-        }
-        Some(end)
-    }
-
     fn on_after_function(
         &mut self,
         x: &mut X,
