@@ -15,7 +15,10 @@
 //!   object holds one value per key, and a reader of duplicate keys would lose one of them);
 //! - call start/end, broken call markup returned as content, stray text between parameters (content),
 //!   truncation at the end of the output;
-//! - the render checks (content that would read as markup, values containing the end marker).
+//! - the render checks (content that would read as markup, values containing the end marker)
+//!   and value text: strings as they are, other values as compact JSON text; like the model's
+//!   own output, they come back typed only when the parser's tools give the parameter a
+//!   non-string type (a parser without tools returns every value as a string).
 //!
 //! A format describes itself with a [`Spec`] (its markers and wording) and implements [`Dialect`]
 //! for the markup that differs: how a call's name and a parameter's key are written.
@@ -54,11 +57,43 @@ pub(crate) fn ws_len(s: &str) -> usize {
     s.len() - s.trim_start().len()
 }
 
+/// What stands at the start of dialect markup where one of a few literals is expected after
+/// optional whitespace (see [`ahead`]).
+pub(crate) enum Ahead {
+    /// This many bytes of whitespace.
+    Space(usize),
+    /// Literal `k` of the list.
+    Literal(usize),
+    /// The text so far may still become a literal.
+    More,
+    /// Something else.
+    Other,
+}
+
+/// Which of `literals` starts `rest` after whitespace, one step at a time (the whitespace
+/// first, so a dialect can keep it as markup).
+pub(crate) fn ahead(rest: &str, eof: bool, literals: &[&str]) -> Ahead {
+    let ws = ws_len(rest);
+    if ws > 0 {
+        return Ahead::Space(ws);
+    }
+    if let Some(k) = literals.iter().position(|l| rest.starts_with(l)) {
+        return Ahead::Literal(k);
+    }
+    if rest.is_empty() || (!eof && literals.iter().any(|l| l.starts_with(rest))) {
+        return Ahead::More;
+    }
+    Ahead::Other
+}
+
 /// A format's markers and wording.
 pub(crate) struct Spec {
     /// The format's name in render errors.
     pub format: &'static str,
-    /// Markup recognised between parameters; the dialect's `Args` step reads their indices.
+    /// Markup looked for in content (where a call may start); the dialect's `content` step reads
+    /// their indices.
+    pub content_markers: &'static [&'static str],
+    /// Markup recognised between parameters; the dialect's `args_marker` reads their indices.
     pub args_markers: &'static [&'static str],
     /// The end marker of a value.
     pub value_end: &'static str,
@@ -120,9 +155,6 @@ pub(crate) trait Dialect: Send + 'static {
     /// The output ended in dialect state `sub` with `left` unconsumed. Returns false when that
     /// state is inside a call (the shared truncation handling then closes the call).
     fn finish(&mut self, sub: Self::Sub, x: &mut Core<Self::Sub>, left: &str, end: Pos, out: &mut Emitter<'_>) -> bool;
-    /// The first byte of every marker looked for in content, if they share one (prose without
-    /// it then passes as a [`Lane::Content`]).
-    fn content_stop(&self) -> Option<u8>;
 }
 
 /// A stream of the format that `spec` and `dialect` describe.
@@ -141,6 +173,7 @@ pub(crate) struct Core<S> {
     base: usize,
     pub st: St<S>,
     pub content: FramedContent,
+    pub content_markers: MarkerSet,
     args_markers: MarkerSet,
     /// The value end marker (index 0) and `spec.value_breaks`.
     value_markers: MarkerSet,
@@ -190,6 +223,7 @@ impl<S: Copy + PartialEq> Core<S> {
             base: 0,
             st: St::Content,
             content: FramedContent::default(),
+            content_markers: MarkerSet::new(spec.content_markers),
             args_markers: MarkerSet::new(spec.args_markers),
             value_markers: MarkerSet::new(&value_markers),
             lane_stop: lane_stop(&value_markers),
@@ -253,6 +287,17 @@ impl<S: Copy + PartialEq> Core<S> {
         self.in_junk = false;
     }
 
+    /// The output ends inside call markup before the name is complete: the markup (`raw` +
+    /// `name`) and `left` are content, with a `truncated` issue saying `why`.
+    pub fn truncated_name(&mut self, out: &mut Emitter<'_>, left: &str, end: Pos, why: &str) {
+        let mut raw = std::mem::take(&mut self.raw);
+        raw.push_str(&self.name);
+        raw.push_str(left);
+        self.name.clear();
+        self.content.text(out, &raw);
+        out.issue(IssueKind::Truncated, end, why);
+    }
+
     /// The held call markup (`raw` + `name`) cannot be a call: it goes back to content.
     pub fn broken_name(&mut self, out: &mut Emitter<'_>, at: Pos, kind: IssueKind, why: &str) {
         let mut raw = std::mem::take(&mut self.raw);
@@ -271,9 +316,15 @@ impl<S: Copy + PartialEq> Core<S> {
     /// Markup at byte `i` that the open call cannot hold: the call ends there, with an issue
     /// saying `why`; returns the position.
     pub fn cut_call(&mut self, out: &mut Emitter<'_>, i: usize, why: &str) -> Pos {
+        let at = self.malformed(out, i, why);
+        self.end_call(out);
+        at
+    }
+
+    /// A `malformed_markup` issue at byte `i`, saying `why`; returns the position.
+    pub fn malformed(&mut self, out: &mut Emitter<'_>, i: usize, why: impl Into<String>) -> Pos {
         let at = self.at(out, i);
         out.issue(IssueKind::MalformedMarkup, at, why);
-        self.end_call(out);
         at
     }
 
@@ -335,8 +386,7 @@ impl<S: Copy + PartialEq> Core<S> {
         let marker = self.spec.args_markers.first().copied().unwrap_or_default();
         self.content.text(out, &format!("{marker}{key}"));
         self.in_junk = true;
-        let at = self.at(out, i);
-        out.issue(IssueKind::MalformedMarkup, at, why.to_owned());
+        self.malformed(out, i, why);
         self.st = St::Args;
     }
 
@@ -579,7 +629,8 @@ impl<D: Dialect> Machine for XmlStream<D> {
         if x.st == St::Content {
             // Prose: once any text after a call was reported, it passes as it is.
             let settled = x.content.holds_nothing() && (!x.content.called() || x.after_call_reported);
-            return match self.d.content_stop() {
+            // Prose without the first byte of the content markers passes as it is.
+            return match x.content_markers.first_byte() {
                 Some(stop) if settled => Lane::Content {
                     stop,
                     hold_trailing_ws: true,

@@ -31,12 +31,8 @@
 //!   whitespace runs (see [`super::xml_content`]).
 //!
 //! The parser is a description (`engines/xml_params.rs`): the value streaming, end-marker lookahead,
-//! parameter bookkeeping and truncation handling are shared with qwen3_coder; this file holds the
-//! markers, the name/key markup and `render`.
-//!
-//! `render` writes string values as they are and other values as compact JSON text; like the
-//! model's own output, they come back typed only when the parser's tools give the parameter a
-//! non-string type (a parser without tools returns every value as a string).
+//! parameter bookkeeping, truncation handling and value rendering are shared with qwen3_coder; this
+//! file holds the markers, the name/key markup and `render`'s layout.
 //!
 //! Where this parser departs from vLLM on purpose:
 //! - vLLM drops calls to tools that are not in the request. Here they are kept, with an
@@ -53,7 +49,7 @@
 use std::sync::Arc;
 
 use crate::parsers::engines::xml_params::{
-    self, args_object, cap, check_content, value_source, ws_len, Core, Dialect, Spec, St, MAX_NAME,
+    self, ahead, args_object, cap, check_content, value_source, Ahead, Core, Dialect, Spec, St, MAX_NAME,
 };
 use crate::parsers::marker::{MarkerHit, MarkerSet};
 use crate::parsers::tools::Tools;
@@ -67,9 +63,10 @@ const KEY_END: &str = "</arg_key>";
 const VALUE: &str = "<arg_value>";
 const VALUE_END: &str = "</arg_value>";
 
-/// The format's description (indices of `args_markers` are matched in `Glm::step`).
+/// The format's description (indices of `args_markers` are matched in `args_marker`).
 static SPEC: Spec = Spec {
     format: "glm",
+    content_markers: &[TOOL_CALL, KEY],
     args_markers: &[KEY, TOOL_CALL_END, TOOL_CALL],
     value_end: VALUE_END,
     value_breaks: &[],
@@ -96,7 +93,6 @@ struct Glm {
 impl Format for Glm {
     fn stream(&self, tools: &Arc<Tools>) -> Box<dyn FormatStream> {
         let dialect = GlmDialect {
-            content_markers: MarkerSet::new(&[TOOL_CALL, KEY]),
             name_markers: MarkerSet::new(&[KEY, TOOL_CALL_END]),
             key_end: MarkerSet::new(&[KEY_END]),
         };
@@ -122,7 +118,6 @@ enum Sub {
 type X = Core<Sub>;
 
 struct GlmDialect {
-    content_markers: MarkerSet,
     name_markers: MarkerSet,
     key_end: MarkerSet,
 }
@@ -131,16 +126,11 @@ impl Dialect for GlmDialect {
     type Sub = Sub;
 
     fn content(&mut self, x: &mut X, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
-        let (text_end, next) = match self.content_markers.find(rest, eof) {
+        let (text_end, next) = match x.content_markers.find(rest, eof) {
             MarkerHit::Full { at, end, marker: 1 } => {
                 // `<arg_key>` outside a call: kept as text, but it is broken call markup.
                 x.prose(out, &rest[..end], i);
-                let pos = x.at(out, i + at);
-                out.issue(
-                    IssueKind::MalformedMarkup,
-                    pos,
-                    "<arg_key> outside a <tool_call>; kept as content",
-                );
+                x.malformed(out, i + at, "<arg_key> outside a <tool_call>; kept as content");
                 return Some(end);
             }
             MarkerHit::Full { at, end, .. } => (at, Some(end)),
@@ -185,10 +175,6 @@ impl Dialect for GlmDialect {
         }
     }
 
-    fn content_stop(&self) -> Option<u8> {
-        self.content_markers.first_byte()
-    }
-
     fn finish(&mut self, sub: Sub, x: &mut X, left: &str, end: Pos, out: &mut Emitter<'_>) -> bool {
         if sub != Sub::Name {
             // A key cut off by the end (`<arg_key>k`, `<arg_key>k</arg_key>`): its markup is
@@ -199,16 +185,8 @@ impl Dialect for GlmDialect {
             x.content.text(out, &format!("{KEY}{key}{close}{gap}{left}"));
             return false;
         }
-        let mut raw = std::mem::take(&mut x.raw);
-        raw.push_str(&x.name);
-        raw.push_str(left);
-        x.name.clear();
-        x.content.text(out, &raw);
-        out.issue(
-            IssueKind::Truncated,
-            end,
-            "the output ends inside <tool_call> before the tool name is complete; kept as content",
-        );
+        let why = "the output ends inside <tool_call> before the tool name is complete; kept as content";
+        x.truncated_name(out, left, end, why);
         true
     }
 }
@@ -308,27 +286,26 @@ impl GlmDialect {
 }
 
 fn on_after_key(x: &mut X, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
-    let ws = ws_len(rest);
-    if ws > 0 {
-        // Kept for a repeated key, whose markup is content (`raw` is free inside a call).
-        x.raw.push_str(&rest[..ws]);
-        return Some(ws);
+    match ahead(rest, eof, &[VALUE]) {
+        Ahead::Space(ws) => {
+            // Kept for a repeated key, whose markup is content (`raw` is free inside a call).
+            x.raw.push_str(&rest[..ws]);
+            return Some(ws);
+        }
+        Ahead::Literal(_) => {
+            let key = x.name.trim().to_owned();
+            let markup = format!("{KEY}{}{KEY_END}{}{VALUE}", x.name, x.raw);
+            x.name.clear();
+            x.raw.clear();
+            x.open_param(out, key, &markup, i);
+            return Some(VALUE.len());
+        }
+        Ahead::More => return None,
+        Ahead::Other => {}
     }
-    if rest.starts_with(VALUE) {
-        let key = x.name.trim().to_owned();
-        let markup = format!("{KEY}{}{KEY_END}{}{VALUE}", x.name, x.raw);
-        x.name.clear();
-        x.raw.clear();
-        x.open_param(out, key, &markup, i);
-        return Some(VALUE.len());
-    }
-    if !eof && VALUE.starts_with(rest) {
-        return None;
-    }
-    let at = x.at(out, i);
-    out.issue(
-        IssueKind::MalformedMarkup,
-        at,
+    x.malformed(
+        out,
+        i,
         format!(
             "<arg_key>{}</arg_key> is not followed by <arg_value>; the key is kept as content",
             x.name.trim()

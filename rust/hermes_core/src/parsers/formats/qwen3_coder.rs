@@ -37,12 +37,8 @@
 //!   whitespace runs (see [`super::xml_content`]).
 //!
 //! The parser is a description (`engines/xml_params.rs`): the value streaming, end-marker lookahead,
-//! parameter bookkeeping and truncation handling are shared with glm45/glm47; this file holds the
-//! markers, the name/key markup and `render`.
-//!
-//! `render` writes string values as they are and other values as compact JSON text; like the
-//! model's own output, they come back typed only when the parser's tools give the parameter a
-//! non-string type (a parser without tools returns every value as a string).
+//! parameter bookkeeping, truncation handling and value rendering are shared with glm45/glm47;
+//! this file holds the markers, the name/key markup and `render`'s layout.
 //!
 //! Where this parser departs from vLLM on purpose:
 //! - Inside a value only a confirmed `</parameter>` (or a line-starting break, above) ends it, so
@@ -61,9 +57,9 @@
 use std::sync::Arc;
 
 use crate::parsers::engines::xml_params::{
-    self, args_object, cap, check_content, value_source, ws_len, Core, Dialect, Spec, St,
+    self, ahead, args_object, cap, check_content, value_source, Ahead, Core, Dialect, Spec, St,
 };
-use crate::parsers::marker::{MarkerHit, MarkerSet};
+use crate::parsers::marker::MarkerHit;
 use crate::parsers::tools::Tools;
 use crate::parsers::types::{IssueKind, Pos, RenderError, ToolCall};
 use crate::parsers::{Emitter, Format, FormatStream};
@@ -75,9 +71,10 @@ const FUNCTION_END: &str = "</function>";
 const PARAMETER: &str = "<parameter=";
 const PARAMETER_END: &str = "</parameter>";
 
-/// The format's description (indices of `args_markers` are matched in `Qwen3::args`).
+/// The format's description (indices of `args_markers` are matched in `args_marker`).
 static SPEC: Spec = Spec {
     format: "qwen3_coder",
+    content_markers: &[TOOL_CALL, FUNCTION],
     args_markers: &[PARAMETER, FUNCTION_END, TOOL_CALL_END, FUNCTION, TOOL_CALL],
     value_end: PARAMETER_END,
     value_breaks: &[PARAMETER, FUNCTION_END],
@@ -98,10 +95,7 @@ struct Qwen3Coder;
 
 impl Format for Qwen3Coder {
     fn stream(&self, tools: &Arc<Tools>) -> Box<dyn FormatStream> {
-        let dialect = Qwen3 {
-            content_markers: MarkerSet::new(&[TOOL_CALL, FUNCTION]),
-            via_tool_call: false,
-        };
+        let dialect = Qwen3 { via_tool_call: false };
         xml_params::stream(&SPEC, dialect, tools)
     }
 
@@ -126,7 +120,6 @@ enum Sub {
 type X = Core<Sub>;
 
 struct Qwen3 {
-    content_markers: MarkerSet,
     /// The open call was opened by `<tool_call>` (so `</tool_call>` is expected after it).
     via_tool_call: bool,
 }
@@ -135,7 +128,7 @@ impl Dialect for Qwen3 {
     type Sub = Sub;
 
     fn content(&mut self, x: &mut X, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
-        match self.content_markers.find(rest, eof) {
+        match x.content_markers.find(rest, eof) {
             MarkerHit::Full { at, end, marker } => {
                 x.prose(out, &rest[..at], i);
                 let raw_at = x.at(out, i + at);
@@ -201,22 +194,11 @@ impl Dialect for Qwen3 {
         }
     }
 
-    fn content_stop(&self) -> Option<u8> {
-        self.content_markers.first_byte()
-    }
-
     fn finish(&mut self, sub: Sub, x: &mut X, left: &str, end: Pos, out: &mut Emitter<'_>) -> bool {
         match sub {
             Sub::Preamble | Sub::Name => {
-                let mut raw = std::mem::take(&mut x.raw);
-                raw.push_str(&x.name);
-                raw.push_str(left);
-                x.content.text(out, &raw);
-                out.issue(
-                    IssueKind::Truncated,
-                    end,
-                    "the output ends inside a <tool_call> before the function name is complete; kept as content",
-                );
+                let why = "the output ends inside a <tool_call> before the function name is complete; kept as content";
+                x.truncated_name(out, left, end, why);
                 true
             }
             Sub::ParamName => {
@@ -244,27 +226,17 @@ impl Qwen3 {
         eof: bool,
         out: &mut Emitter<'_>,
     ) -> Option<usize> {
-        let ws = ws_len(rest);
-        if ws > 0 {
-            return Some(ws);
-        }
-        if rest.is_empty() {
-            return None;
-        }
-        if rest.starts_with(TOOL_CALL_END) {
-            x.st = St::Content;
-            return Some(TOOL_CALL_END.len());
-        }
-        if !eof && TOOL_CALL_END.starts_with(rest) {
-            return None;
+        match ahead(rest, eof, &[TOOL_CALL_END]) {
+            Ahead::Space(ws) => return Some(ws),
+            Ahead::More => return None,
+            Ahead::Literal(_) => {
+                x.st = St::Content;
+                return Some(TOOL_CALL_END.len());
+            }
+            Ahead::Other => {}
         }
         if self.via_tool_call {
-            let at = x.at(out, i);
-            out.issue(
-                IssueKind::MalformedMarkup,
-                at,
-                "</function> is not followed by </tool_call>",
-            );
+            x.malformed(out, i, "</function> is not followed by </tool_call>");
         }
         x.st = St::Content;
         Some(0)
@@ -272,41 +244,37 @@ impl Qwen3 {
 }
 
 fn on_preamble(x: &mut X, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
-    let ws = ws_len(rest);
-    if ws > 0 {
-        x.raw.push_str(&rest[..ws]);
-        return Some(ws);
-    }
-    if rest.is_empty() {
-        return None;
-    }
-    if rest.starts_with(FUNCTION) {
-        x.raw.push_str(FUNCTION);
-        x.name.clear();
-        x.st = St::Markup(Sub::Name);
-        return Some(FUNCTION.len());
-    }
-    if rest.starts_with(TOOL_CALL_END) {
-        x.raw.push_str(TOOL_CALL_END);
-        let raw = std::mem::take(&mut x.raw);
-        x.content.text(out, &raw);
-        out.issue(
-            IssueKind::MalformedMarkup,
-            x.raw_at,
-            "empty <tool_call></tool_call> block (no <function=NAME>); kept as content",
-        );
-        x.st = St::Content;
-        return Some(TOOL_CALL_END.len());
-    }
-    if !eof && (FUNCTION.starts_with(rest) || TOOL_CALL_END.starts_with(rest)) {
-        return None;
+    match ahead(rest, eof, &[FUNCTION, TOOL_CALL_END]) {
+        Ahead::Space(ws) => {
+            x.raw.push_str(&rest[..ws]);
+            return Some(ws);
+        }
+        Ahead::More => return None,
+        Ahead::Literal(0) => {
+            x.raw.push_str(FUNCTION);
+            x.name.clear();
+            x.st = St::Markup(Sub::Name);
+            return Some(FUNCTION.len());
+        }
+        Ahead::Literal(_) => {
+            x.raw.push_str(TOOL_CALL_END);
+            let raw = std::mem::take(&mut x.raw);
+            x.content.text(out, &raw);
+            out.issue(
+                IssueKind::MalformedMarkup,
+                x.raw_at,
+                "empty <tool_call></tool_call> block (no <function=NAME>); kept as content",
+            );
+            x.st = St::Content;
+            return Some(TOOL_CALL_END.len());
+        }
+        Ahead::Other => {}
     }
     let raw = std::mem::take(&mut x.raw);
     x.content.text(out, &raw);
-    let at = x.at(out, i);
-    out.issue(
-        IssueKind::MalformedMarkup,
-        at,
+    x.malformed(
+        out,
+        i,
         "<tool_call> is not followed by <function=NAME>; the text is kept as content",
     );
     x.st = St::Content;
