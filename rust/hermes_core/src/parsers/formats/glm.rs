@@ -260,11 +260,7 @@ impl GlmDialect {
     }
 
     fn on_key(&mut self, x: &mut X, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
-        let (take, next) = match self.key_end.find(rest, eof) {
-            MarkerHit::Full { at, end, .. } => (at, Some(end)),
-            MarkerHit::Partial { at } => (at, None),
-            MarkerHit::None => (rest.len(), None),
-        };
+        let (take, next) = self.key_end.until(rest, eof);
         if let Some(cut) = cap(rest, x.name.len(), take) {
             x.name.push_str(&rest[..cut]);
             x.broken_param(
@@ -276,7 +272,7 @@ impl GlmDialect {
         }
         x.name.push_str(&rest[..take]);
         match next {
-            Some(end) => {
+            Some((end, _)) => {
                 x.st = St::Markup(Sub::AfterKey);
                 Some(end)
             }
