@@ -60,6 +60,33 @@ pub struct Emitter<'a> {
     pub(super) cursor: (usize, usize),
 }
 
+impl<'a> Emitter<'a> {
+    /// The emitter for one format call over `chunk` (starting at `base`; `window` holds the bytes
+    /// fed before it); the lane the driver closed becomes the one the format may resume.
+    #[inline]
+    pub(super) fn new<'e: 'a>(
+        acc: &'a mut Accum,
+        events: Option<&'a mut (dyn EventSink + 'e)>,
+        chunk: &'a [u8],
+        window: &'a [u8],
+        base: Pos,
+    ) -> Emitter<'a> {
+        acc.resumed = std::mem::take(&mut acc.lane);
+        Emitter {
+            acc,
+            // Re-borrow for this call only (coercions do not reach inside an Option).
+            events: match events {
+                Some(e) => Some(&mut *e),
+                None => None,
+            },
+            chunk,
+            window,
+            base,
+            cursor: (0, 0),
+        }
+    }
+}
+
 impl Emitter<'_> {
     /// Absolute byte offset of the current chunk's first byte in the whole output.
     pub fn chunk_offset(&self) -> usize {

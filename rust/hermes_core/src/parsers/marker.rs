@@ -93,6 +93,18 @@ impl MarkerSet {
         found.map(|i| i + from)
     }
 
+    /// `hay` up to the next marker: `(text, Some((end, marker)))` when marker `marker` occupies
+    /// `text..end`; `(text, None)` when the rest from `text` may still grow into a marker (hold
+    /// it back) or there is none (`text == hay.len()`). `hay[..text]` is plain text either way.
+    #[inline]
+    pub fn until(&self, hay: &str, eof: bool) -> (usize, Option<(usize, usize)>) {
+        match self.find(hay, eof) {
+            MarkerHit::Full { at, end, marker } => (at, Some((end, marker))),
+            MarkerHit::Partial { at } => (at, None),
+            MarkerHit::None => (hay.len(), None),
+        }
+    }
+
     /// The earliest marker in `hay`, or the earliest suffix that may still grow into one.
     /// With `eof` (no more text will come) partial matches are not reported.
     /// When several markers match at one position the longest wins; when a longer marker might

@@ -187,22 +187,8 @@ impl Stream {
         if self.uncounted.is_some() {
             self.settle_chars();
         }
-        self.acc.resumed = std::mem::take(&mut self.acc.lane);
-        let mut out = Emitter {
-            acc: &mut self.acc,
-            // Re-borrow for this call only (coercions do not reach inside an Option).
-            events: match events {
-                Some(e) => Some(&mut *e),
-                None => None,
-            },
-            chunk: chunk.as_bytes(),
-            window: self.window.get(..self.window_len).unwrap_or_default(),
-            base: Pos {
-                byte: self.end_byte,
-                char: self.end_char,
-            },
-            cursor: (0, 0),
-        };
+        let (base, window) = (self.end(), self.window.get(..self.window_len).unwrap_or_default());
+        let mut out = Emitter::new(&mut self.acc, events, chunk.as_bytes(), window, base);
         self.format.feed(chunk, &mut out);
         let counted = match chars {
             Some(n) => n,
@@ -440,22 +426,8 @@ impl Stream {
             self.run_format(&text, chars, events.as_deref_mut());
         }
         self.finished = true;
-        self.acc.resumed = std::mem::take(&mut self.acc.lane);
-        let mut out = Emitter {
-            acc: &mut self.acc,
-            // Re-borrow for this call only (coercions do not reach inside an Option).
-            events: match events {
-                Some(e) => Some(&mut *e),
-                None => None,
-            },
-            chunk: &[],
-            window: self.window.get(..self.window_len).unwrap_or_default(),
-            base: Pos {
-                byte: self.end_byte,
-                char: self.end_char,
-            },
-            cursor: (0, 0),
-        };
+        let (base, window) = (self.end(), self.window.get(..self.window_len).unwrap_or_default());
+        let mut out = Emitter::new(&mut self.acc, events, &[], window, base);
         self.format.finish(&mut out);
         out.end_call();
     }

@@ -218,41 +218,34 @@ impl Machine for ArrayRegions {
                         _ => self.mode = Mode::Text,
                     }
                 }
-                Mode::Text => match self.text_markers.find(rest, eof) {
-                    MarkerHit::Full { at, end, marker } => {
-                        self.after_region_text(&rest[..at], base + i, out);
-                        if self.done_region && !self.after_reported && self.spec.regions.get(marker).is_some() {
-                            self.after_reported = true;
-                            let pos = out.pos(base + i + at);
-                            out.issue(
-                                IssueKind::MalformedMarkup,
-                                pos,
-                                "a second tool-call block (the format writes one); it is parsed too",
-                            );
-                        }
-                        self.gate.text(&rest[..at], out);
-                        let marker_text = &rest[at..end];
-                        i += end;
-                        match self.spec.regions.get(marker) {
-                            Some(_) => self.open_region(Some(marker), marker_text),
-                            None => {
-                                // `</think>`: reasoning stays content; a bare array may follow.
-                                self.gate.text(marker_text, out);
-                                self.mode = Mode::BareCheck;
-                            }
-                        }
-                    }
-                    MarkerHit::Partial { at } => {
-                        self.after_region_text(&rest[..at], base + i, out);
+                Mode::Text => {
+                    let (at, hit) = self.text_markers.until(rest, eof);
+                    self.after_region_text(&rest[..at], base + i, out);
+                    let Some((end, marker)) = hit else {
                         self.gate.text(&rest[..at], out);
                         return i + at;
+                    };
+                    if self.done_region && !self.after_reported && self.spec.regions.get(marker).is_some() {
+                        self.after_reported = true;
+                        let pos = out.pos(base + i + at);
+                        out.issue(
+                            IssueKind::MalformedMarkup,
+                            pos,
+                            "a second tool-call block (the format writes one); it is parsed too",
+                        );
                     }
-                    MarkerHit::None => {
-                        self.after_region_text(rest, base + i, out);
-                        self.gate.text(rest, out);
-                        return input.len();
+                    self.gate.text(&rest[..at], out);
+                    let marker_text = &rest[at..end];
+                    i += end;
+                    match self.spec.regions.get(marker) {
+                        Some(_) => self.open_region(Some(marker), marker_text),
+                        None => {
+                            // `</think>`: reasoning stays content; a bare array may follow.
+                            self.gate.text(marker_text, out);
+                            self.mode = Mode::BareCheck;
+                        }
                     }
-                },
+                }
                 Mode::FenceTag => {
                     // ```json / ``` then whitespace; any other language tag is not a call block.
                     // (A tag is short: at most 16 bytes are held while it is read.)

@@ -212,21 +212,13 @@ impl JimStream {
         while i < input.len() {
             let rest = &input[i..];
             match self.mode {
-                Mode::Text => match self.text_markers.find(rest, eof) {
-                    MarkerHit::Full { at, end, .. } => {
-                        self.text(&rest[..at], base + i, out);
-                        self.begin_block(base + i + at, out);
-                        i += end;
-                    }
-                    MarkerHit::Partial { at } => {
-                        self.text(&rest[..at], base + i, out);
-                        return i + at;
-                    }
-                    MarkerHit::None => {
-                        self.text(rest, base + i, out);
-                        return input.len();
-                    }
-                },
+                Mode::Text => {
+                    let (at, hit) = self.text_markers.until(rest, eof);
+                    self.text(&rest[..at], base + i, out);
+                    let Some((end, _)) = hit else { return i + at };
+                    self.begin_block(base + i + at, out);
+                    i += end;
+                }
                 Mode::Prologue => match rest.bytes().position(|b| !b.is_ascii_whitespace()) {
                     None => {
                         self.raw.push_str(rest);

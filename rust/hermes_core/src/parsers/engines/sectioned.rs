@@ -283,42 +283,26 @@ impl Machine for Sectioned {
         while i < input.len() {
             let rest = &input[i..];
             match self.mode {
-                Mode::Text => match self.text_markers.find(rest, eof) {
-                    MarkerHit::Full { at, end, .. } => {
-                        // The marker is markup once a call of the section starts (gate.markup then).
-                        self.gate.text(&rest[..at], out);
-                        self.section_raw.clear();
-                        self.section_raw.push_str(self.spec.section_begin);
-                        self.section_calls = 0;
-                        self.close_gap();
-                        self.mode = Mode::Section;
-                        i += end;
-                    }
-                    MarkerHit::Partial { at } => {
-                        self.gate.text(&rest[..at], out);
-                        return i + at;
-                    }
-                    MarkerHit::None => {
-                        self.gate.text(rest, out);
-                        return input.len();
-                    }
-                },
-                Mode::Section => match self.inner.find(rest, eof) {
-                    MarkerHit::Full { at, end, marker } => {
-                        self.section_gap(&rest[..at], base + i, out);
-                        self.close_gap();
-                        self.section_marker(marker, at, base + i, out);
-                        i += end;
-                    }
-                    MarkerHit::Partial { at } => {
-                        self.section_gap(&rest[..at], base + i, out);
-                        return i + at;
-                    }
-                    MarkerHit::None => {
-                        self.section_gap(rest, base + i, out);
-                        return input.len();
-                    }
-                },
+                Mode::Text => {
+                    let (at, hit) = self.text_markers.until(rest, eof);
+                    self.gate.text(&rest[..at], out);
+                    let Some((end, _)) = hit else { return i + at };
+                    // The marker is markup once a call of the section starts (gate.markup then).
+                    self.section_raw.clear();
+                    self.section_raw.push_str(self.spec.section_begin);
+                    self.section_calls = 0;
+                    self.close_gap();
+                    self.mode = Mode::Section;
+                    i += end;
+                }
+                Mode::Section => {
+                    let (at, hit) = self.inner.until(rest, eof);
+                    self.section_gap(&rest[..at], base + i, out);
+                    let Some((end, marker)) = hit else { return i + at };
+                    self.close_gap();
+                    self.section_marker(marker, at, base + i, out);
+                    i += end;
+                }
                 Mode::Header => match self.inner.find(rest, eof) {
                     MarkerHit::Full { at, end, marker: M_SEP } => {
                         self.header.push_str(&rest[..at]);

@@ -15,7 +15,10 @@
 //!   object holds one value per key, and a reader of duplicate keys would lose one of them);
 //! - call start/end, broken call markup returned as content, stray text between parameters (content),
 //!   truncation at the end of the output;
-//! - the render checks (content that would read as markup, values containing the end marker).
+//! - the render checks (content that would read as markup, values containing the end marker)
+//!   and value text: strings as they are, other values as compact JSON text; like the model's
+//!   own output, they come back typed only when the parser's tools give the parameter a
+//!   non-string type (a parser without tools returns every value as a string).
 //!
 //! A format describes itself with a [`Spec`] (its markers and wording) and implements [`Dialect`]
 //! for the markup that differs: how a call's name and a parameter's key are written.
@@ -54,11 +57,43 @@ pub(crate) fn ws_len(s: &str) -> usize {
     s.len() - s.trim_start().len()
 }
 
+/// What stands at the start of dialect markup where one of a few literals is expected after
+/// optional whitespace (see [`ahead`]).
+pub(crate) enum Ahead {
+    /// This many bytes of whitespace.
+    Space(usize),
+    /// Literal `k` of the list.
+    Literal(usize),
+    /// The text so far may still become a literal.
+    More,
+    /// Something else.
+    Other,
+}
+
+/// Which of `literals` starts `rest` after whitespace, one step at a time (the whitespace
+/// first, so a dialect can keep it as markup).
+pub(crate) fn ahead(rest: &str, eof: bool, literals: &[&str]) -> Ahead {
+    let ws = ws_len(rest);
+    if ws > 0 {
+        return Ahead::Space(ws);
+    }
+    if let Some(k) = literals.iter().position(|l| rest.starts_with(l)) {
+        return Ahead::Literal(k);
+    }
+    if rest.is_empty() || (!eof && literals.iter().any(|l| l.starts_with(rest))) {
+        return Ahead::More;
+    }
+    Ahead::Other
+}
+
 /// A format's markers and wording.
 pub(crate) struct Spec {
     /// The format's name in render errors.
     pub format: &'static str,
-    /// Markup recognised between parameters; the dialect's `Args` step reads their indices.
+    /// Markup looked for in content (where a call may start); the dialect's `content` step reads
+    /// their indices.
+    pub content_markers: &'static [&'static str],
+    /// Markup recognised between parameters; the dialect's `args_marker` reads their indices.
     pub args_markers: &'static [&'static str],
     /// The end marker of a value.
     pub value_end: &'static str,
@@ -91,16 +126,27 @@ pub(crate) enum St<S> {
     Markup(S),
 }
 
-/// The markup that differs between the formats: the dialect's steps for `Content`, `Args` and
-/// its own states. Each step returns `Some(bytes consumed)` (0 is allowed when the state
-/// changed) or `None` when it needs more text.
+/// The markup that differs between the formats: how a call starts in `Content`, what markup
+/// between parameters does, and the dialect's own states. A step returns `Some(bytes consumed)`
+/// (0 is allowed when the state changed) or `None` when it needs more text.
 pub(crate) trait Dialect: Send + 'static {
     type Sub: Copy + PartialEq + Send + 'static;
-    /// One step in state `st` (never `Value` or `ValueEnd`).
-    fn step(
+    /// One step in `Content`: prose (see [`Core::prose`]) until the format's call markup.
+    fn content(
         &mut self,
-        st: St<Self::Sub>,
         x: &mut Core<Self::Sub>,
+        rest: &str,
+        i: usize,
+        eof: bool,
+        out: &mut Emitter<'_>,
+    ) -> Option<usize>;
+    /// In `Args`, markup `marker` of `spec.args_markers` (`text`) stands at byte `i`; it is consumed.
+    fn args_marker(&mut self, x: &mut Core<Self::Sub>, marker: usize, text: &str, i: usize, out: &mut Emitter<'_>);
+    /// One step in the dialect's own state `sub`.
+    fn markup(
+        &mut self,
+        x: &mut Core<Self::Sub>,
+        sub: Self::Sub,
         rest: &str,
         i: usize,
         eof: bool,
@@ -109,9 +155,6 @@ pub(crate) trait Dialect: Send + 'static {
     /// The output ended in dialect state `sub` with `left` unconsumed. Returns false when that
     /// state is inside a call (the shared truncation handling then closes the call).
     fn finish(&mut self, sub: Self::Sub, x: &mut Core<Self::Sub>, left: &str, end: Pos, out: &mut Emitter<'_>) -> bool;
-    /// The first byte of every marker looked for in content, if they share one (prose without
-    /// it then passes as a [`Lane::Content`]).
-    fn content_stop(&self) -> Option<u8>;
 }
 
 /// A stream of the format that `spec` and `dialect` describe.
@@ -130,6 +173,7 @@ pub(crate) struct Core<S> {
     base: usize,
     pub st: St<S>,
     pub content: FramedContent,
+    pub content_markers: MarkerSet,
     args_markers: MarkerSet,
     /// The value end marker (index 0) and `spec.value_breaks`.
     value_markers: MarkerSet,
@@ -179,6 +223,7 @@ impl<S: Copy + PartialEq> Core<S> {
             base: 0,
             st: St::Content,
             content: FramedContent::default(),
+            content_markers: MarkerSet::new(spec.content_markers),
             args_markers: MarkerSet::new(spec.args_markers),
             value_markers: MarkerSet::new(&value_markers),
             lane_stop: lane_stop(&value_markers),
@@ -242,6 +287,17 @@ impl<S: Copy + PartialEq> Core<S> {
         self.in_junk = false;
     }
 
+    /// The output ends inside call markup before the name is complete: the markup (`raw` +
+    /// `name`) and `left` are content, with a `truncated` issue saying `why`.
+    pub fn truncated_name(&mut self, out: &mut Emitter<'_>, left: &str, end: Pos, why: &str) {
+        let mut raw = std::mem::take(&mut self.raw);
+        raw.push_str(&self.name);
+        raw.push_str(left);
+        self.name.clear();
+        self.content.text(out, &raw);
+        out.issue(IssueKind::Truncated, end, why);
+    }
+
     /// The held call markup (`raw` + `name`) cannot be a call: it goes back to content.
     pub fn broken_name(&mut self, out: &mut Emitter<'_>, at: Pos, kind: IssueKind, why: &str) {
         let mut raw = std::mem::take(&mut self.raw);
@@ -257,10 +313,32 @@ impl<S: Copy + PartialEq> Core<S> {
         out.end_call();
     }
 
-    /// The shared part of the `Args` step: whitespace is skipped and stray text goes to content
+    /// Markup at byte `i` that the open call cannot hold: the call ends there, with an issue
+    /// saying `why`; returns the position.
+    pub fn cut_call(&mut self, out: &mut Emitter<'_>, i: usize, why: &str) -> Pos {
+        let at = self.malformed(out, i, why);
+        self.end_call(out);
+        at
+    }
+
+    /// A `malformed_markup` issue at byte `i`, saying `why`; returns the position.
+    pub fn malformed(&mut self, out: &mut Emitter<'_>, i: usize, why: impl Into<String>) -> Pos {
+        let at = self.at(out, i);
+        out.issue(IssueKind::MalformedMarkup, at, why);
+        at
+    }
+
+    /// A new call's markup `text` at byte `i` inside the open call: the open call ends there
+    /// (`why`) and the new call's markup is held as at the start of a call.
+    pub fn call_in_call(&mut self, out: &mut Emitter<'_>, i: usize, text: &str, why: &str) {
+        let at = self.cut_call(out, i, why);
+        self.begin_markup(at, text);
+    }
+
+    /// The `Args` step up to the dialect: whitespace is skipped and stray text goes to content
     /// (vLLM drops it) with one issue per run. `Ok((marker, end))`: markup `marker` of
     /// `spec.args_markers` is at the start of `rest`, `end` bytes long; `Err(step)`: done.
-    pub fn args_markup(
+    fn args_markup(
         &mut self,
         rest: &str,
         i: usize,
@@ -308,8 +386,7 @@ impl<S: Copy + PartialEq> Core<S> {
         let marker = self.spec.args_markers.first().copied().unwrap_or_default();
         self.content.text(out, &format!("{marker}{key}"));
         self.in_junk = true;
-        let at = self.at(out, i);
-        out.issue(IssueKind::MalformedMarkup, at, why.to_owned());
+        self.malformed(out, i, why);
         self.st = St::Args;
     }
 
@@ -517,9 +594,18 @@ impl<D: Dialect> XmlStream<D> {
         while i < buf.len() {
             let rest = &buf[i..];
             let step = match self.x.st {
+                St::Content => self.d.content(&mut self.x, rest, i, eof, out),
+                St::Args => match self.x.args_markup(rest, i, eof, out) {
+                    Ok((marker, end)) => {
+                        self.d
+                            .args_marker(&mut self.x, marker, rest.get(..end).unwrap_or_default(), i, out);
+                        Some(end)
+                    }
+                    Err(step) => step,
+                },
                 St::Value => self.x.on_value(rest, i, eof, out),
                 St::ValueEnd => self.x.on_value_end(rest, eof, out),
-                st => self.d.step(st, &mut self.x, rest, i, eof, out),
+                St::Markup(sub) => self.d.markup(&mut self.x, sub, rest, i, eof, out),
             };
             match step {
                 Some(n) => i += n,
@@ -543,7 +629,8 @@ impl<D: Dialect> Machine for XmlStream<D> {
         if x.st == St::Content {
             // Prose: once any text after a call was reported, it passes as it is.
             let settled = x.content.holds_nothing() && (!x.content.called() || x.after_call_reported);
-            return match self.d.content_stop() {
+            // Prose without the first byte of the content markers passes as it is.
+            return match x.content_markers.first_byte() {
                 Some(stop) if settled => Lane::Content {
                     stop,
                     hold_trailing_ws: true,

@@ -31,12 +31,8 @@
 //!   whitespace runs (see [`super::xml_content`]).
 //!
 //! The parser is a description (`engines/xml_params.rs`): the value streaming, end-marker lookahead,
-//! parameter bookkeeping and truncation handling are shared with qwen3_coder; this file holds the
-//! markers, the name/key markup and `render`.
-//!
-//! `render` writes string values as they are and other values as compact JSON text; like the
-//! model's own output, they come back typed only when the parser's tools give the parameter a
-//! non-string type (a parser without tools returns every value as a string).
+//! parameter bookkeeping, truncation handling and value rendering are shared with qwen3_coder; this
+//! file holds the markers, the name/key markup and `render`'s layout.
 //!
 //! Where this parser departs from vLLM on purpose:
 //! - vLLM drops calls to tools that are not in the request. Here they are kept, with an
@@ -53,7 +49,7 @@
 use std::sync::Arc;
 
 use crate::parsers::engines::xml_params::{
-    self, args_object, cap, check_content, value_source, ws_len, Core, Dialect, Spec, St, MAX_NAME,
+    self, ahead, args_object, cap, check_content, value_source, Ahead, Core, Dialect, Spec, St, MAX_NAME,
 };
 use crate::parsers::marker::{MarkerHit, MarkerSet};
 use crate::parsers::tools::Tools;
@@ -67,9 +63,10 @@ pub(crate) const KEY_END: &str = "</arg_key>";
 pub(crate) const VALUE: &str = "<arg_value>";
 pub(crate) const VALUE_END: &str = "</arg_value>";
 
-/// The format's description (indices of `args_markers` are matched in `Glm::step`).
+/// The format's description (indices of `args_markers` are matched in `args_marker`).
 static SPEC: Spec = Spec {
     format: "glm",
+    content_markers: &[TOOL_CALL, KEY],
     args_markers: &[KEY, TOOL_CALL_END, TOOL_CALL],
     value_end: VALUE_END,
     value_breaks: &[],
@@ -96,7 +93,6 @@ struct Glm {
 impl Format for Glm {
     fn stream(&self, tools: &Arc<Tools>) -> Box<dyn FormatStream> {
         let dialect = GlmDialect {
-            content_markers: MarkerSet::new(&[TOOL_CALL, KEY]),
             name_markers: MarkerSet::new(&[KEY, TOOL_CALL_END]),
             key_end: MarkerSet::new(&[KEY_END]),
         };
@@ -122,7 +118,6 @@ enum Sub {
 type X = Core<Sub>;
 
 struct GlmDialect {
-    content_markers: MarkerSet,
     name_markers: MarkerSet,
     key_end: MarkerSet,
 }
@@ -130,65 +125,12 @@ struct GlmDialect {
 impl Dialect for GlmDialect {
     type Sub = Sub;
 
-    fn step(
-        &mut self,
-        st: St<Sub>,
-        x: &mut X,
-        rest: &str,
-        i: usize,
-        eof: bool,
-        out: &mut Emitter<'_>,
-    ) -> Option<usize> {
-        match st {
-            St::Content => self.on_content(x, rest, i, eof, out),
-            St::Args => on_args(x, rest, i, eof, out),
-            St::Markup(Sub::Name) => self.on_name(x, rest, i, eof, out),
-            St::Markup(Sub::Key) => self.on_key(x, rest, i, eof, out),
-            St::Markup(Sub::AfterKey) => on_after_key(x, rest, i, eof, out),
-            St::Value | St::ValueEnd => None,
-        }
-    }
-
-    fn content_stop(&self) -> Option<u8> {
-        self.content_markers.first_byte()
-    }
-
-    fn finish(&mut self, sub: Sub, x: &mut X, left: &str, end: Pos, out: &mut Emitter<'_>) -> bool {
-        if sub != Sub::Name {
-            // A key cut off by the end (`<arg_key>k`, `<arg_key>k</arg_key>`): its markup is
-            // content; the call is truncated.
-            let key = std::mem::take(&mut x.name);
-            let gap = std::mem::take(&mut x.raw);
-            let close = if sub == Sub::AfterKey { KEY_END } else { "" };
-            x.content.text(out, &format!("{KEY}{key}{close}{gap}{left}"));
-            return false;
-        }
-        let mut raw = std::mem::take(&mut x.raw);
-        raw.push_str(&x.name);
-        raw.push_str(left);
-        x.name.clear();
-        x.content.text(out, &raw);
-        out.issue(
-            IssueKind::Truncated,
-            end,
-            "the output ends inside <tool_call> before the tool name is complete; kept as content",
-        );
-        true
-    }
-}
-
-impl GlmDialect {
-    fn on_content(&mut self, x: &mut X, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
-        let (text_end, next) = match self.content_markers.find(rest, eof) {
+    fn content(&mut self, x: &mut X, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
+        let (text_end, next) = match x.content_markers.find(rest, eof) {
             MarkerHit::Full { at, end, marker: 1 } => {
                 // `<arg_key>` outside a call: kept as text, but it is broken call markup.
                 x.prose(out, &rest[..end], i);
-                let pos = x.at(out, i + at);
-                out.issue(
-                    IssueKind::MalformedMarkup,
-                    pos,
-                    "<arg_key> outside a <tool_call>; kept as content",
-                );
+                x.malformed(out, i + at, "<arg_key> outside a <tool_call>; kept as content");
                 return Some(end);
             }
             MarkerHit::Full { at, end, .. } => (at, Some(end)),
@@ -207,6 +149,49 @@ impl GlmDialect {
         }
     }
 
+    fn args_marker(&mut self, x: &mut X, marker: usize, _text: &str, i: usize, out: &mut Emitter<'_>) {
+        x.st = match marker {
+            0 => {
+                x.name.clear();
+                x.raw.clear();
+                St::Markup(Sub::Key)
+            }
+            1 => {
+                x.end_call(out);
+                St::Content
+            }
+            _ => {
+                x.call_in_call(out, i, TOOL_CALL, "<tool_call> inside a call; the open call ends here");
+                St::Markup(Sub::Name)
+            }
+        };
+    }
+
+    fn markup(&mut self, x: &mut X, sub: Sub, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
+        match sub {
+            Sub::Name => self.on_name(x, rest, i, eof, out),
+            Sub::Key => self.on_key(x, rest, i, eof, out),
+            Sub::AfterKey => on_after_key(x, rest, i, eof, out),
+        }
+    }
+
+    fn finish(&mut self, sub: Sub, x: &mut X, left: &str, end: Pos, out: &mut Emitter<'_>) -> bool {
+        if sub != Sub::Name {
+            // A key cut off by the end (`<arg_key>k`, `<arg_key>k</arg_key>`): its markup is
+            // content; the call is truncated.
+            let key = std::mem::take(&mut x.name);
+            let gap = std::mem::take(&mut x.raw);
+            let close = if sub == Sub::AfterKey { KEY_END } else { "" };
+            x.content.text(out, &format!("{KEY}{key}{close}{gap}{left}"));
+            return false;
+        }
+        let why = "the output ends inside <tool_call> before the tool name is complete; kept as content";
+        x.truncated_name(out, left, end, why);
+        true
+    }
+}
+
+impl GlmDialect {
     fn on_name(&mut self, x: &mut X, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
         let lt = memchr::memchr(b'<', rest.as_bytes());
         let take = lt.unwrap_or(rest.len());
@@ -275,11 +260,7 @@ impl GlmDialect {
     }
 
     fn on_key(&mut self, x: &mut X, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
-        let (take, next) = match self.key_end.find(rest, eof) {
-            MarkerHit::Full { at, end, .. } => (at, Some(end)),
-            MarkerHit::Partial { at } => (at, None),
-            MarkerHit::None => (rest.len(), None),
-        };
+        let (take, next) = self.key_end.until(rest, eof);
         if let Some(cut) = cap(rest, x.name.len(), take) {
             x.name.push_str(&rest[..cut]);
             x.broken_param(
@@ -291,7 +272,7 @@ impl GlmDialect {
         }
         x.name.push_str(&rest[..take]);
         match next {
-            Some(end) => {
+            Some((end, _)) => {
                 x.st = St::Markup(Sub::AfterKey);
                 Some(end)
             }
@@ -300,58 +281,27 @@ impl GlmDialect {
     }
 }
 
-fn on_args(x: &mut X, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
-    let (marker, end) = match x.args_markup(rest, i, eof, out) {
-        Ok(hit) => hit,
-        Err(step) => return step,
-    };
-    match marker {
-        0 => {
+fn on_after_key(x: &mut X, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
+    match ahead(rest, eof, &[VALUE]) {
+        Ahead::Space(ws) => {
+            // Kept for a repeated key, whose markup is content (`raw` is free inside a call).
+            x.raw.push_str(&rest[..ws]);
+            return Some(ws);
+        }
+        Ahead::Literal(_) => {
+            let key = x.name.trim().to_owned();
+            let markup = format!("{KEY}{}{KEY_END}{}{VALUE}", x.name, x.raw);
             x.name.clear();
             x.raw.clear();
-            x.st = St::Markup(Sub::Key);
+            x.open_param(out, key, &markup, i);
+            return Some(VALUE.len());
         }
-        1 => {
-            x.end_call(out);
-            x.st = St::Content;
-        }
-        _ => {
-            let at = x.at(out, i);
-            out.issue(
-                IssueKind::MalformedMarkup,
-                at,
-                "<tool_call> inside a call; the open call ends here",
-            );
-            x.end_call(out);
-            x.begin_markup(at, TOOL_CALL);
-            x.st = St::Markup(Sub::Name);
-        }
+        Ahead::More => return None,
+        Ahead::Other => {}
     }
-    Some(end)
-}
-
-fn on_after_key(x: &mut X, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
-    let ws = ws_len(rest);
-    if ws > 0 {
-        // Kept for a repeated key, whose markup is content (`raw` is free inside a call).
-        x.raw.push_str(&rest[..ws]);
-        return Some(ws);
-    }
-    if rest.starts_with(VALUE) {
-        let key = x.name.trim().to_owned();
-        let markup = format!("{KEY}{}{KEY_END}{}{VALUE}", x.name, x.raw);
-        x.name.clear();
-        x.raw.clear();
-        x.open_param(out, key, &markup, i);
-        return Some(VALUE.len());
-    }
-    if !eof && VALUE.starts_with(rest) {
-        return None;
-    }
-    let at = x.at(out, i);
-    out.issue(
-        IssueKind::MalformedMarkup,
-        at,
+    x.malformed(
+        out,
+        i,
         format!(
             "<arg_key>{}</arg_key> is not followed by <arg_value>; the key is kept as content",
             x.name.trim()

@@ -208,22 +208,14 @@ impl Machine for LlamaStream {
                         }
                     }
                 }
-                Mode::Text => match self.tag.find(rest, eof) {
-                    MarkerHit::Full { at, end, .. } => {
-                        out.content(&rest[..at]);
-                        self.pending.push_str(PYTHON_TAG);
-                        i += end;
-                        self.mode = Mode::AfterTag;
-                    }
-                    MarkerHit::Partial { at } => {
-                        out.content(&rest[..at]);
-                        return i + at;
-                    }
-                    MarkerHit::None => {
-                        out.content(rest);
-                        return input.len();
-                    }
-                },
+                Mode::Text => {
+                    let (at, hit) = self.tag.until(rest, eof);
+                    out.content(&rest[..at]);
+                    let Some((end, _)) = hit else { return i + at };
+                    self.pending.push_str(PYTHON_TAG);
+                    i += end;
+                    self.mode = Mode::AfterTag;
+                }
                 Mode::RawArgs => {
                     out.args(rest);
                     return input.len();

@@ -103,17 +103,13 @@ impl MistralStream {
     /// Consume text up to the next `[TOOL_CALLS]` (exclusive) as arguments or content; returns
     /// bytes consumed and whether the marker was reached.
     fn raw_until_bot(&mut self, rest: &str, eof: bool, args: bool, out: &mut Emitter<'_>) -> (usize, bool) {
-        let (upto, found) = match self.bot.find(rest, eof) {
-            MarkerHit::Full { at, .. } => (at, true),
-            MarkerHit::Partial { at } => (at, false),
-            MarkerHit::None => (rest.len(), false),
-        };
+        let (upto, hit) = self.bot.until(rest, eof);
         if args {
             out.args(&rest[..upto]);
         } else {
             self.gate.text(&rest[..upto], out);
         }
-        (upto, found)
+        (upto, hit.is_some())
     }
 }
 
@@ -123,25 +119,17 @@ impl Machine for MistralStream {
         while i < input.len() {
             let rest = &input[i..];
             match self.mode {
-                Mode::Text => match self.bot.find(rest, eof) {
-                    MarkerHit::Full { at, end, .. } => {
-                        // Whether the marker is markup is known when a call starts (gate.markup then).
-                        self.gate.text(&rest[..at], out);
-                        self.raw.clear();
-                        self.raw.push_str(BOT);
-                        self.call_at = out.pos(base + i + at);
-                        self.mode = Mode::AfterBot;
-                        i += end;
-                    }
-                    MarkerHit::Partial { at } => {
-                        self.gate.text(&rest[..at], out);
-                        return i + at;
-                    }
-                    MarkerHit::None => {
-                        self.gate.text(rest, out);
-                        return input.len();
-                    }
-                },
+                Mode::Text => {
+                    let (at, hit) = self.bot.until(rest, eof);
+                    self.gate.text(&rest[..at], out);
+                    let Some((end, _)) = hit else { return i + at };
+                    // Whether the marker is markup is known when a call starts (gate.markup then).
+                    self.raw.clear();
+                    self.raw.push_str(BOT);
+                    self.call_at = out.pos(base + i + at);
+                    self.mode = Mode::AfterBot;
+                    i += end;
+                }
                 Mode::AfterBot => {
                     let Some(j) = skip_ws(rest) else {
                         self.raw.push_str(rest);

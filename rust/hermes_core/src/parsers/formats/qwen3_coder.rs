@@ -37,12 +37,8 @@
 //!   whitespace runs (see [`super::xml_content`]).
 //!
 //! The parser is a description (`engines/xml_params.rs`): the value streaming, end-marker lookahead,
-//! parameter bookkeeping and truncation handling are shared with glm45/glm47; this file holds the
-//! markers, the name/key markup and `render`.
-//!
-//! `render` writes string values as they are and other values as compact JSON text; like the
-//! model's own output, they come back typed only when the parser's tools give the parameter a
-//! non-string type (a parser without tools returns every value as a string).
+//! parameter bookkeeping, truncation handling and value rendering are shared with glm45/glm47;
+//! this file holds the markers, the name/key markup and `render`'s layout.
 //!
 //! Where this parser departs from vLLM on purpose:
 //! - Inside a value only a confirmed `</parameter>` (or a line-starting break, above) ends it, so
@@ -61,9 +57,9 @@
 use std::sync::Arc;
 
 use crate::parsers::engines::xml_params::{
-    self, args_object, cap, check_content, value_source, ws_len, Core, Dialect, Spec, St,
+    self, ahead, args_object, cap, check_content, value_source, Ahead, Core, Dialect, Spec, St,
 };
-use crate::parsers::marker::{MarkerHit, MarkerSet};
+use crate::parsers::marker::MarkerHit;
 use crate::parsers::tools::Tools;
 use crate::parsers::types::{IssueKind, Pos, RenderError, ToolCall};
 use crate::parsers::{Emitter, Format, FormatStream};
@@ -75,9 +71,10 @@ pub(crate) const FUNCTION_END: &str = "</function>";
 pub(crate) const PARAMETER: &str = "<parameter=";
 pub(crate) const PARAMETER_END: &str = "</parameter>";
 
-/// The format's description (indices of `args_markers` are matched in `Qwen3::args`).
+/// The format's description (indices of `args_markers` are matched in `args_marker`).
 static SPEC: Spec = Spec {
     format: "qwen3_coder",
+    content_markers: &[TOOL_CALL, FUNCTION],
     args_markers: &[PARAMETER, FUNCTION_END, TOOL_CALL_END, FUNCTION, TOOL_CALL],
     value_end: PARAMETER_END,
     value_breaks: &[PARAMETER, FUNCTION_END],
@@ -98,10 +95,7 @@ struct Qwen3Coder;
 
 impl Format for Qwen3Coder {
     fn stream(&self, tools: &Arc<Tools>) -> Box<dyn FormatStream> {
-        let dialect = Qwen3 {
-            content_markers: MarkerSet::new(&[TOOL_CALL, FUNCTION]),
-            via_tool_call: false,
-        };
+        let dialect = Qwen3 { via_tool_call: false };
         xml_params::stream(&SPEC, dialect, tools)
     }
 
@@ -126,7 +120,6 @@ enum Sub {
 type X = Core<Sub>;
 
 struct Qwen3 {
-    content_markers: MarkerSet,
     /// The open call was opened by `<tool_call>` (so `</tool_call>` is expected after it).
     via_tool_call: bool,
 }
@@ -134,63 +127,8 @@ struct Qwen3 {
 impl Dialect for Qwen3 {
     type Sub = Sub;
 
-    fn step(
-        &mut self,
-        st: St<Sub>,
-        x: &mut X,
-        rest: &str,
-        i: usize,
-        eof: bool,
-        out: &mut Emitter<'_>,
-    ) -> Option<usize> {
-        match st {
-            St::Content => self.on_content(x, rest, i, eof, out),
-            St::Args => self.on_args(x, rest, i, eof, out),
-            St::Markup(Sub::Preamble) => on_preamble(x, rest, i, eof, out),
-            St::Markup(Sub::Name) => on_name(x, rest, i, out),
-            St::Markup(Sub::ParamName) => on_param_name(x, rest, i, out),
-            St::Markup(Sub::AfterFunction) => self.on_after_function(x, rest, i, eof, out),
-            St::Value | St::ValueEnd => None,
-        }
-    }
-
-    fn content_stop(&self) -> Option<u8> {
-        self.content_markers.first_byte()
-    }
-
-    fn finish(&mut self, sub: Sub, x: &mut X, left: &str, end: Pos, out: &mut Emitter<'_>) -> bool {
-        match sub {
-            Sub::Preamble | Sub::Name => {
-                let mut raw = std::mem::take(&mut x.raw);
-                raw.push_str(&x.name);
-                raw.push_str(left);
-                x.content.text(out, &raw);
-                out.issue(
-                    IssueKind::Truncated,
-                    end,
-                    "the output ends inside a <tool_call> before the function name is complete; kept as content",
-                );
-                true
-            }
-            Sub::ParamName => {
-                // A parameter name cut off by the end: its markup is content, the call is truncated.
-                let key = std::mem::take(&mut x.name);
-                x.content.text(out, &format!("{PARAMETER}{key}{left}"));
-                false
-            }
-            Sub::AfterFunction => {
-                if self.via_tool_call {
-                    out.issue(IssueKind::Truncated, end, "the output ends before </tool_call>");
-                }
-                true
-            }
-        }
-    }
-}
-
-impl Qwen3 {
-    fn on_content(&mut self, x: &mut X, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
-        match self.content_markers.find(rest, eof) {
+    fn content(&mut self, x: &mut X, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
+        match x.content_markers.find(rest, eof) {
             MarkerHit::Full { at, end, marker } => {
                 x.prose(out, &rest[..at], i);
                 let raw_at = x.at(out, i + at);
@@ -220,46 +158,66 @@ impl Qwen3 {
         }
     }
 
-    fn on_args(&mut self, x: &mut X, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
-        let (marker, end) = match x.args_markup(rest, i, eof, out) {
-            Ok(hit) => hit,
-            Err(step) => return step,
-        };
-        match marker {
+    fn args_marker(&mut self, x: &mut X, marker: usize, text: &str, i: usize, out: &mut Emitter<'_>) {
+        x.st = match marker {
             0 => {
                 x.name.clear();
-                x.st = St::Markup(Sub::ParamName);
+                St::Markup(Sub::ParamName)
             }
             1 => {
                 x.end_call(out);
-                x.st = St::Markup(Sub::AfterFunction);
+                St::Markup(Sub::AfterFunction)
             }
             2 => {
-                let at = x.at(out, i);
-                out.issue(
-                    IssueKind::MalformedMarkup,
-                    at,
-                    "</tool_call> before </function>; the call ends here",
-                );
-                x.end_call(out);
-                x.st = St::Content;
+                x.cut_call(out, i, "</tool_call> before </function>; the call ends here");
+                St::Content
             }
             _ => {
-                let at = x.at(out, i);
-                out.issue(
-                    IssueKind::MalformedMarkup,
-                    at,
+                x.call_in_call(
+                    out,
+                    i,
+                    text,
                     "a new call starts before </function>; the open call ends here",
                 );
-                x.end_call(out);
-                x.begin_markup(at, &rest[..end]);
                 self.via_tool_call = marker != 3;
-                x.st = St::Markup(if marker == 3 { Sub::Name } else { Sub::Preamble });
+                St::Markup(if marker == 3 { Sub::Name } else { Sub::Preamble })
             }
-        }
-        Some(end)
+        };
     }
 
+    fn markup(&mut self, x: &mut X, sub: Sub, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
+        match sub {
+            Sub::Preamble => on_preamble(x, rest, i, eof, out),
+            Sub::Name => on_name(x, rest, i, out),
+            Sub::ParamName => on_param_name(x, rest, i, out),
+            Sub::AfterFunction => self.on_after_function(x, rest, i, eof, out),
+        }
+    }
+
+    fn finish(&mut self, sub: Sub, x: &mut X, left: &str, end: Pos, out: &mut Emitter<'_>) -> bool {
+        match sub {
+            Sub::Preamble | Sub::Name => {
+                let why = "the output ends inside a <tool_call> before the function name is complete; kept as content";
+                x.truncated_name(out, left, end, why);
+                true
+            }
+            Sub::ParamName => {
+                // A parameter name cut off by the end: its markup is content, the call is truncated.
+                let key = std::mem::take(&mut x.name);
+                x.content.text(out, &format!("{PARAMETER}{key}{left}"));
+                false
+            }
+            Sub::AfterFunction => {
+                if self.via_tool_call {
+                    out.issue(IssueKind::Truncated, end, "the output ends before </tool_call>");
+                }
+                true
+            }
+        }
+    }
+}
+
+impl Qwen3 {
     fn on_after_function(
         &mut self,
         x: &mut X,
@@ -268,27 +226,17 @@ impl Qwen3 {
         eof: bool,
         out: &mut Emitter<'_>,
     ) -> Option<usize> {
-        let ws = ws_len(rest);
-        if ws > 0 {
-            return Some(ws);
-        }
-        if rest.is_empty() {
-            return None;
-        }
-        if rest.starts_with(TOOL_CALL_END) {
-            x.st = St::Content;
-            return Some(TOOL_CALL_END.len());
-        }
-        if !eof && TOOL_CALL_END.starts_with(rest) {
-            return None;
+        match ahead(rest, eof, &[TOOL_CALL_END]) {
+            Ahead::Space(ws) => return Some(ws),
+            Ahead::More => return None,
+            Ahead::Literal(_) => {
+                x.st = St::Content;
+                return Some(TOOL_CALL_END.len());
+            }
+            Ahead::Other => {}
         }
         if self.via_tool_call {
-            let at = x.at(out, i);
-            out.issue(
-                IssueKind::MalformedMarkup,
-                at,
-                "</function> is not followed by </tool_call>",
-            );
+            x.malformed(out, i, "</function> is not followed by </tool_call>");
         }
         x.st = St::Content;
         Some(0)
@@ -296,41 +244,37 @@ impl Qwen3 {
 }
 
 fn on_preamble(x: &mut X, rest: &str, i: usize, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
-    let ws = ws_len(rest);
-    if ws > 0 {
-        x.raw.push_str(&rest[..ws]);
-        return Some(ws);
-    }
-    if rest.is_empty() {
-        return None;
-    }
-    if rest.starts_with(FUNCTION) {
-        x.raw.push_str(FUNCTION);
-        x.name.clear();
-        x.st = St::Markup(Sub::Name);
-        return Some(FUNCTION.len());
-    }
-    if rest.starts_with(TOOL_CALL_END) {
-        x.raw.push_str(TOOL_CALL_END);
-        let raw = std::mem::take(&mut x.raw);
-        x.content.text(out, &raw);
-        out.issue(
-            IssueKind::MalformedMarkup,
-            x.raw_at,
-            "empty <tool_call></tool_call> block (no <function=NAME>); kept as content",
-        );
-        x.st = St::Content;
-        return Some(TOOL_CALL_END.len());
-    }
-    if !eof && (FUNCTION.starts_with(rest) || TOOL_CALL_END.starts_with(rest)) {
-        return None;
+    match ahead(rest, eof, &[FUNCTION, TOOL_CALL_END]) {
+        Ahead::Space(ws) => {
+            x.raw.push_str(&rest[..ws]);
+            return Some(ws);
+        }
+        Ahead::More => return None,
+        Ahead::Literal(0) => {
+            x.raw.push_str(FUNCTION);
+            x.name.clear();
+            x.st = St::Markup(Sub::Name);
+            return Some(FUNCTION.len());
+        }
+        Ahead::Literal(_) => {
+            x.raw.push_str(TOOL_CALL_END);
+            let raw = std::mem::take(&mut x.raw);
+            x.content.text(out, &raw);
+            out.issue(
+                IssueKind::MalformedMarkup,
+                x.raw_at,
+                "empty <tool_call></tool_call> block (no <function=NAME>); kept as content",
+            );
+            x.st = St::Content;
+            return Some(TOOL_CALL_END.len());
+        }
+        Ahead::Other => {}
     }
     let raw = std::mem::take(&mut x.raw);
     x.content.text(out, &raw);
-    let at = x.at(out, i);
-    out.issue(
-        IssueKind::MalformedMarkup,
-        at,
+    x.malformed(
+        out,
+        i,
         "<tool_call> is not followed by <function=NAME>; the text is kept as content",
     );
     x.st = St::Content;
