@@ -68,8 +68,10 @@ def test_sweep_removes_only_containers_of_ended_owners(engine: ContainerEngine) 
 
 
 _RUN_OWNER = """
-import asyncio, sys
+import asyncio, faulthandler, signal, sys
 from hermes_env.backends import get_backend
+
+faulthandler.register(signal.SIGUSR1, all_threads=True)  # the test asks for the stacks if it does not exit
 
 async def main():
     backend = get_backend("docker", memory_bytes="128MiB")
@@ -98,7 +100,14 @@ def test_a_run_that_dies_leaves_no_container(engine: ContainerEngine, sig: signa
         owned = engine.run_sync("ps", "-aq", "--filter", f"label={OWNER_LABEL}={owner}").text.split()
         assert len(owned) == 1
         proc.send_signal(sig)
-        proc.wait(30)
+        try:
+            proc.wait(90)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGUSR1)
+            time.sleep(1)
+            proc.kill()
+            _, err = proc.communicate()
+            pytest.fail(f"the run did not end within 90 s of {sig.name}; its threads then:\n{err.decode()[-6000:]}")
         assert _wait_until(lambda: not _exists(engine, owned[0])), f"container of a run ended by {sig.name} remains"
     finally:
         if proc.poll() is None:

@@ -31,6 +31,12 @@ WORKSPACE_MOUNT = "/workspace"
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # What bwrap itself runs with (it clears the sandbox's environment and sets its own).
 HOST_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+# The sandbox's init (PID 1): runs the command as its child, reaps what gets orphaned inside, exits with the
+# command's status (128+N when signal N killed it). bwrap's own init outlives bwrap's monitor, so each call
+# left a zombie for the host's init, counted against the task uid's RLIMIT_NPROC until reaped: a slow init
+# (a VM agent) turned that into "bwrap: Can't fork for pid 1", and where the trainer is PID 1 of a container
+# they would never be reaped. With --as-pid-1 the monitor reaps its own child.
+SANDBOX_INIT = ("/bin/sh", "-c", '"$@"; exit $?', "sandbox-init")
 
 # /etc entries programs commonly need; bound read-only when they exist on the host.
 _ETC_ENTRIES = (
@@ -153,7 +159,7 @@ class BwrapSpec:
         }
         for key, value in env.items():
             argv += ["--setenv", key, value]
-        return [*argv, "--", *command]
+        return [*argv, "--as-pid-1", "--", *SANDBOX_INIT, *command]
 
 
 def probe(user: SandboxUser | None = None, *, allow_network: bool = False) -> str | None:
