@@ -1,10 +1,12 @@
-"""Waiting for processes to be gone, seen from the host's /proc (for the backends' kill tests)."""
+"""Finding, killing and waiting for processes to be gone, seen from the host's /proc (for the kill and fault tests)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import secrets
+import signal
 from pathlib import Path
 
 
@@ -28,18 +30,29 @@ def _is_zombie(pid: int) -> bool:
         return True
 
 
-async def wait_no_process_with_cmdline(needle: str) -> None:
-    """Waits up to 5 s until no live host process has ``needle`` in its command line."""
-    for _ in range(100):
-        alive = []
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit():
-                try:
-                    cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                except OSError:
-                    continue
-                if needle in cmd and not _is_zombie(int(entry.name)):
-                    alive.append(entry.name)
+def pids_with_cmdline(needle: str) -> list[int]:
+    """The live processes but this one (zombies count as gone) whose command line holds ``needle``.
+
+    The command line is read with its arguments joined by spaces, so ``"sleep 40"`` finds both ``bash -c
+    'sleep 40'`` and an exec'd ``sleep 40``.
+    """
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if needle in cmd and not _is_zombie(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+async def wait_no_process_with_cmdline(needle: str, limit_s: float = 5.0) -> None:
+    """Waits up to ``limit_s`` until no live host process has ``needle`` in its command line."""
+    for _ in range(round(limit_s / 0.05)):
+        alive = pids_with_cmdline(needle)
         if not alive:
             return
         await asyncio.sleep(0.05)
@@ -53,14 +66,6 @@ def unique_sleep() -> str:
 
 def kill_processes_with_cmdline(needle: str) -> None:
     """SIGKILL the live processes whose command line holds ``needle`` (a test's unique marker), by pid."""
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
-            try:
-                cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if needle in cmd:
-                try:
-                    os.kill(int(entry.name), 9)
-                except (ProcessLookupError, PermissionError):
-                    pass
+    for pid in pids_with_cmdline(needle):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)

@@ -16,25 +16,12 @@ import pytest
 from fault_checks import TASKS, read_trainable, user_prompt
 from hermes_env.backends.bwrap import bwrap_problem
 from hermes_env.testing.policies import think, tool_call_text
+from procs import pids_with_cmdline, wait_no_process_with_cmdline
 
 VICTIM, CLEAN = TASKS[0], TASKS[1]
 MARKER = "sleep 29.5"  # the victim's tool call; never finishes: its worker is killed under it
 
 pytestmark = pytest.mark.skipif(bwrap_problem() is not None, reason=f"bubblewrap unusable: {bwrap_problem()}")
-
-
-def _pids_running(text: str) -> list[int]:
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if text.encode() in f.read().replace(b"\0", b" "):
-                    found.append(int(pid))
-        except OSError:
-            continue
-    return found
 
 
 def _parent(pid: int) -> int | None:
@@ -51,7 +38,7 @@ def _parent(pid: int) -> int | None:
 def _kill_workers_once(marker: str, pool: Any, killed: list[int]) -> None:
     """SIGKILL every pool worker with ``marker`` running beneath it (each worker once)."""
     workers = {w.pid for w in pool.workers if w.pid is not None}
-    for pid in _pids_running(marker):
+    for pid in pids_with_cmdline(marker):
         ancestor: int | None = pid
         while ancestor not in (None, 0, 1) and ancestor not in workers:
             ancestor = _parent(ancestor)  # type: ignore[arg-type]
@@ -102,11 +89,8 @@ async def test_worker_killed_mid_call_fails_only_its_rollout_group(
     assert len(logs) == dropped["sandbox_failed"] and all("sandbox_failed: the tool backend failed" in m for m in logs)
     assert "sandbox_failed" in next(line for line in printed.splitlines() if "groups dropped" in line)
     await env.close()
-    for _ in range(300):  # the killed workers' sandboxes wind down by themselves (bounded: 30 s)
-        if not _pids_running(MARKER):
-            break
-        await asyncio.sleep(0.1)
-    assert not _pids_running(MARKER), "a killed worker's command outlived the run"
+    # The killed workers' sandboxes wind down by themselves; none of the victim's commands outlives the run.
+    await wait_no_process_with_cmdline(MARKER, limit_s=30)
 
 
 REWARD_MARKER = "sleep 29.4"  # the victim's reward check; its worker is killed under it
@@ -158,8 +142,5 @@ async def test_worker_killed_under_a_reward_that_catches_everything_fails_the_ro
     assert env.rollout_stats.summary()["reward_failures"] == 0
     assert any("sandbox_failed: the tool backend failed" in r.getMessage() for r in caplog.records)
     await env.close()
-    for _ in range(300):  # the killed workers' sandboxes wind down by themselves (bounded: 30 s)
-        if not _pids_running(REWARD_MARKER):
-            break
-        await asyncio.sleep(0.1)
-    assert not _pids_running(REWARD_MARKER), "a killed worker's command outlived the run"
+    # The killed workers' sandboxes wind down by themselves; none of the victim's commands outlives the run.
+    await wait_no_process_with_cmdline(REWARD_MARKER, limit_s=30)

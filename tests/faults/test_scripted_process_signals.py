@@ -10,12 +10,14 @@ signal), which the next start on the same path removes."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,17 +53,24 @@ def _wait_for_lines(proc: subprocess.Popen[str], out: Path, lines: int, limit: f
     raise AssertionError(f"the demo did not write {lines} groups within {limit:g}s (exit {proc.poll()})")
 
 
+@contextlib.contextmanager
+def _demo_once_written(out: Path, lines: int) -> Iterator[subprocess.Popen[str]]:
+    """The demo, once it has written ``lines`` groups to ``out``; killed (if still running) and reaped after."""
+    proc = _start_demo(out)
+    try:
+        _wait_for_lines(proc, out, lines)
+        yield proc
+    finally:
+        proc.kill()
+        proc.communicate(timeout=30)
+
+
 @pytest.mark.timeout(900)
 def test_ctrl_c_prints_one_line_exits_130_and_keeps_whole_groups(tmp_path: Path, tok: Any) -> None:
     out = tmp_path / "interrupted.jsonl"
-    proc = _start_demo(out)
-    try:
-        _wait_for_lines(proc, out, 2)
+    with _demo_once_written(out, 2) as proc:
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=120)
-    finally:
-        proc.kill()
-        proc.wait(30)
     assert proc.returncode == 130, stderr[-3000:]
     assert "Traceback" not in stderr and "Traceback" not in stdout, stderr[-3000:]
     groups = read_trainable(out, 2, len(tok))
@@ -102,13 +111,8 @@ def test_sigkill_leaves_whole_groups_and_the_next_start_removes_a_torn_tail(tmp_
     from hermes_env.testing import qwen3_tokenizer_dir
 
     out = tmp_path / "killed.jsonl"
-    proc = _start_demo(out)
-    try:
-        _wait_for_lines(proc, out, 3)
+    with _demo_once_written(out, 3) as proc:
         os.kill(proc.pid, signal.SIGKILL)
-    finally:
-        proc.kill()
-        proc.communicate(timeout=30)
     data = out.read_bytes()
     whole = read_groups(out)  # every complete line parses; a torn tail, if the kill cut a write, is skipped
     assert len(whole) >= 3 and data.count(b"\n") == len(whole)

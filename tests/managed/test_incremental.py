@@ -27,18 +27,9 @@ from hermes_env.testing.scripted_vllm import scripted_logprob
 from hermes_env.trajectory import MASK, TrajectoryDivergence
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from managed_tools import TOOLS
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "data" / "chat_templates"
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "terminal",
-            "description": "Run a shell command",
-            "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
-        },
-    }
-]
 # Numbers the messages in its first line: appending anything rewrites the start of the prompt.
 COUNTING_TEMPLATE = (
     "{{ 'conversation of ' ~ (messages|length) ~ ' messages\\n' }}"

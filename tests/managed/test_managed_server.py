@@ -13,17 +13,8 @@ import pytest
 from hermes_env.managed import managed_server
 from hermes_env.testing.scripted_vllm import ScriptedCompletion, ScriptedRequest, scripted_logprob
 from hermes_env.trajectory import MASK, TrajectoryDivergence, TrajectoryDivergenceWarning
+from managed_tools import TOOLS
 
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "terminal",
-            "description": "Run a shell command",
-            "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
-        },
-    }
-]
 SYSTEM = {"role": "system", "content": "You are a careful agent."}
 
 

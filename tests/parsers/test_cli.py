@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -35,3 +38,21 @@ def test_cli_qwen3_tokens(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([str(EXAMPLE), "--tokenizer", "qwen3"]) == 0
     out = capsys.readouterr().out
     assert "2 tool calls" in out
+
+
+def test_cli_stops_quietly_when_its_reader_does(tmp_path: Path) -> None:
+    """``python -m hermes_env.parsers ... | head``: no BrokenPipeError traceback once ``head`` has its lines."""
+    big = tmp_path / "big.txt"
+    big.write_text("plain text " * 50_000, encoding="utf-8")  # ~550k one-character events: more than a pipe holds
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hermes_env.parsers", str(big), "--chunk", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline().startswith(b"[    delta 0] content")
+    proc.stdout.close()  # what ``head`` does once it has printed enough
+    stderr = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert proc.wait(timeout=120) == 128 + signal.SIGPIPE
+    assert stderr == ""

@@ -18,6 +18,7 @@ from hermes_env.sandbox import (
     WorkerStartError,
 )
 from hermes_env.sandbox.config import ResourceLimits
+from procs import pids_with_cmdline
 
 from tests.sandbox.sandbox_pools import pools
 
@@ -28,23 +29,6 @@ async def _wait_until(predicate, what: str, limit: float = 30.0) -> None:  # noq
             return
         await asyncio.sleep(0.1)
     raise AssertionError(f"gave up waiting for {what}")
-
-
-def _processes_mentioning(text: str) -> list[int]:
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read()
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                state = f.read().rsplit(b")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if text.encode() in cmd and state != b"Z":
-            found.append(int(pid))
-    return found
 
 
 @pytest.fixture(params=["local", pytest.param("container", marks=pytest.mark.containers)])
@@ -69,7 +53,7 @@ async def test_worker_killed_mid_batch(pool_factory) -> None:  # noqa: ANN001
             ex.execute("victim", "bash", {"command": "sleep 40; echo never"}, timeout=30),
             ex.execute("victim", "bash", {"command": "echo queued-behind"}, timeout=30),
         )
-        await _wait_until(lambda: len(_processes_mentioning("sleep 40")) > 0, "the victim's command to start")
+        await _wait_until(lambda: len(pids_with_cmdline("sleep 40")) > 0, "the victim's command to start")
         os.kill(dead.pid, signal.SIGKILL)
         results = await calls
         for r in results:
@@ -92,8 +76,8 @@ async def test_worker_killed_mid_batch(pool_factory) -> None:  # noqa: ANN001
         assert other.ok and other.output == "safe\n" and pool.lease_of("bystander") == bystander
 
         # Nothing of the dead worker is left running: no server, no sandbox, no sleep.
-        await _wait_until(lambda: not _processes_mentioning(dead_root), "the dead worker's processes to exit", 10)
-        assert _processes_mentioning("sleep 40") == []
+        await _wait_until(lambda: not pids_with_cmdline(dead_root), "the dead worker's processes to exit", 10)
+        assert pids_with_cmdline("sleep 40") == []
 
 
 async def test_acquire_beyond_capacity_waits_scales_then_times_out(pool_factory) -> None:  # noqa: ANN001
@@ -169,4 +153,4 @@ async def test_hung_worker_is_given_up_on_and_replaced(pool_factory) -> None:  #
                 os.kill(hung.pid, signal.SIGCONT)
         r = await ex.execute("h", "bash", {"command": "echo back"})
         assert r.ok and r.output.endswith("fresh workspace]\nback\n") and r.data.get("workspace_replaced") is True
-        await _wait_until(lambda: not _processes_mentioning(str(hung.spec.root)), "the hung worker to be gone", 10)
+        await _wait_until(lambda: not pids_with_cmdline(str(hung.spec.root)), "the hung worker to be gone", 10)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import sys
 from pathlib import Path
 
@@ -77,5 +79,17 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def run() -> int:
+    """:func:`main` as a command: a reader that stops early (``| head``) ends it quietly, as it does Unix tools."""
+    try:
+        code = main()
+        sys.stdout.flush()  # a closed pipe shows here rather than in the interpreter's flush at exit
+    except BrokenPipeError:
+        # The flush at exit would fail on the same pipe and print a traceback: point stdout at /dev/null first.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE  # the status a shell reports for a tool that SIGPIPE stopped
+    return code
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())
