@@ -72,6 +72,9 @@ import asyncio, faulthandler, signal, sys
 from hermes_env.backends import get_backend
 
 faulthandler.register(signal.SIGUSR1, all_threads=True)  # the test asks for the stacks if it does not exit
+# Ctrl-C as in a terminal: a suite started in the background (`cmd &` without job control) hands SIGINT
+# down ignored, and Python then keeps it ignored.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 async def main():
     backend = get_backend("docker", memory_bytes="128MiB")
