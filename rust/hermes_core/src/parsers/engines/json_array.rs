@@ -36,6 +36,7 @@ use crate::parsers::types::IssueKind;
 use crate::parsers::Emitter;
 
 use super::shared::{skip_ws, truncated_args, ArrStep, CallArray, Gate, Machine};
+use crate::parsers::types::Pos;
 
 /// One way a call array is introduced.
 #[derive(Debug, Clone, Copy)]
@@ -64,6 +65,160 @@ pub(crate) struct ArraySpec {
     pub one_region: bool,
     /// A single space before the region is framing (see [`Gate`]'s `lone_space`).
     pub lone_space: bool,
+}
+
+/// How one format's call array differs from the others' (the rules [`ArrayBody`] applies).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ArrayRules {
+    /// A call that follows a non-call element still reports the region's opening as markup.
+    /// Mistral says no: its `[TOOL_CALLS]` already went out as content with that element.
+    pub markup_after_content: bool,
+    /// The issue's words for an array that holds no call.
+    pub empty_message: &'static str,
+}
+
+const REGION_RULES: ArrayRules = ArrayRules {
+    markup_after_content: true,
+    empty_message: "tool-call array without calls; kept as content",
+};
+
+/// What [`ArrayBody::step`] leaves to the caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BodyStep {
+    /// The input was used up.
+    NeedMore,
+    /// Keep stepping the array.
+    More,
+    /// The array's `]` was consumed; an array without calls is content by now.
+    Done,
+    /// The array broke outside a call: the rest of the region is content.
+    RawContent,
+    /// The array broke inside a started call: the rest of the region is its raw arguments.
+    RawArgs,
+}
+
+/// A call array between its `[` and `]`, with the region's opening text (`raw`, content unless
+/// a call starts) and its whitespace [`Gate`] lent by the caller, which owns what surrounds it.
+pub(crate) struct ArrayBody {
+    array: CallArray,
+    rules: ArrayRules,
+    /// A call has started and the opening was reported as markup.
+    called: bool,
+}
+
+impl ArrayBody {
+    pub(crate) fn new(args_keys: &'static [&'static str], rules: ArrayRules) -> ArrayBody {
+        ArrayBody {
+            array: CallArray::new("name", args_keys),
+            rules,
+            called: false,
+        }
+    }
+
+    /// Expect a new array.
+    pub(crate) fn reset(&mut self) {
+        self.array.reset();
+        self.called = false;
+    }
+
+    pub(crate) fn called(&self) -> bool {
+        self.called
+    }
+
+    pub(crate) fn calls(&self) -> usize {
+        self.array.calls()
+    }
+
+    pub(crate) fn args_lane(&self) -> Lane {
+        self.array.args_lane()
+    }
+
+    pub(crate) fn resume_lane(&mut self, lane: Lane) {
+        self.array.resume_lane(lane);
+    }
+
+    /// Feed `input` (at absolute `base`); returns bytes consumed and what comes next.
+    pub(crate) fn step(
+        &mut self,
+        input: &str,
+        base: usize,
+        raw: &mut String,
+        gate: &mut Gate,
+        out: &mut Emitter<'_>,
+    ) -> (usize, BodyStep) {
+        let (n, step) = self.array.step(input, base, out);
+        let has_call = self.array.calls() > 0 || self.array.in_started_call();
+        if has_call && !self.called && (self.rules.markup_after_content || !raw.is_empty()) {
+            // The region holds calls: its opening was markup.
+            self.called = true;
+            raw.clear();
+            gate.markup(out);
+        }
+        // A broken array's rest is content; a non-call element's is not.
+        let broke = matches!(step, ArrStep::Broken { .. });
+        let next = match step {
+            ArrStep::NeedMore => BodyStep::NeedMore,
+            ArrStep::Done { raw: text } => {
+                if self.array.calls() == 0 {
+                    let at = out.pos(base + n);
+                    out.issue(IssueKind::MalformedMarkup, at, self.rules.empty_message);
+                    raw.push_str(&text);
+                    gate.text(&std::mem::take(raw), out);
+                }
+                BodyStep::Done
+            }
+            ArrStep::Content {
+                text,
+                kind,
+                message,
+                at,
+            }
+            | ArrStep::Broken {
+                raw: text,
+                kind,
+                message,
+                at,
+            } => {
+                out.issue(kind, at, message);
+                gate.text(&std::mem::take(raw), out);
+                gate.text(&text, out);
+                match broke {
+                    true => BodyStep::RawContent,
+                    false => BodyStep::More,
+                }
+            }
+            ArrStep::BrokenArgs { message, at } => {
+                out.issue(
+                    IssueKind::MalformedJson,
+                    at,
+                    message + "; the arguments are kept as written",
+                );
+                BodyStep::RawArgs
+            }
+        };
+        (n, next)
+    }
+
+    /// The output ended inside the array: a started call keeps what arrived, the rest is content.
+    pub(crate) fn end(&mut self, leftover: &str, end: Pos, raw: &mut String, gate: &mut Gate, out: &mut Emitter<'_>) {
+        if self.array.in_started_call() {
+            let missing = self
+                .array
+                .started_call_args_done()
+                .then_some("the end of its call object and the array's ']'");
+            truncated_args(out, leftover, end, missing);
+        } else {
+            let mut text = self.array.take_raw();
+            text.push_str(leftover);
+            out.issue(
+                IssueKind::Truncated,
+                end,
+                "output ended inside the tool-call array; the unfinished part is kept as content",
+            );
+            gate.text(&std::mem::take(raw), out);
+            gate.text(&text, out);
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,9 +250,7 @@ pub(crate) struct ArrayRegions {
     gate: Gate,
     /// The region's opening text while none of its calls has started.
     raw: String,
-    array: CallArray,
-    /// A call of the current region has started (its opening was markup).
-    region_called: bool,
+    body: ArrayBody,
     /// A region with calls has ended (for `one_region`).
     done_region: bool,
     after_reported: bool,
@@ -125,8 +278,7 @@ impl ArrayRegions {
                 false => Gate::new(spec.strip_edges, spec.drop_tail_ws),
             },
             raw: String::new(),
-            array: CallArray::new("name", spec.args_keys),
-            region_called: false,
+            body: ArrayBody::new(spec.args_keys, REGION_RULES),
             done_region: false,
             after_reported: false,
         }
@@ -138,8 +290,7 @@ impl ArrayRegions {
         self.region_index = index;
         self.raw.clear();
         self.raw.push_str(marker_text);
-        self.array.reset();
-        self.region_called = false;
+        self.body.reset();
         self.mode = match region {
             Some(r) if r.fence => Mode::FenceTag,
             Some(_) => Mode::PreArray,
@@ -276,55 +427,19 @@ impl Machine for ArrayRegions {
                     }
                 }
                 Mode::Array => {
-                    let (n, step) = self.array.step(rest, base + i, out);
+                    let (n, step) = self.body.step(rest, base + i, &mut self.raw, &mut self.gate, out);
                     i += n;
-                    if !self.region_called && (self.array.calls() > 0 || self.array.in_started_call()) {
-                        // The region holds calls: its opening was markup.
-                        self.region_called = true;
-                        self.raw.clear();
-                        self.gate.markup(out);
-                    }
                     match step {
-                        ArrStep::NeedMore => return input.len(),
-                        ArrStep::Done { raw } => {
-                            if self.region_called && !self.has_end() {
+                        BodyStep::NeedMore => return input.len(),
+                        BodyStep::More => {}
+                        BodyStep::Done => {
+                            if self.body.called() && !self.has_end() {
                                 self.done_region = true;
-                            }
-                            if self.array.calls() == 0 {
-                                let at = out.pos(base + i);
-                                out.issue(
-                                    IssueKind::MalformedMarkup,
-                                    at,
-                                    "tool-call array without calls; kept as content",
-                                );
-                                self.raw.push_str(&raw);
-                                let raw = std::mem::take(&mut self.raw);
-                                self.gate.text(&raw, out);
                             }
                             self.mode = Mode::AfterArray;
                         }
-                        ArrStep::Content {
-                            text,
-                            kind,
-                            message,
-                            at,
-                        } => {
-                            out.issue(kind, at, message);
-                            self.region_text(&text, out);
-                        }
-                        ArrStep::Broken { raw, kind, message, at } => {
-                            out.issue(kind, at, message);
-                            self.region_text(&raw, out);
-                            self.mode = Mode::RawContent;
-                        }
-                        ArrStep::BrokenArgs { message, at } => {
-                            out.issue(
-                                IssueKind::MalformedJson,
-                                at,
-                                message + "; the arguments are kept as written",
-                            );
-                            self.mode = Mode::RawArgs;
-                        }
+                        BodyStep::RawContent => self.mode = Mode::RawContent,
+                        BodyStep::RawArgs => self.mode = Mode::RawArgs,
                     }
                 }
                 Mode::AfterArray => {
@@ -350,7 +465,7 @@ impl Machine for ArrayRegions {
                     i += j;
                     match self.find_end(&input[i..], eof) {
                         MarkerHit::Full { at: 0, end, .. } => {
-                            if self.region_called {
+                            if self.body.called() {
                                 self.gate.markup(out);
                                 self.done_region = true;
                             } else {
@@ -411,7 +526,7 @@ impl Machine for ArrayRegions {
 
     fn lane(&self) -> Lane {
         match self.mode {
-            Mode::Array if self.region_called => self.array.args_lane(),
+            Mode::Array if self.body.called() => self.body.args_lane(),
             // Text after a finished block is checked once for `unexpected_text` first.
             Mode::Text if !(self.spec.one_region && self.done_region) || self.after_reported => {
                 self.gate.content_lane(self.text_markers.first_byte())
@@ -422,7 +537,7 @@ impl Machine for ArrayRegions {
 
     fn resume_lane(&mut self, lane: Lane) {
         if self.mode == Mode::Array {
-            self.array.resume_lane(lane);
+            self.body.resume_lane(lane);
         }
     }
 
@@ -443,24 +558,7 @@ impl Machine for ArrayRegions {
                 let raw = std::mem::take(&mut self.raw);
                 self.gate.text(&raw, out);
             }
-            Mode::Array => {
-                if self.array.in_started_call() {
-                    let missing = self
-                        .array
-                        .started_call_args_done()
-                        .then_some("the end of its call object and the array's ']'");
-                    truncated_args(out, leftover, end, missing);
-                } else {
-                    let mut raw = self.array.take_raw();
-                    raw.push_str(leftover);
-                    out.issue(
-                        IssueKind::Truncated,
-                        end,
-                        "output ended inside the tool-call array; the unfinished part is kept as content",
-                    );
-                    self.region_text(&raw, out);
-                }
-            }
+            Mode::Array => self.body.end(leftover, end, &mut self.raw, &mut self.gate, out),
             Mode::AfterArray => {
                 if self.has_end() {
                     let endm = self.region.and_then(|r| r.end).unwrap_or_default();

@@ -36,14 +36,19 @@ use crate::parsers::tools::Tools;
 use crate::parsers::types::{IssueKind, Pos, RenderError, ToolCall};
 use crate::parsers::{Emitter, Format, FormatStream};
 
+use crate::parsers::engines::json_array::{ArrayBody, ArrayRules, BodyStep};
 use crate::parsers::engines::shared::{
-    check_stripped_content, malformed_args_issue, render_args, skip_ws, truncated_args, ArgsValue, ArrStep, CallArray,
-    Driven, Gate, Machine,
+    check_stripped_content, malformed_args_issue, render_args, skip_ws, truncated_args, ArgsValue, Driven, Gate,
+    Machine,
 };
 
 pub(crate) const BOT: &str = "[TOOL_CALLS]";
 pub(crate) const ARGS: &str = "[ARGS]";
 const ARGS_KEYS: &[&str] = &["arguments"];
+const ARRAY_RULES: ArrayRules = ArrayRules {
+    markup_after_content: false,
+    empty_message: "empty tool-call array; kept as content",
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
@@ -74,7 +79,7 @@ struct MistralStream {
     name: String,
     call_at: Pos,
     args: ArgsValue,
-    array: CallArray,
+    array: ArrayBody,
 }
 
 impl MistralStream {
@@ -88,7 +93,7 @@ impl MistralStream {
             name: String::new(),
             call_at: Pos::default(),
             args: ArgsValue::new(),
-            array: CallArray::new("name", ARGS_KEYS),
+            array: ArrayBody::new(ARGS_KEYS, ARRAY_RULES),
         }
     }
 
@@ -284,53 +289,21 @@ impl Machine for MistralStream {
                     }
                 }
                 Mode::Array => {
-                    let (n, step) = self.array.step(rest, base + i, out);
+                    let (n, step) = self.array.step(rest, base + i, &mut self.raw, &mut self.gate, out);
                     i += n;
-                    if (self.array.calls() > 0 || self.array.in_started_call()) && !self.raw.is_empty() {
-                        // A call came out of the array: `[TOOL_CALLS]` was markup.
-                        self.raw.clear();
-                        self.gate.markup(out);
-                    }
                     match step {
-                        ArrStep::NeedMore => return input.len(),
-                        ArrStep::Done { raw } => {
-                            if !raw.is_empty() {
-                                let at = out.pos(base + i);
-                                out.issue(IssueKind::MalformedMarkup, at, "empty tool-call array; kept as content");
-                                self.raw.push_str(&raw);
-                                let raw = std::mem::take(&mut self.raw);
-                                self.gate.text(&raw, out);
-                            } else {
+                        BodyStep::NeedMore => return input.len(),
+                        BodyStep::More => {}
+                        BodyStep::Done => {
+                            if self.array.calls() > 0 {
+                                // Nothing closes the array: its `]` ends the markup.
                                 self.gate.markup(out);
                             }
+                            // Unlike the regions' arrays, another `[TOOL_CALLS]` may follow.
                             self.mode = Mode::AfterArgs;
                         }
-                        ArrStep::Content {
-                            text,
-                            kind,
-                            message,
-                            at,
-                        } => {
-                            out.issue(kind, at, message);
-                            let mut raw = std::mem::take(&mut self.raw);
-                            raw.push_str(&text);
-                            self.gate.text(&raw, out);
-                        }
-                        ArrStep::Broken { raw, kind, message, at } => {
-                            out.issue(kind, at, message);
-                            self.raw.push_str(&raw);
-                            let raw = std::mem::take(&mut self.raw);
-                            self.gate.text(&raw, out);
-                            self.mode = Mode::RawContent;
-                        }
-                        ArrStep::BrokenArgs { message, at } => {
-                            out.issue(
-                                IssueKind::MalformedJson,
-                                at,
-                                message + "; the arguments are kept as written",
-                            );
-                            self.mode = Mode::RawArgs;
-                        }
+                        BodyStep::RawContent => self.mode = Mode::RawContent,
+                        BodyStep::RawArgs => self.mode = Mode::RawArgs,
                     }
                 }
             }
@@ -370,34 +343,12 @@ impl Machine for MistralStream {
                 );
             }
             Mode::Args if self.args.end() != Status::Complete => truncated_args(out, leftover, end, None),
-            Mode::Args => {
-                out.args(leftover);
-                out.end_call();
-            }
-            Mode::RawArgs => {
+            Mode::Args | Mode::RawArgs => {
                 out.args(leftover);
                 out.end_call();
             }
             Mode::RawContent => self.gate.text(leftover, out),
-            Mode::Array => {
-                if self.array.in_started_call() {
-                    let missing = self
-                        .array
-                        .started_call_args_done()
-                        .then_some("the end of its call object and the array's ']'");
-                    truncated_args(out, leftover, end, missing);
-                } else {
-                    let mut raw = std::mem::take(&mut self.raw);
-                    raw.push_str(&self.array.take_raw());
-                    raw.push_str(leftover);
-                    out.issue(
-                        IssueKind::Truncated,
-                        end,
-                        "output ended inside the tool-call array; the unfinished part is kept as content",
-                    );
-                    self.gate.text(&raw, out);
-                }
-            }
+            Mode::Array => self.array.end(leftover, end, &mut self.raw, &mut self.gate, out),
         }
         self.gate.finish(out);
         self.mode = Mode::Text;
