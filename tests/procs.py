@@ -49,6 +49,19 @@ def pids_with_cmdline(needle: str) -> list[int]:
     return found
 
 
+def processes_of_uid(uid: int) -> list[str]:
+    """``/proc/PID/stat`` of every process whose owner is ``uid``, zombies included (they count against its
+    RLIMIT_NPROC until reaped)."""
+    found = []
+    for entry in os.scandir("/proc"):
+        try:
+            if entry.name.isdigit() and entry.stat().st_uid == uid:
+                found.append(Path(entry.path, "stat").read_text())
+        except OSError:
+            continue
+    return found
+
+
 async def wait_no_process_with_cmdline(needle: str, limit_s: float = 5.0) -> None:
     """Waits up to ``limit_s`` until no live host process has ``needle`` in its command line."""
     for _ in range(round(limit_s / 0.05)):

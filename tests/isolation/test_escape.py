@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from hermes_env.backends import ExecutionBackend, WorkspacePathError
 from hermes_env.isolation.users import live_pids_of
-from procs import unique_sleep, wait_no_process_with_cmdline
+from procs import processes_of_uid, unique_sleep, wait_no_process_with_cmdline
 
 from .conftest import LIMITS, MakeBackend, host_workspace
 
@@ -184,18 +184,6 @@ async def test_fork_bomb_is_contained_by_the_process_limit(sandboxed: ExecutionB
         assert live_pids_of(uid) == []  # cleanup killed everything the bomb left
 
 
-def _processes_of(uid: int) -> list[str]:
-    """Every process of ``uid``, zombies included (they count against RLIMIT_NPROC until reaped)."""
-    found = []
-    for entry in os.scandir("/proc"):
-        try:
-            if entry.name.isdigit() and entry.stat().st_uid == uid:
-                found.append(Path(entry.path, "stat").read_text())
-        except OSError:
-            continue
-    return found
-
-
 async def test_a_call_leaves_no_process_behind_not_even_a_zombie(make_sandboxed: MakeBackend) -> None:
     # bwrap's own init outlived its monitor, leaving each call's init a zombie for the host's init to reap;
     # they counted against the task's process limit until then ("Can't fork for pid 1" after a burst of
@@ -206,7 +194,7 @@ async def test_a_call_leaves_no_process_behind_not_even_a_zombie(make_sandboxed:
         r = await backend.execute("burst", f"echo {i} | cat", 20)
         assert r.ok and r.output == f"{i}\n", r
         if AS_ROOT:
-            assert _processes_of(uid) == [], i
+            assert processes_of_uid(uid) == [], i
 
 
 async def test_unbounded_output_is_cut_and_the_command_stopped(sandboxed: ExecutionBackend) -> None:

@@ -107,9 +107,9 @@ class BwrapBackend(HostWorkspaceBackend):
     def user(self, task_id: str) -> SandboxUser:
         user = self._users.get(task_id)
         if user is None:
-            # Unused uids first, then the longest-freed one: a uid handed straight back out can still have
-            # processes of its last task exiting, and they count against the new task's RLIMIT_NPROC (bwrap then
-            # fails with "Can't fork for pid 1").
+            # Unused uids first, then the longest-freed one: what _release_user killed stays a zombie until the
+            # host's init reaps it, counted against the uid's RLIMIT_NPROC ("Can't fork for pid 1" for a task
+            # handed that uid straight back). Claiming the block killed any earlier holder's leftovers.
             if self._next_slot < UID_BLOCK:
                 slot, self._next_slot = self._next_slot, self._next_slot + 1
             elif self._free_slots:
@@ -119,11 +119,6 @@ class BwrapBackend(HostWorkspaceBackend):
                     f"more than {UID_BLOCK} bwrap tasks at once; clean up finished tasks (ToolContext.cleanup)"
                 )
             user = self._users[task_id] = self._uids.user(slot)
-            if user.uid is not None:
-                # The block is ours (its lock), so any process still running as this uid is a leftover of an
-                # earlier holder (a background job of a run that ended); it would count against this task's
-                # RLIMIT_NPROC and make bwrap fail with "Can't fork for pid 1".
-                kill_uids([user.uid])
         return user
 
     def _release_user(self, task_id: str) -> None:
