@@ -1,8 +1,9 @@
 //! Small pieces shared by the JSON-argument formats (mistral, llama3_json, deepseek, kimi_k2,
 //! granite, jamba, internlm, xlam):
 //!
-//! - [`Machine`] + [`Driven`]: the "held tail + chunk" feeding loop of `parsers`' module doc,
-//!   written once, so each format only writes `run` (consume what it can) and `end`.
+//! - [`Machine`] + [`Driven`]: the "held tail + chunk" feeding loop of `parsers`' module doc
+//!   and the stepping loop over it, written once, so each format only writes `step` (consume
+//!   what its state can decide, or wait) and `end`.
 //! - [`Gate`]: content with the whitespace policy the vLLM parsers apply around call markup
 //!   (e.g. the engine-based parsers `strip()` content when calls were found). Whitespace is the
 //!   only text it ever holds back.
@@ -18,19 +19,29 @@ use crate::parsers::lane::Lane;
 use crate::parsers::types::{IssueKind, Pos, RenderError, ToolCall};
 use crate::parsers::{Emitter, FormatStream};
 
-/// A format's state machine over "held tail + new chunk".
+/// What one [`Machine::step`] did with the input it was given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// This many bytes were consumed; step again over the rest.
+    On(usize),
+    /// This many bytes were consumed; the rest cannot be decided before more text comes. It is
+    /// handed back, prefixed, next time (after the last input, to [`Machine::end`]).
+    Wait(usize),
+}
+
+/// A format's state machine over "held tail + new chunk"; [`Driven`] runs the stepping loop.
 pub(crate) trait Machine: Send {
-    /// Consume as much of `input` (which starts at absolute byte `base`) as can be decided now;
-    /// return the number of bytes consumed. The rest is handed back, prefixed, next time. With
+    /// One step in the current state over `rest`, the input not consumed yet, whose first byte
+    /// is absolute byte `base`. A step that consumes nothing must change state or wait. With
     /// `eof`, no more text will come: partial markers are no longer possible.
-    fn run(&mut self, input: &str, base: usize, eof: bool, out: &mut Emitter<'_>) -> usize;
-    /// End of output, after a last `run(.., eof = true)`: `leftover` is what that run did not
+    fn step(&mut self, rest: &str, base: usize, eof: bool, out: &mut Emitter<'_>) -> Step;
+    /// End of output, after the last steps (with `eof`): `leftover` is what they did not
     /// consume. Flush everything (content, arguments) and report what was unfinished.
     fn end(&mut self, leftover: &str, out: &mut Emitter<'_>);
 
-    /// Whether everything from here on is plain content (the machine has decided for good):
-    /// [`Driven`] then passes each chunk straight through as one content slice, without `run`.
-    fn passthrough(&self) -> bool {
+    /// A fast path for the states a long output spends its time in, asked only while [`Driven`]
+    /// holds no unconsumed text: take all of `chunk` at once (true) or leave it to the steps.
+    fn take_chunk(&mut self, _chunk: &str, _out: &mut Emitter<'_>) -> bool {
         false
     }
 
@@ -41,7 +52,7 @@ pub(crate) trait Machine: Send {
     }
 
     /// Take over the state the lane from [`Machine::lane`] ended in (see
-    /// [`Emitter::resumed_lane`]); called before every `run` after a lane was open.
+    /// [`Emitter::resumed_lane`]); called before the first step after a lane was open.
     fn resume_lane(&mut self, _lane: Lane) {}
 
     /// [`FormatStream::holds_text`] apart from [`Driven`]'s own unconsumed tail: whether the
@@ -66,15 +77,29 @@ impl<M: Machine> Driven<M> {
         }
     }
 
+    /// Step the machine over `input` (its first byte is absolute byte `base`) until it waits
+    /// or the input is used up; returns how many bytes were consumed.
+    #[inline]
+    fn run(&mut self, input: &str, base: usize, eof: bool, out: &mut Emitter<'_>) -> usize {
+        let mut i = 0;
+        while let Some(rest) = input.get(i..).filter(|rest| !rest.is_empty()) {
+            match self.machine.step(rest, base + i, eof, out) {
+                Step::On(n) => i += n,
+                Step::Wait(n) => return i + n,
+            }
+        }
+        i
+    }
+
     fn feed_input(&mut self, chunk: &str, eof: bool, out: &mut Emitter<'_>) {
         let base = out.chunk_offset().saturating_sub(self.held.len());
         let mut buf = std::mem::take(&mut self.held);
         if buf.is_empty() {
-            let n = self.machine.run(chunk, base, eof, out);
+            let n = self.run(chunk, base, eof, out);
             buf.push_str(chunk.get(n..).unwrap_or_default());
         } else {
             buf.push_str(chunk);
-            let n = self.machine.run(&buf, base, eof, out);
+            let n = self.run(&buf, base, eof, out);
             buf.drain(..n.min(buf.len()));
         }
         self.held = buf;
@@ -87,11 +112,9 @@ impl<M: Machine> FormatStream for Driven<M> {
         if resumed != Lane::Off {
             self.machine.resume_lane(resumed);
         }
-        if self.held.is_empty() && self.machine.passthrough() {
-            out.content(chunk);
-            return;
+        if !(self.held.is_empty() && self.machine.take_chunk(chunk, out)) {
+            self.feed_input(chunk, false, out);
         }
-        self.feed_input(chunk, false, out);
         if self.held.is_empty() {
             out.set_lane(self.machine.lane());
         }

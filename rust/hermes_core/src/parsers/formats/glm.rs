@@ -140,7 +140,7 @@ impl Dialect for GlmDialect {
         x.prose(out, &rest[..text_end], i);
         match next {
             Some(end) => {
-                let at = x.at(out, i + text_end);
+                let at = out.pos(i + text_end);
                 x.begin_markup(at, TOOL_CALL);
                 x.st = St::Markup(Sub::Name);
                 Some(end)
@@ -232,7 +232,7 @@ impl GlmDialect {
         match self.name_markers.find(&rest[lt..], eof) {
             MarkerHit::Full { at: 0, end, marker } => {
                 if x.name.trim().is_empty() {
-                    let at = x.at(out, i + lt);
+                    let at = out.pos(i + lt);
                     x.broken_name(out, at, IssueKind::MissingName, "<tool_call> has no tool name");
                     return Some(lt);
                 }
@@ -247,7 +247,7 @@ impl GlmDialect {
             }
             MarkerHit::Partial { at: 0 } => Some(lt).filter(|&n| n > 0),
             _ => {
-                let at = x.at(out, i + lt);
+                let at = out.pos(i + lt);
                 x.broken_name(
                     out,
                     at,

@@ -131,7 +131,7 @@ impl Dialect for Qwen3 {
         match x.content_markers.find(rest, eof) {
             MarkerHit::Full { at, end, marker } => {
                 x.prose(out, &rest[..at], i);
-                let raw_at = x.at(out, i + at);
+                let raw_at = out.pos(i + at);
                 x.begin_markup(raw_at, &rest[at..end]);
                 if marker == 0 {
                     x.st = St::Markup(Sub::Preamble);
@@ -310,7 +310,7 @@ fn on_name(x: &mut X, rest: &str, i: usize, out: &mut Emitter<'_>) -> Option<usi
         NameStep::Stop(s, true) => {
             if x.name.trim().is_empty() {
                 x.name.push('>');
-                let at = x.at(out, i + s);
+                let at = out.pos(i + s);
                 x.broken_name(out, at, IssueKind::MalformedMarkup, "<function=> has an empty name");
                 return Some(s + 1);
             }
@@ -324,7 +324,7 @@ fn on_name(x: &mut X, rest: &str, i: usize, out: &mut Emitter<'_>) -> Option<usi
         }
         NameStep::Stop(s, false) => (s, "the function name is not closed by '>'"),
     };
-    let pos = x.at(out, i + at);
+    let pos = out.pos(i + at);
     x.broken_name(out, pos, IssueKind::MalformedMarkup, why);
     Some(at)
 }
