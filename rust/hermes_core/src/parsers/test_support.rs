@@ -149,6 +149,8 @@ pub fn soup_holds(name: &str, text: &str, mut cuts: Vec<usize>) -> Result<ParseR
 pub mod untyped {
     use super::{check_events, run};
     use crate::parsers::{get_parser, ParseResult, Parser, Tools};
+    use proptest::prelude::*;
+    use proptest::test_runner::TestRunner;
 
     pub use super::{assert_all_content, soup};
 
@@ -159,6 +161,28 @@ pub mod untyped {
     /// [`super::every_split`] without tools.
     pub fn every_split(name: &str, text: &str) -> ParseResult {
         super::every_split_of(&parser(name), name, text)
+    }
+
+    /// The marker-soup property of the `names` parsers: texts made of `fragments`, fed cut
+    /// anywhere, keep [`soup_holds`]'s invariants. Failure seeds are kept next to the calling
+    /// test's file, as `proptest!` keeps them.
+    #[track_caller]
+    pub fn marker_soup(names: &[&str], fragments: &'static [&'static str]) {
+        let config = ProptestConfig {
+            cases: 200,
+            source_file: Some(std::panic::Location::caller().file()),
+            ..ProptestConfig::default()
+        };
+        let cuts = prop::collection::vec(0usize..300, 0..8);
+        let result = TestRunner::new(config).run(&(soup(fragments), cuts), |(text, cuts)| {
+            for name in names {
+                soup_holds(name, &text, &cuts);
+            }
+            Ok(())
+        });
+        if let Err(e) = result {
+            panic!("{e}");
+        }
     }
 
     /// The invariants every format keeps on any input: no panic, events in order, split

@@ -35,7 +35,7 @@ use crate::parsers::marker::{MarkerHit, MarkerSet};
 use crate::parsers::types::IssueKind;
 use crate::parsers::Emitter;
 
-use super::shared::{skip_ws, truncated_args, ArrStep, CallArray, Gate, Machine, Step};
+use super::shared::{skip_ws, skip_ws_into, truncated_args, ArrStep, CallArray, Gate, Machine, Step};
 use crate::parsers::types::Pos;
 
 /// One way a call array is introduced.
@@ -411,11 +411,9 @@ impl Machine for ArrayRegions {
                 Step::On(tag_len)
             }
             Mode::PreArray => {
-                let Some(j) = skip_ws(rest) else {
-                    self.raw.push_str(rest);
+                let Some(j) = skip_ws_into(&mut self.raw, rest) else {
                     return Step::Wait(rest.len());
                 };
-                self.raw.push_str(&rest[..j]);
                 if rest[j..].starts_with('[') {
                     self.mode = Mode::Array;
                 } else {
@@ -505,8 +503,7 @@ impl Machine for ArrayRegions {
                 }
                 let Some(end) = next else { return Step::Wait(upto) };
                 if is_args {
-                    out.end_call();
-                    self.gate.markup(out);
+                    self.gate.end_call(out);
                 } else {
                     let marker = &rest[upto..end];
                     self.region_text(marker, out);
@@ -577,9 +574,8 @@ impl Machine for ArrayRegions {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use crate::parsers::test_support::untyped::{every_split, parser, soup, soup_holds};
+    use crate::parsers::test_support::untyped::{every_split, marker_soup, parser};
     use crate::parsers::{IssueKind, ToolCall};
-    use proptest::prelude::*;
 
     const ARRAY: &str = "[{\"name\": \"read_file\", \"arguments\": {\"path\": \"</tool_calls>```]\"}}, \
                          {\"arguments\": {}, \"name\": \"list_processes\"}]";
@@ -700,13 +696,8 @@ mod tests {
         "x",
     ];
 
-    proptest! {
-        #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
-        #[test]
-        fn marker_soup_never_panics(text in soup(FRAGMENTS), cuts in prop::collection::vec(0usize..300, 0..8)) {
-            for name in ["granite", "jamba", "xlam"] {
-                soup_holds(name, &text, &cuts);
-            }
-        }
+    #[test]
+    fn marker_soup_never_panics() {
+        marker_soup(&["granite", "jamba", "xlam"], FRAGMENTS);
     }
 }

@@ -32,7 +32,7 @@ use crate::parsers::marker::{MarkerHit, MarkerSet};
 use crate::parsers::types::{IssueKind, Pos};
 use crate::parsers::Emitter;
 
-use super::shared::{malformed_args_issue, skip_ws, ArgsValue, Gate, Machine, Step};
+use super::shared::{skip_ws, skip_ws_into, ArgsValue, Gate, Machine, Step};
 
 /// How a call's header names the tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -281,8 +281,7 @@ impl Machine for Sectioned {
     fn step(&mut self, rest: &str, base: usize, eof: bool, out: &mut Emitter<'_>) -> Step {
         match self.mode {
             Mode::Text => {
-                let (at, hit) = self.text_markers.until(rest, eof);
-                self.gate.text(&rest[..at], out);
+                let (at, hit) = self.gate.until(&self.text_markers, rest, eof, out);
                 let Some((end, _)) = hit else { return Step::Wait(at) };
                 // The marker is markup once a call of the section starts (gate.markup then).
                 self.section_raw.clear();
@@ -368,11 +367,9 @@ impl Machine for Sectioned {
                 Step::On(j)
             }
             Mode::PreArgs => {
-                let Some(j) = skip_ws(rest) else {
-                    self.raw.push_str(rest);
+                let Some(j) = skip_ws_into(&mut self.raw, rest) else {
                     return Step::Wait(rest.len());
                 };
-                self.raw.push_str(&rest[..j]);
                 let args = &rest[j..];
                 if self.spec.header == Header::TypeThenNameLine && !self.fence_open && args.starts_with('`') {
                     // ```json (the language tag is optional) then a newline; decided within
@@ -413,14 +410,11 @@ impl Machine for Sectioned {
             }
             Mode::Args => {
                 let (n, status) = self.args.feed(rest, base, out);
-                match status {
+                self.mode = match status {
                     Status::NeedMore => return Step::Wait(rest.len()),
-                    Status::Complete => self.mode = Mode::AfterArgs,
-                    Status::Error(e) => {
-                        malformed_args_issue(out, base + n, &e);
-                        self.mode = Mode::RawArgs;
-                    }
-                }
+                    Status::Complete => Mode::AfterArgs,
+                    Status::Error(_) => Mode::RawArgs,
+                };
                 Step::On(n)
             }
             Mode::RawArgs | Mode::RawContent => {
@@ -450,8 +444,7 @@ impl Machine for Sectioned {
                 self.raw_text(is_args, &rest[..take], out);
                 if done {
                     if is_args {
-                        out.end_call();
-                        self.gate.markup(out);
+                        self.gate.end_call(out);
                     }
                     self.mode = Mode::Section;
                 }
@@ -486,8 +479,7 @@ impl Machine for Sectioned {
                                 "tool call arguments' ``` fence is not closed; the call is kept",
                             );
                         }
-                        out.end_call();
-                        self.gate.markup(out);
+                        self.gate.end_call(out);
                         self.mode = Mode::Section;
                         return Step::On(j + end);
                     }
@@ -497,16 +489,14 @@ impl Machine for Sectioned {
                         let pos = out.pos(base + j);
                         let msg = format!("tool call without {:?}; the call is kept", self.spec.call_end);
                         out.issue(IssueKind::MalformedMarkup, pos, msg);
-                        out.end_call();
-                        self.gate.markup(out);
+                        self.gate.end_call(out);
                         self.mode = Mode::Section;
                     }
                     _ => {
                         let pos = out.pos(base + j);
                         let msg = "text after a tool call's arguments; it is kept in content".to_owned();
                         out.issue(IssueKind::UnexpectedText, pos, msg);
-                        out.end_call();
-                        self.gate.markup(out);
+                        self.gate.end_call(out);
                         // The rest of the call, up to its end marker, is content.
                         self.mode = Mode::RawContent;
                     }

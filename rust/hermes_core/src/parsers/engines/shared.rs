@@ -16,8 +16,12 @@
 use crate::parsers::json_escape::json_string;
 use crate::parsers::json_scan::{validate, JsonError, JsonScanner, ObjectWalker, Status, Walk};
 use crate::parsers::lane::Lane;
+use crate::parsers::marker::MarkerSet;
 use crate::parsers::types::{IssueKind, Pos, RenderError, ToolCall};
-use crate::parsers::{Emitter, FormatStream};
+use std::sync::Arc;
+
+use crate::parsers::tools::Tools;
+use crate::parsers::{Emitter, Format, FormatStream};
 
 /// What one [`Machine::step`] did with the input it was given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,6 +139,23 @@ impl<M: Machine> FormatStream for Driven<M> {
     }
 }
 
+/// A format that is a [`Machine`] (a fresh one per output, run by [`Driven`]) and a render
+/// function, as most formats are.
+pub(crate) struct MachineFormat<M> {
+    pub machine: fn() -> M,
+    pub render: fn(&[ToolCall], Option<&str>) -> Result<String, RenderError>,
+}
+
+impl<M: Machine + 'static> Format for MachineFormat<M> {
+    fn stream(&self, _tools: &Arc<Tools>) -> Box<dyn FormatStream> {
+        Box::new(Driven::new((self.machine)()))
+    }
+
+    fn render(&self, calls: &[ToolCall], content: Option<&str>) -> Result<String, RenderError> {
+        (self.render)(calls, content)
+    }
+}
+
 /// The output ended inside a started call: `leftover` goes to its arguments, the call is
 /// reported `truncated` at `at` and ended (it keeps what arrived). `missing`: when the arguments
 /// themselves were complete, what of the call's markup did not arrive (the message says so
@@ -152,7 +173,7 @@ pub(crate) fn truncated_args(out: &mut Emitter<'_>, leftover: &str, at: Pos, mis
 #[inline]
 /// Report arguments whose JSON broke after the call started (at input byte `at`): the call keeps
 /// the raw text it already streamed as its arguments.
-pub(crate) fn malformed_args_issue(out: &mut Emitter<'_>, at: usize, e: &JsonError) {
+fn malformed_args_issue(out: &mut Emitter<'_>, at: usize, e: &JsonError) {
     let pos = out.pos(at);
     let msg = format!(
         "malformed JSON in tool call arguments: {}; the arguments are kept as written",
@@ -169,6 +190,15 @@ pub(crate) fn is_ws(b: u8) -> bool {
 #[inline]
 pub(crate) fn skip_ws(s: &str) -> Option<usize> {
     s.bytes().position(|b| !is_ws(b))
+}
+
+/// [`skip_ws`] for markup being collected: the leading whitespace of `s` is appended to `raw`
+/// (all of `s` when it is all whitespace).
+#[inline]
+pub(crate) fn skip_ws_into(raw: &mut String, s: &str) -> Option<usize> {
+    let j = skip_ws(s);
+    raw.push_str(s.get(..j.unwrap_or(s.len())).unwrap_or_default());
+    j
 }
 
 /// Content with the whitespace policy around call markup.
@@ -270,6 +300,26 @@ impl Gate {
         }
     }
 
+    /// Plain text up to the next of `markers` goes to content ([`MarkerSet::until`]'s answer).
+    #[inline]
+    pub(crate) fn until(
+        &mut self,
+        markers: &MarkerSet,
+        rest: &str,
+        eof: bool,
+        out: &mut Emitter<'_>,
+    ) -> (usize, Option<(usize, usize)>) {
+        let (at, hit) = markers.until(rest, eof);
+        self.text(rest.get(..at).unwrap_or_default(), out);
+        (at, hit)
+    }
+
+    /// The open call ends with its closing markup.
+    pub(crate) fn end_call(&mut self, out: &mut Emitter<'_>) {
+        out.end_call();
+        self.markup(out);
+    }
+
     /// Markup (a marker, a call) follows the text so far.
     pub(crate) fn markup(&mut self, out: &mut Emitter<'_>) {
         let lone_space = self.lone_space && !out.content_emitted() && !self.saw_markup && self.ws == " ";
@@ -310,7 +360,9 @@ impl ArgsValue {
         self.first = true;
     }
 
-    /// Scan `input` (at absolute `base`), sending what belongs to the value to the open call.
+    /// Scan `input` (at absolute `base`), sending what belongs to the value to the open call;
+    /// returns the bytes consumed and the value's status. JSON that breaks is reported here
+    /// (`malformed_json`); the call keeps what it streamed.
     pub(crate) fn feed(&mut self, input: &str, base: usize, out: &mut Emitter<'_>) -> (usize, Status) {
         if self.first && !input.is_empty() {
             self.first = false;
@@ -325,6 +377,9 @@ impl ArgsValue {
         }
         let (n, status) = self.scanner.feed(input.as_bytes());
         out.args(input.get(..n).unwrap_or_default());
+        if let Status::Error(e) = &status {
+            malformed_args_issue(out, base + n, e);
+        }
         (n, status)
     }
 
