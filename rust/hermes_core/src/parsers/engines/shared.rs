@@ -139,16 +139,16 @@ impl<M: Machine> FormatStream for Driven<M> {
     }
 }
 
-/// A format that is a [`Machine`] (a fresh one per output, run by [`Driven`]) and a render
-/// function, as most formats are.
+/// A format that is a [`Machine`] (a fresh one per output and request tools, run by
+/// [`Driven`]) and a render function, as most formats are.
 pub(crate) struct MachineFormat<M> {
-    pub machine: fn() -> M,
+    pub machine: fn(&Arc<Tools>) -> M,
     pub render: fn(&[ToolCall], Option<&str>) -> Result<String, RenderError>,
 }
 
 impl<M: Machine + 'static> Format for MachineFormat<M> {
-    fn stream(&self, _tools: &Arc<Tools>) -> Box<dyn FormatStream> {
-        Box::new(Driven::new((self.machine)()))
+    fn stream(&self, tools: &Arc<Tools>) -> Box<dyn FormatStream> {
+        Box::new(Driven::new((self.machine)(tools)))
     }
 
     fn render(&self, calls: &[ToolCall], content: Option<&str>) -> Result<String, RenderError> {

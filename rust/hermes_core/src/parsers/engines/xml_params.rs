@@ -28,13 +28,13 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::schema_values::{coerce, ArgsWriter, TypeSet};
-use super::shared::{Driven, Machine, Step};
+use super::shared::{Machine, Step};
 use super::xml_content::FramedContent;
 use crate::parsers::lane::Lane;
 use crate::parsers::marker::{MarkerHit, MarkerSet};
 use crate::parsers::tools::Tools;
 use crate::parsers::types::{IssueKind, Pos, RenderError, ToolCall};
-use crate::parsers::{Emitter, FormatStream};
+use crate::parsers::Emitter;
 
 /// Longest tool or parameter name accepted before the markup is judged broken.
 pub(crate) const MAX_NAME: usize = 256;
@@ -155,14 +155,6 @@ pub(crate) trait Dialect: Send + 'static {
     /// The output ended in dialect state `sub` with `left` unconsumed. Returns false when that
     /// state is inside a call (the shared truncation handling then closes the call).
     fn finish(&mut self, sub: Self::Sub, x: &mut Core<Self::Sub>, left: &str, end: Pos, out: &mut Emitter<'_>) -> bool;
-}
-
-/// A stream of the format that `spec` and `dialect` describe.
-pub(crate) fn stream<D: Dialect>(spec: &'static Spec, dialect: D, tools: &Arc<Tools>) -> Box<dyn FormatStream> {
-    Box::new(Driven::new(XmlStream {
-        d: dialect,
-        x: Core::new(spec, Arc::clone(tools)),
-    }))
 }
 
 /// The state the shared steps and the dialect's steps work on.
@@ -574,9 +566,19 @@ impl<S: Copy + PartialEq> Core<S> {
     }
 }
 
-struct XmlStream<D: Dialect> {
+/// The state machine of the format that a [`Spec`] and a [`Dialect`] describe.
+pub(crate) struct XmlStream<D: Dialect> {
     d: D,
     x: Core<D::Sub>,
+}
+
+impl<D: Dialect> XmlStream<D> {
+    pub(crate) fn new(spec: &'static Spec, dialect: D, tools: &Arc<Tools>) -> XmlStream<D> {
+        XmlStream {
+            d: dialect,
+            x: Core::new(spec, Arc::clone(tools)),
+        }
+    }
 }
 
 impl<D: Dialect> Machine for XmlStream<D> {

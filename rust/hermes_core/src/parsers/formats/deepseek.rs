@@ -100,14 +100,14 @@ fn render(spec: SectionSpec, calls: &[ToolCall], content: Option<&str>) -> Resul
 
 pub fn deepseek_v3() -> Arc<dyn Format> {
     Arc::new(MachineFormat {
-        machine: || Sectioned::new(V3),
+        machine: |_| Sectioned::new(V3),
         render: |calls, content| render(V3, calls, content),
     })
 }
 
 pub fn deepseek_v31() -> Arc<dyn Format> {
     Arc::new(MachineFormat {
-        machine: || Sectioned::new(V31),
+        machine: |_| Sectioned::new(V31),
         render: |calls, content| render(V31, calls, content),
     })
 }

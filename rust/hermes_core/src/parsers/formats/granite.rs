@@ -60,7 +60,7 @@ fn render(calls: &[ToolCall], content: Option<&str>) -> Result<String, RenderErr
 
 pub fn granite() -> Arc<dyn Format> {
     Arc::new(MachineFormat {
-        machine: || ArrayRegions::new(GRANITE),
+        machine: |_| ArrayRegions::new(GRANITE),
         render,
     })
 }

@@ -55,7 +55,7 @@ fn render(calls: &[ToolCall], content: Option<&str>) -> Result<String, RenderErr
 
 pub fn jamba() -> Arc<dyn Format> {
     Arc::new(MachineFormat {
-        machine: || ArrayRegions::new(JAMBA),
+        machine: |_| ArrayRegions::new(JAMBA),
         render,
     })
 }

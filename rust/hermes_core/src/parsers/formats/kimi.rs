@@ -92,7 +92,7 @@ fn render(calls: &[ToolCall], content: Option<&str>) -> Result<String, RenderErr
 
 pub fn kimi_k2() -> Arc<dyn Format> {
     Arc::new(MachineFormat {
-        machine: || Sectioned::new(KIMI),
+        machine: |_| Sectioned::new(KIMI),
         render,
     })
 }

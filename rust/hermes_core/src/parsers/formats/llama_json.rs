@@ -302,7 +302,7 @@ fn render(calls: &[ToolCall], content: Option<&str>) -> Result<String, RenderErr
 
 pub fn llama3_json() -> Arc<dyn Format> {
     Arc::new(MachineFormat {
-        machine: || LlamaStream::new(),
+        machine: |_| LlamaStream::new(),
         render,
     })
 }

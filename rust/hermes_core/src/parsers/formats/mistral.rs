@@ -364,7 +364,7 @@ fn render(calls: &[ToolCall], content: Option<&str>) -> Result<String, RenderErr
 
 pub fn mistral() -> Arc<dyn Format> {
     Arc::new(MachineFormat {
-        machine: || MistralStream::new(),
+        machine: |_| MistralStream::new(),
         render,
     })
 }

@@ -79,7 +79,7 @@ fn render(calls: &[ToolCall], content: Option<&str>) -> Result<String, RenderErr
 
 pub fn xlam() -> Arc<dyn Format> {
     Arc::new(MachineFormat {
-        machine: || ArrayRegions::new(XLAM),
+        machine: |_| ArrayRegions::new(XLAM),
         render,
     })
 }
