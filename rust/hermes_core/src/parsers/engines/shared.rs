@@ -1,9 +1,11 @@
-//! Small pieces shared by the JSON-argument formats (mistral, llama3_json, deepseek, kimi_k2,
-//! granite, jamba, internlm, xlam):
+//! The state-machine driver every machine-based format uses, and small pieces shared by the
+//! JSON-argument formats (mistral, llama3_json, deepseek, kimi_k2, granite, jamba, internlm,
+//! xlam):
 //!
 //! - [`Machine`] + [`Driven`]: the "held tail + chunk" feeding loop of `parsers`' module doc
 //!   and the stepping loop over it, written once, so each format only writes `step` (consume
-//!   what its state can decide, or wait) and `end`.
+//!   what its state can decide, or wait) and `end`; [`MachineFormat`]: a machine and a render
+//!   function as a [`Format`].
 //! - [`Gate`]: content with the whitespace policy the vLLM parsers apply around call markup
 //!   (e.g. the engine-based parsers `strip()` content when calls were found). Whitespace is the
 //!   only text it ever holds back.
@@ -11,7 +13,7 @@
 //!   with the `bad_arguments` check on its first byte.
 //! - [`CallObject`]: one `{"name": ..., "arguments": {...}}` object (P1's [`ObjectWalker`]) for
 //!   formats that carry calls as JSON objects, alone or in a JSON array.
-//! - [`skip_ws`] and [`render_args`] helpers.
+//! - [`skip_ws`], [`skip_ws_into`] and [`render_args`] helpers.
 
 use crate::parsers::json_escape::json_string;
 use crate::parsers::json_scan::{validate, JsonError, JsonScanner, ObjectWalker, Status, Walk};
