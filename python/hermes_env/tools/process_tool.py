@@ -306,19 +306,16 @@ class ProcessRegistry:
             job.exit_code = KILLED_EXIT_CODE
 
     async def write(self, ctx: ToolRunContext, session_id: str, data: str) -> dict[str, Any]:
-        job = self.jobs.get(session_id)
-        if job is None:
-            return self._not_found(session_id)
-        await self.refresh(ctx, job)
-        if job.exited:
-            return {"status": "already_exited", "error": "Process has already finished"}
-        if job.stdin_closed:
-            return {"status": "error", "error": "Process stdin not available (stdin closed)"}
-        # Opened read-write, the FIFO never blocks the writer, even if the job stops reading.
-        return await self._send(ctx, job.stdin_path, data, {"status": "ok", "bytes_written": len(data)})
+        return await self._send(ctx, session_id, data, {"status": "ok", "bytes_written": len(data)})
 
     async def close(self, ctx: ToolRunContext, session_id: str) -> dict[str, Any]:
         """End the job's stdin (it reads end-of-file) without stopping it; hermes-agent's ``close``."""
+        return await self._send(ctx, session_id, "\n", {"status": "ok", "message": "stdin closed"}, control=True)
+
+    async def _send(
+        self, ctx: ToolRunContext, session_id: str, data: str, ok: dict[str, Any], *, control: bool = False
+    ) -> dict[str, Any]:
+        """Write ``data`` to a running job's stdin FIFO or, with ``control``, the line that releases its holder."""
         job = self.jobs.get(session_id)
         if job is None:
             return self._not_found(session_id)
@@ -327,14 +324,12 @@ class ProcessRegistry:
             return {"status": "already_exited", "error": "Process has already finished"}
         if job.stdin_closed:
             return {"status": "error", "error": "Process stdin not available (stdin closed)"}
-        answer = await self._send(ctx, job.control_path, "\n", {"status": "ok", "message": "stdin closed"})
-        job.stdin_closed = answer["status"] == "ok"
-        return answer
-
-    async def _send(self, ctx: ToolRunContext, fifo: str, data: str, ok: dict[str, Any]) -> dict[str, Any]:
-        result = await ctx.backend.execute(ctx.task_id, f"cat 1<> {shlex.quote(fifo)}", STDIN_WRITE_TIMEOUT, stdin=data)
+        # Opened read-write, a FIFO never blocks the writer, even if nothing reads it any more.
+        fifo = shlex.quote(job.control_path if control else job.stdin_path)
+        result = await ctx.backend.execute(ctx.task_id, f"cat 1<> {fifo}", STDIN_WRITE_TIMEOUT, stdin=data)
         if result.exit_code != 0:
             return {"status": "error", "error": result.error or result.output.strip() or "could not write to stdin"}
+        job.stdin_closed = control
         return ok
 
     async def list(self, ctx: ToolRunContext) -> list[dict[str, Any]]:
