@@ -6,9 +6,10 @@ the environment framework is imported lazily so that ``import hermes_env.parsers
 
 from __future__ import annotations
 
-import importlib
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from hermes_env._lazy import lazy_attributes
 
 
 class _NoTorchNotice(logging.Filter):
@@ -39,24 +40,16 @@ __all__ = [
     "ToolError",
 ]
 
-# name -> module that defines it; resolved on first access (PEP 562).
-_LAZY = {
-    "AgentEnv": "hermes_env.agent_env",
-    "AgentEnvConfig": "hermes_env.agent_env",
-    "AgentResult": "hermes_env.agent.loop",
-    "HermesAgentLoop": "hermes_env.agent.loop",
-    "ToolError": "hermes_env.agent.loop",
-    "HermesAgentBaseEnv": "hermes_env.env.base_env",
-    "HermesAgentEnvConfig": "hermes_env.env.config",
-    "ToolContext": "hermes_env.tool_context",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'hermes_env' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+# module -> the names it defines; each module is imported on first access (PEP 562).
+__getattr__ = lazy_attributes(
+    __name__,
+    {
+        "hermes_env.agent_env": ("AgentEnv", "AgentEnvConfig"),
+        "hermes_env.agent.loop": ("AgentResult", "HermesAgentLoop", "ToolError"),
+        "hermes_env.env": ("HermesAgentBaseEnv", "HermesAgentEnvConfig"),
+        "hermes_env.tool_context": ("ToolContext",),
+    },
+)
 
 
 def __dir__() -> list[str]:

@@ -6,8 +6,9 @@ the agent loop and the managed server without pulling in atroposlib's BaseEnv.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from hermes_env._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from hermes_env.env.base_env import GroupTools, HermesAgentBaseEnv
@@ -23,21 +24,14 @@ __all__ = [
     "RolloutFailed",
 ]
 
-_LAZY = {
-    "GroupTools": "hermes_env.env.base_env",
-    "HermesAgentBaseEnv": "hermes_env.env.base_env",
-    "HermesAgentEnvConfig": "hermes_env.env.config",
-    "EnvSetupError": "hermes_env.env.errors",
-    "PolicyCallError": "hermes_env.env.errors",
-    "RolloutFailed": "hermes_env.env.errors",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'hermes_env.env' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_attributes(
+    __name__,
+    {
+        "hermes_env.env.base_env": ("GroupTools", "HermesAgentBaseEnv"),
+        "hermes_env.env.config": ("HermesAgentEnvConfig",),
+        "hermes_env.env.errors": ("EnvSetupError", "PolicyCallError", "RolloutFailed"),
+    },
+)
 
 
 def __dir__() -> list[str]:

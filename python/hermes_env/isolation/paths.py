@@ -36,6 +36,17 @@ _MAX_DEPTH = 256  # directories nested deeper are not listed or archived
 Owner = tuple[int, int] | None
 
 
+@contextlib.contextmanager
+def _errno_as(errnos: tuple[int, ...], error: type[Exception], message: str) -> Iterator[None]:
+    """Turn an OSError with one of ``errnos`` into ``error(message)``, chained; other errors pass through."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno in errnos:
+            raise error(message) from exc
+        raise
+
+
 def workspace_relative(path: str, visible_roots: tuple[str, ...] = ()) -> PurePosixPath:
     """A task's path as a workspace-relative one (symlinks not resolved).
 
@@ -88,22 +99,18 @@ def _open_dir_chain(real_root: Path, parts: tuple[str, ...], *, create: bool, ow
     fd = os.open(real_root, _DIR_FLAGS)
     try:
         for part in parts:
-            try:
-                nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
-            except FileNotFoundError:
-                if not create:
-                    raise
-                with contextlib.suppress(FileExistsError):
-                    os.mkdir(part, 0o755, dir_fd=fd)
-                    if owner is not None:
-                        os.chown(part, owner[0], owner[1], dir_fd=fd, follow_symlinks=False)
-                nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
-            except OSError as exc:
-                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                    raise WorkspacePathError(
-                        f"{part!r} is not a plain directory inside the workspace (it changed into a symlink?)"
-                    ) from exc
-                raise
+            not_a_dir = f"{part!r} is not a plain directory inside the workspace (it changed into a symlink?)"
+            with _errno_as((errno.ELOOP, errno.ENOTDIR), WorkspacePathError, not_a_dir):
+                try:
+                    nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                except FileNotFoundError:
+                    if not create:
+                        raise
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(part, 0o755, dir_fd=fd)
+                        if owner is not None:
+                            os.chown(part, owner[0], owner[1], dir_fd=fd, follow_symlinks=False)
+                    nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
             os.close(fd)
             fd = nfd
     except BaseException:
@@ -126,11 +133,10 @@ def _open_file(root: Path, path: str, visible_roots: tuple[str, ...], flags: int
     real_root, dirs, name = _split(root, path, visible_roots)
     dfd = _open_dir_chain(real_root, dirs, create=bool(flags & os.O_CREAT), owner=owner)
     try:
-        fd = os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o644, dir_fd=dfd)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise WorkspacePathError(f"{path!r} changed into a symlink while being opened; refused") from exc
-        raise
+        with _errno_as(
+            (errno.ELOOP,), WorkspacePathError, f"{path!r} changed into a symlink while being opened; refused"
+        ):
+            fd = os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o644, dir_fd=dfd)
     finally:
         os.close(dfd)
     mode = os.fstat(fd).st_mode
@@ -166,18 +172,12 @@ def write_bytes(
     if max_bytes is not None and len(data) > max_bytes:
         raise FileTooLargeError(f"refusing to write {len(data)} bytes to {path!r}: the file limit is {max_bytes}")
     fd = _open_file(root, path, visible_roots, os.O_WRONLY | os.O_CREAT, owner=owner)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            os.ftruncate(fh.fileno(), 0)  # only once it is known to be a regular file inside
-            if owner is not None:
-                os.fchown(fh.fileno(), owner[0], owner[1])
-            fh.write(data)
-    except OSError as exc:
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise FileTooLargeError(
-                f"the workspace is full (its disk quota is reached); {path!r} was not written: free some space"
-            ) from exc
-        raise
+    full = f"the workspace is full (its disk quota is reached); {path!r} was not written: free some space"
+    with _errno_as((errno.ENOSPC, errno.EDQUOT), FileTooLargeError, full), os.fdopen(fd, "wb") as fh:
+        os.ftruncate(fh.fileno(), 0)  # only once it is known to be a regular file inside
+        if owner is not None:
+            os.fchown(fh.fileno(), owner[0], owner[1])
+        fh.write(data)
 
 
 def _walk(dir_fd: int, rel: PurePosixPath, depth: int = 0) -> Iterator[tuple[PurePosixPath, os.stat_result, int]]:

@@ -120,12 +120,6 @@ async def stop_tree(pid: int, *, settle_s: float = 2.0) -> None:
         await asyncio.sleep(0.001)
 
 
-def stop_tree_sync(pid: int, *, settle_s: float = 2.0) -> None:
-    """:func:`stop_tree` for code without an event loop."""
-    for _ in _stop_tree_steps(pid, settle_s):
-        time.sleep(0.001)
-
-
 # -- orphans (sandbox workers) ----------------------------------------------------------------
 def become_subreaper() -> bool:
     """Make orphaned descendants (a sandbox's first process after its monitor exited) reparent to this process."""

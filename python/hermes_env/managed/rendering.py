@@ -130,16 +130,8 @@ class RenderState:
         ``completion`` is the reply's text (raw output and generated end token) and token count;
         ``tail`` the prompt's text from its last boundary token on, and its token count.
         """
-        text, count = completion
-        return cls(
-            head_messages=tuple(head_messages),
-            head_text=head_text,
-            window_messages=(reply,),
-            window_text=text,
-            turns=((0, 0),),
-            tail_text=tail[0] + text,
-            tail_len=tail[1] + count,
-        )
+        empty = cls(tuple(head_messages), head_text, (), "", (), "", 0)  # no window yet
+        return empty.advanced((), "", reply, completion, tail)
 
     def advanced(
         self,

@@ -13,29 +13,24 @@ The server needs ``llama-cpp-python`` (the ``gguf`` extra); the tokenizer does n
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from hermes_env._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from hermes_env.models.gguf_file import GGUFError, read_gguf_metadata
     from hermes_env.models.gguf_tokenizer import CHAT_TEMPLATES, gguf_tokenizer_dir, load_gguf_tokenizer
 
 # Imported on first use, so that `python -m hermes_env.models.<module>` runs its module only once.
-_LAZY = {
-    "GGUFError": "hermes_env.models.gguf_file",
-    "read_gguf_metadata": "hermes_env.models.gguf_file",
-    "CHAT_TEMPLATES": "hermes_env.models.gguf_tokenizer",
-    "gguf_tokenizer_dir": "hermes_env.models.gguf_tokenizer",
-    "load_gguf_tokenizer": "hermes_env.models.gguf_tokenizer",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'hermes_env.models' has no attribute {name!r}")
+__getattr__ = lazy_attributes(
+    __name__,
+    {
+        "hermes_env.models.gguf_file": ("GGUFError", "read_gguf_metadata"),
+        "hermes_env.models.gguf_tokenizer": ("CHAT_TEMPLATES", "gguf_tokenizer_dir", "load_gguf_tokenizer"),
+    },
+)
 
 
 __all__ = [

@@ -46,7 +46,7 @@ content. Strings holding lone surrogates are repaired with U+FFFD (``invalid_uni
 
 from __future__ import annotations
 
-from typing import Any, TypeAlias
+from typing import TypeAlias
 
 from hermes_env._core import (
     ISSUE_KINDS,
@@ -66,6 +66,7 @@ from hermes_env._core import (
     list_parsers,
     parser_info,
 )
+from hermes_env._lazy import lazy_attributes
 from hermes_env.parsers.mismatch import parser_mismatch
 
 #: What ``ParseStream.feed`` / ``finish`` return items of.
@@ -93,11 +94,5 @@ __all__ = [
     "parser_mismatch",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    # detect_parser pulls in tokenizer helpers; import it only when asked for.
-    if name == "detect_parser":
-        from hermes_env.parsers.detect import detect_parser
-
-        return detect_parser
-    raise AttributeError(f"module 'hermes_env.parsers' has no attribute {name!r}")
+# detect_parser pulls in tokenizer helpers; imported only when asked for.
+__getattr__ = lazy_attributes(__name__, {"hermes_env.parsers.detect": ("detect_parser",)})

@@ -25,8 +25,9 @@ share that user (and its process limit) and workspaces have no quota.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from hermes_env._lazy import lazy_attributes
 from hermes_env.errors import PoolClosedError, SlotAcquireTimeout, WorkerStartError
 from hermes_env.isolation.limits import ResourceLimits
 from hermes_env.sandbox.config import ExecutorConfig, PoolConfig, SandboxPolicy
@@ -53,11 +54,5 @@ __all__ = [
     "decode_content",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    # The backend lives with the other backends and imports this package; loaded on first use.
-    if name == "SandboxBackend":
-        from hermes_env.backends.sandbox import SandboxBackend
-
-        return SandboxBackend
-    raise AttributeError(f"module 'hermes_env.sandbox' has no attribute {name!r}")
+# The backend lives with the other backends and imports this package; loaded on first use.
+__getattr__ = lazy_attributes(__name__, {"hermes_env.backends.sandbox": ("SandboxBackend",)})

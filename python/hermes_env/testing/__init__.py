@@ -7,8 +7,8 @@ The bundled Qwen3 tokenizer lives in :mod:`hermes_env.resources`; ``qwen3_tokeni
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from hermes_env._lazy import lazy_attributes
 from hermes_env.resources import bundled_tokenizer_dir, qwen3_tokenizer
 
 __all__ = ["ScriptedVLLMServer", "qwen3_tokenizer", "qwen3_tokenizer_dir"]
@@ -19,10 +19,5 @@ def qwen3_tokenizer_dir() -> Path:
     return bundled_tokenizer_dir("qwen3")
 
 
-def __getattr__(name: str) -> Any:
-    # The server pulls in aiohttp; import it only when asked for.
-    if name == "ScriptedVLLMServer":
-        from hermes_env.testing.scripted_vllm import ScriptedVLLMServer
-
-        return ScriptedVLLMServer
-    raise AttributeError(f"module 'hermes_env.testing' has no attribute {name!r}")
+# The server pulls in aiohttp; imported only when asked for.
+__getattr__ = lazy_attributes(__name__, {"hermes_env.testing.scripted_vllm": ("ScriptedVLLMServer",)})

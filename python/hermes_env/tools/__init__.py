@@ -7,6 +7,7 @@ as hermes-agent's ``model_tools.get_tool_definitions`` does.
 """
 
 from hermes_env.tools import builtin as _builtin  # noqa: F401 - registers the built-in tools
+from hermes_env.tools import registry as _registry
 from hermes_env.tools.distributions import (
     DISTRIBUTIONS,
     get_distribution,
@@ -15,15 +16,7 @@ from hermes_env.tools.distributions import (
     sample_toolsets_from_distribution,
     validate_distribution,
 )
-from hermes_env.tools.registry import (
-    REGISTRY,
-    Tool,
-    ToolArgumentError,
-    ToolCallError,
-    ToolOutput,
-    ToolRegistry,
-    ToolRunContext,
-)
+from hermes_env.tools.registry import *  # noqa: F403 - its __all__ is part of this package's
 from hermes_env.tools.toolsets import (
     TOOLSETS,
     Toolset,
@@ -43,14 +36,7 @@ from hermes_env.tools.toolsets import (
 
 __all__ = [
     "DISTRIBUTIONS",
-    "REGISTRY",
     "TOOLSETS",
-    "Tool",
-    "ToolArgumentError",
-    "ToolCallError",
-    "ToolOutput",
-    "ToolRegistry",
-    "ToolRunContext",
     "Toolset",
     "ToolsetUnavailableError",
     "available_toolsets",
@@ -70,3 +56,4 @@ __all__ = [
     "validate_distribution",
     "validate_toolset",
 ]
+__all__ += _registry.__all__  # Tool, ToolRegistry, REGISTRY, ToolRunContext, ToolOutput, the tool errors, error_json

@@ -25,81 +25,51 @@ from hermes_env.tools.toolsets import (
 
 logger = logging.getLogger(__name__)
 
+# hermes-agent's toolset_distributions.py, in its order: each distribution's toolsets and 0-100 weights ...
+_WEIGHTS: dict[str, dict[str, int]] = {
+    "default": {"web": 100, "vision": 100, "image_gen": 100, "terminal": 100, "file": 100, "moa": 100, "browser": 100},
+    "image_gen": {"image_gen": 90, "vision": 90, "web": 55, "terminal": 45, "moa": 10},
+    "research": {"web": 90, "browser": 70, "vision": 50, "moa": 40, "terminal": 10},
+    "science": {"web": 94, "terminal": 94, "file": 94, "vision": 65, "browser": 50, "image_gen": 15, "moa": 10},
+    "development": {"terminal": 80, "file": 80, "moa": 60, "web": 30, "vision": 10},
+    "safe": {"web": 80, "browser": 70, "vision": 60, "image_gen": 60, "moa": 50},
+    "balanced": {"web": 50, "vision": 50, "image_gen": 50, "terminal": 50, "file": 50, "moa": 50, "browser": 50},
+    "minimal": {"web": 100},
+    "terminal_only": {"terminal": 100, "file": 100},
+    "terminal_web": {"terminal": 100, "file": 100, "web": 100},
+    "creative": {"image_gen": 90, "vision": 90, "web": 30},
+    "reasoning": {"moa": 90, "web": 30, "terminal": 20},
+    "browser_use": {"browser": 100, "web": 80, "vision": 70},
+    "browser_only": {"browser": 100},
+    "browser_tasks": {"browser": 97, "vision": 12, "terminal": 15},
+    "terminal_tasks": {"terminal": 97, "file": 97, "web": 97, "browser": 75, "vision": 50, "image_gen": 10},
+    "mixed_tasks": {"browser": 92, "terminal": 92, "file": 92, "web": 35, "vision": 15, "image_gen": 15},
+}
+# ... and their descriptions.
+_DESCRIPTIONS: dict[str, str] = {
+    "default": "All available tools, all the time",
+    "image_gen": "Heavy focus on image generation with vision and web support",
+    "research": "Web research with vision analysis and reasoning",
+    "science": "Scientific research with web, terminal, file, and browser capabilities",
+    "development": "Terminal, file tools, and reasoning with occasional web lookup",
+    "safe": "All tools except terminal for safety",
+    "balanced": "Equal probability of all toolsets",
+    "minimal": "Only web tools for basic research",
+    "terminal_only": "Terminal and file tools for code execution tasks",
+    "terminal_web": "Terminal and file tools with web search for documentation lookup",
+    "creative": "Image generation and vision analysis focus",
+    "reasoning": "Heavy mixture of agents usage with minimal other tools",
+    "browser_use": "Full browser-based web interaction with search, vision, and page control",
+    "browser_only": "Only browser automation tools for pure web interaction tasks",
+    "browser_tasks": (
+        "Browser-focused distribution (browser toolset includes web_search for finding URLs since "
+        "Google blocks direct browser searches)"
+    ),
+    "terminal_tasks": "Terminal-focused distribution with high terminal/file availability, occasional other tools",
+    "mixed_tasks": "Mixed distribution with high browser, terminal, and file availability for complex tasks",
+}
 DISTRIBUTIONS: dict[str, dict[str, Any]] = {
-    "default": {
-        "description": "All available tools, all the time",
-        "toolsets": {
-            "web": 100,
-            "vision": 100,
-            "image_gen": 100,
-            "terminal": 100,
-            "file": 100,
-            "moa": 100,
-            "browser": 100,
-        },
-    },
-    "image_gen": {
-        "description": "Heavy focus on image generation with vision and web support",
-        "toolsets": {"image_gen": 90, "vision": 90, "web": 55, "terminal": 45, "moa": 10},
-    },
-    "research": {
-        "description": "Web research with vision analysis and reasoning",
-        "toolsets": {"web": 90, "browser": 70, "vision": 50, "moa": 40, "terminal": 10},
-    },
-    "science": {
-        "description": "Scientific research with web, terminal, file, and browser capabilities",
-        "toolsets": {"web": 94, "terminal": 94, "file": 94, "vision": 65, "browser": 50, "image_gen": 15, "moa": 10},
-    },
-    "development": {
-        "description": "Terminal, file tools, and reasoning with occasional web lookup",
-        "toolsets": {"terminal": 80, "file": 80, "moa": 60, "web": 30, "vision": 10},
-    },
-    "safe": {
-        "description": "All tools except terminal for safety",
-        "toolsets": {"web": 80, "browser": 70, "vision": 60, "image_gen": 60, "moa": 50},
-    },
-    "balanced": {
-        "description": "Equal probability of all toolsets",
-        "toolsets": {"web": 50, "vision": 50, "image_gen": 50, "terminal": 50, "file": 50, "moa": 50, "browser": 50},
-    },
-    "minimal": {"description": "Only web tools for basic research", "toolsets": {"web": 100}},
-    "terminal_only": {
-        "description": "Terminal and file tools for code execution tasks",
-        "toolsets": {"terminal": 100, "file": 100},
-    },
-    "terminal_web": {
-        "description": "Terminal and file tools with web search for documentation lookup",
-        "toolsets": {"terminal": 100, "file": 100, "web": 100},
-    },
-    "creative": {
-        "description": "Image generation and vision analysis focus",
-        "toolsets": {"image_gen": 90, "vision": 90, "web": 30},
-    },
-    "reasoning": {
-        "description": "Heavy mixture of agents usage with minimal other tools",
-        "toolsets": {"moa": 90, "web": 30, "terminal": 20},
-    },
-    "browser_use": {
-        "description": "Full browser-based web interaction with search, vision, and page control",
-        "toolsets": {"browser": 100, "web": 80, "vision": 70},
-    },
-    "browser_only": {
-        "description": "Only browser automation tools for pure web interaction tasks",
-        "toolsets": {"browser": 100},
-    },
-    "browser_tasks": {
-        "description": "Browser-focused distribution (browser toolset includes web_search for finding URLs since "
-        "Google blocks direct browser searches)",
-        "toolsets": {"browser": 97, "vision": 12, "terminal": 15},
-    },
-    "terminal_tasks": {
-        "description": "Terminal-focused distribution with high terminal/file availability, occasional other tools",
-        "toolsets": {"terminal": 97, "file": 97, "web": 97, "browser": 75, "vision": 50, "image_gen": 10},
-    },
-    "mixed_tasks": {
-        "description": "Mixed distribution with high browser, terminal, and file availability for complex tasks",
-        "toolsets": {"browser": 92, "terminal": 92, "file": 92, "web": 35, "vision": 15, "image_gen": 15},
-    },
+    name: {"description": _DESCRIPTIONS[name], "toolsets": toolsets} for name, toolsets in _WEIGHTS.items()
 }
 
 _warned: set[tuple[str, tuple[str, ...]]] = set()

@@ -22,10 +22,11 @@ from hermes_env.sandbox.launchers.base import (
 
 
 class LocalWorker(WorkerHandle):
-    """A sandbox server as a child process of this one."""
+    """A sandbox server as a child process of this one, listening on ``host`` (a Ray actor passes its node's)."""
 
-    def __init__(self, spec: WorkerSpec) -> None:
+    def __init__(self, spec: WorkerSpec, host: str = "127.0.0.1") -> None:
         super().__init__(spec)
+        self.host = host
         self._proc: asyncio.subprocess.Process | None = None
 
     async def start(self) -> None:
@@ -34,6 +35,8 @@ class LocalWorker(WorkerHandle):
         with log_path.open("ab") as log_file:
             self._proc = await asyncio.create_subprocess_exec(
                 *server_command(self.spec, self.worker_id, os.getpid()),
+                "--host",
+                self.host,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=log_file,
@@ -54,7 +57,7 @@ class LocalWorker(WorkerHandle):
         except WorkerStartError:
             await self.kill()
             raise
-        self.url = f"http://127.0.0.1:{port}"
+        self.url = f"http://{self.host}:{port}"
         self.node_id = "local"
 
     def process_alive(self) -> bool:

@@ -1,7 +1,7 @@
 """``ray`` launcher: workers as Ray actors spread over the nodes of a Ray cluster.
 
-Each actor starts one sandbox server on its own node (the same ``hermes_env.sandbox.server``
-process the ``local`` launcher runs) and reports the node's address, the port and its node id;
+Each actor runs a ``local`` launcher worker on its node (one ``hermes_env.sandbox.server``
+process) and reports the server's URL on the node's address, its pid and the node id;
 the executor then talks HTTP to the server directly, so tool traffic never goes through Ray's
 object store. Adding capacity means adding nodes to the cluster: the pool code is unchanged.
 
@@ -20,13 +20,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import subprocess
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from hermes_env.isolation.process import stop_tree_sync
 from hermes_env.sandbox.config import PoolConfig, SandboxPolicy
 from hermes_env.sandbox.launchers.base import (
     WorkerHandle,
@@ -34,10 +31,8 @@ from hermes_env.sandbox.launchers.base import (
     WorkerSpec,
     WorkerStartError,
     kill_worker_uids,
-    parse_ready_line,
-    server_command,
-    server_env,
 )
+from hermes_env.sandbox.launchers.local import LocalWorker
 
 try:  # Ray is an optional dependency (pip install 'hermes_env[cluster]')
     import ray
@@ -47,13 +42,12 @@ except ImportError:  # pragma: no cover - exercised only without ray installed
 
 
 class _SandboxWorkerActor:
-    """Runs on a Ray node: owns one sandbox server process there."""
+    """Runs on a Ray node (an async actor): a ``local`` launcher worker there owns the sandbox server."""
 
     def __init__(self) -> None:
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._spec: WorkerSpec | None = None
+        self._worker: LocalWorker | None = None
 
-    def start(self, spec: dict[str, Any], worker_id: str, secret: str | None) -> dict[str, Any]:
+    async def start(self, spec: dict[str, Any], worker_id: str, secret: str | None) -> dict[str, Any]:
         ws = WorkerSpec(
             index=spec["index"],
             slots=spec["slots"],
@@ -63,50 +57,29 @@ class _SandboxWorkerActor:
             secret=secret,
             uid_base=spec["uid_base"],
         )
-        ws.root.mkdir(parents=True, exist_ok=True)
-        self._spec = ws
         node_id = ray.get_runtime_context().get_node_id()
         # The address this node joined the cluster with (``--node-ip-address``), not a guess from routing.
         host = next(
             (n["NodeManagerAddress"] for n in ray.nodes() if n["NodeID"] == node_id), ray.util.get_node_ip_address()
         )
-        argv = server_command(ws, worker_id, os.getpid()) + ["--host", host]
-        env = server_env(ws)
-        log_path = ws.root / "server.log"
-        with log_path.open("ab") as log_file:
-            self._proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log_file, env=env, start_new_session=True
-            )
-        assert self._proc.stdout is not None
-        line = self._proc.stdout.readline()  # the server prints its ready line within its start timeout
-        port = parse_ready_line(line, worker_id, log_path)
-        return {
-            "port": port,
-            "host": host,
-            "pid": self._proc.pid,
-            "node_id": node_id,
-        }
+        self._worker = LocalWorker(ws, host=host)
+        self._worker.worker_id = worker_id
+        await self._worker.start()
+        return {"url": self._worker.url, "pid": self._worker.pid, "node_id": node_id}
 
-    def alive(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
-
-    def stop(self) -> None:
+    async def stop(self) -> None:
         """Graceful: SIGTERM, and after 10 s what :meth:`kill_server` does."""
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(10)
-            except subprocess.TimeoutExpired:
-                pass
-        self.kill_server()
+        if self._worker is not None:
+            await self._worker.stop()
 
-    def kill_server(self) -> None:
+    async def kill_server(self) -> None:
         """Kill the server, every sandbox it runs and whatever its slots' users left, on this node."""
-        if self._proc is not None and self._proc.poll() is None:
-            stop_tree_sync(self._proc.pid)
-            self._proc.wait()
-        if self._spec is not None:
-            kill_worker_uids(self._spec)
+        if self._worker is None:
+            return
+        if self._worker.process_alive():
+            await self._worker.kill()  # the uids' processes included
+        else:
+            await asyncio.to_thread(kill_worker_uids, self._worker.spec)
 
 
 class RayWorker(WorkerHandle):
@@ -148,7 +121,7 @@ class RayWorker(WorkerHandle):
         except Exception as exc:  # RayActorError, RayTaskError wrapping WorkerStartError ...
             await self.kill()
             raise WorkerStartError(f"Ray worker {self.worker_id} failed to start: {exc}") from exc
-        self.url = f"http://{info['host']}:{info['port']}"
+        self.url = info["url"]
         self.node_id = info["node_id"]
         self.pid = info["pid"]
         if self._counted_node is None:
