@@ -74,6 +74,20 @@ def processes_of_uid(uid: int) -> list[str]:
     return found
 
 
+async def wait_uid_has_no_process(uid: int, limit_s: float = 30.0) -> None:
+    """Waits up to ``limit_s`` until ``uid`` owns no process, zombies included.
+
+    A sandbox killed whole (a fork bomb's cleanup, a timeout) leaves its processes orphaned to the
+    host's init, which reaps them in its own time; a later test on the same uid waits for that.
+    """
+    for _ in range(round(limit_s / 0.1)):
+        left = processes_of_uid(uid)
+        if not left:
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"uid {uid} still owns processes after {limit_s:g}s: {left}")
+
+
 async def wait_no_process_with_cmdline(needle: str, limit_s: float = 5.0) -> None:
     """Waits up to ``limit_s`` until no live host process has ``needle`` in its command line."""
     for _ in range(round(limit_s / 0.05)):

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from hermes_env.backends import ExecutionBackend, WorkspacePathError
 from hermes_env.isolation.users import live_pids_of
-from procs import processes_of_uid, unique_sleep, wait_no_process_with_cmdline
+from procs import processes_of_uid, unique_sleep, wait_no_process_with_cmdline, wait_uid_has_no_process
 
 from .conftest import LIMITS, MakeBackend, host_workspace
 
@@ -190,6 +190,9 @@ async def test_a_call_leaves_no_process_behind_not_even_a_zombie(make_sandboxed:
     # calls where the host's init is slow). Many calls in a row on one task, with a small limit.
     backend = make_sandboxed(max_processes=8)  # a call needs 5: monitor, init, shell, echo, cat
     uid = int(await run(backend, "burst", "id -u"))
+    if AS_ROOT:
+        # The uid may be one an earlier test's fork bomb ran as: its orphans are the host init's to reap.
+        await wait_uid_has_no_process(uid)
     for i in range(16):
         r = await backend.execute("burst", f"echo {i} | cat", 20)
         assert r.ok and r.output == f"{i}\n", r
