@@ -49,6 +49,18 @@ def pids_with_cmdline(needle: str) -> list[int]:
     return found
 
 
+def pids_with_open_file(needle: str) -> list[int]:
+    """The live processes but this one that hold a file descriptor whose target's path holds ``needle``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        with contextlib.suppress(OSError):
+            if any(needle in os.readlink(fd) for fd in (entry / "fd").iterdir()) and not _is_zombie(int(entry.name)):
+                found.append(int(entry.name))
+    return found
+
+
 def processes_of_uid(uid: int) -> list[str]:
     """``/proc/PID/stat`` of every process whose owner is ``uid``, zombies included (they count against its
     RLIMIT_NPROC until reaped)."""

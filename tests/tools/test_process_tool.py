@@ -11,6 +11,8 @@ from hermes_env.backends import ExecutionBackend
 from hermes_env.tools import REGISTRY, ToolRunContext
 from hermes_env.tools.process_tool import kill_all_processes
 
+from tests.procs import pids_with_open_file
+
 
 @pytest.fixture
 def ctx(backend: ExecutionBackend) -> ToolRunContext:
@@ -56,6 +58,61 @@ async def test_stdin_write_submit_and_kill(ctx: ToolRunContext) -> None:
     ] == "already_exited"
 
 
+async def wait_nothing_holds(name: str) -> None:
+    for _ in range(100):
+        if not pids_with_open_file(name):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"processes still hold {name}: {pids_with_open_file(name)}")
+
+
+async def test_close_ends_stdin_and_the_job_goes_on(ctx: ToolRunContext) -> None:
+    # newer hermes-agent's "close": end-of-file after the writes, not between them; the job itself is not stopped
+    job = await run("terminal", {"command": "cat; echo after-eof; exit 5", "background": True}, ctx)
+    sid = job["session_id"]
+    await run("process", {"action": "submit", "session_id": sid, "data": "one"}, ctx)
+    await asyncio.sleep(0.2)  # a gap between writes: the job must not take it for end-of-file
+    await run("process", {"action": "write", "session_id": sid, "data": "two\n"}, ctx)
+    assert await run("process", {"action": "close", "session_id": sid}, ctx) == {
+        "status": "ok",
+        "message": "stdin closed",
+    }
+    assert await run("process", {"action": "wait", "session_id": sid, "timeout": 10}, ctx) == {
+        "status": "exited",
+        "exit_code": 5,
+        "output": "one\ntwo\nafter-eof\n",
+    }
+    assert (await run("process", {"action": "close", "session_id": sid}, ctx))["status"] == "already_exited"
+    await wait_nothing_holds(f"{sid}.")
+
+
+async def test_a_closed_stdin_takes_no_more_input(ctx: ToolRunContext) -> None:
+    job = await run("terminal", {"command": "cat >/dev/null; echo eof; sleep 30", "background": True}, ctx)
+    sid = job["session_id"]
+    assert (await run("process", {"action": "close", "session_id": sid}, ctx))["status"] == "ok"
+    for _ in range(100):
+        if "eof" in (await run("process", {"action": "poll", "session_id": sid}, ctx))["output_preview"]:
+            break
+        await asyncio.sleep(0.05)
+    stale = {"status": "error", "error": "Process stdin not available (stdin closed)"}
+    assert await run("process", {"action": "write", "session_id": sid, "data": "x"}, ctx) == stale
+    assert await run("process", {"action": "close", "session_id": sid}, ctx) == stale
+    poll = await run("process", {"action": "poll", "session_id": sid}, ctx)
+    assert poll["status"] == "running" and poll["output_preview"] == "eof\n"
+    assert (await run("process", {"action": "kill", "session_id": sid}, ctx))["status"] == "killed"
+    await wait_nothing_holds(f"{sid}.")
+
+
+async def test_the_stdin_holder_ends_with_its_job(ctx: ToolRunContext) -> None:
+    # never closed: the job ends by itself and takes the process holding its stdin open with it
+    job = await run("terminal", {"command": "read x; echo got:$x", "background": True}, ctx)
+    sid = job["session_id"]
+    await run("process", {"action": "submit", "session_id": sid, "data": "hi"}, ctx)
+    done = await run("process", {"action": "wait", "session_id": sid, "timeout": 10}, ctx)
+    assert done == {"status": "exited", "exit_code": 0, "output": "got:hi\n"}
+    await wait_nothing_holds(f"{sid}.")
+
+
 async def test_wait_times_out_and_cleanup_kills_running_jobs(ctx: ToolRunContext) -> None:
     sid = (await run("terminal", {"command": "sleep 30", "background": True}, ctx))["session_id"]
     waited = await run("process", {"action": "wait", "session_id": sid, "timeout": 1}, ctx)
@@ -96,3 +153,23 @@ async def test_background_jobs_on_the_slot_pool_do_not_hold_the_slot(pool_ctx: T
     }
     left = await ctx.backend.call_tool(ctx.task_id, "bash_stateful", {"command": "pgrep -c -x sleep || true"}, 10)
     assert left.output.strip() == "0"
+
+
+async def test_close_on_the_slot_pool(pool_ctx: ToolRunContext) -> None:
+    # the job is started from the slot's lasting shell, which must keep none of its FIFOs open, or stdin would not end
+    ctx = pool_ctx
+    job = await run("terminal", {"command": "cat; echo after-eof; exit 6", "background": True}, ctx)
+    sid = job["session_id"]
+    await run("process", {"action": "submit", "session_id": sid, "data": "one"}, ctx)
+    assert (await run("process", {"action": "close", "session_id": sid}, ctx))["status"] == "ok"
+    assert await run("process", {"action": "wait", "session_id": sid, "timeout": 10}, ctx) == {
+        "status": "exited",
+        "exit_code": 6,
+        "output": "one\nafter-eof\n",
+    }
+    await wait_nothing_holds(f"{sid}.")
+
+
+async def test_the_stdin_holder_ends_with_its_job_on_the_slot_pool(pool_ctx: ToolRunContext) -> None:
+    # there the holder is a child of the slot's lasting shell, and nothing but the job's end stops it
+    await test_the_stdin_holder_ends_with_its_job(pool_ctx)

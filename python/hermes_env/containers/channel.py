@@ -163,6 +163,11 @@ class Channel:
             return None
         except BaseException:
             abandoned = True
+            if not answer.done() and not self.dead.done():
+                # A cancelled call (process(action="kill") on a background job) stops what it runs, as on the
+                # other backends; the container would otherwise keep it until the call's own timeout.
+                with contextlib.suppress(ChannelClosedError, OSError):
+                    self._send(f"kill {call_id} -\n")
             raise
         finally:
             if not abandoned:

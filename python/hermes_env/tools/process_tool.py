@@ -1,8 +1,12 @@
 """Background processes of one rollout (``terminal(background=true)``) and hermes-agent's ``process`` tool.
 
 Every job writes its output to ``.hermes_bg/<id>.log`` in the workspace (so ``poll``/``log`` see
-it while it runs) and reads its stdin from a FIFO beside it, opened read-write so it never sees
-end-of-file (``write``/``submit`` reach it from later calls, which run in their own process).
+it while it runs) and reads its stdin from a FIFO beside it (``write``/``submit`` reach it from
+later calls, which run in their own process, even in another PID namespace). A holder process
+keeps the FIFO's write end open, so the job sees end-of-file only when ``close`` releases the
+holder (a line written to a second FIFO, ``<id>.ctl``), never between two writes. The job keeps
+that control FIFO's write end too, so the holder also ends with the job. All of it is POSIX
+``sh``: a container image may have no bash.
 How a job is kept alive depends on the backend:
 
 - where each command is its own process (``local``, ``bwrap``): the job is one ``execute`` call
@@ -48,6 +52,7 @@ class BackgroundJob:
     exit_code: int | None = None
     pid: int | None = None
     killed: bool = False
+    stdin_closed: bool = False
     final_output: str | None = None
     hidden: bool = False  # a job of another tool (execute_code): not listed by process(action="list")
     extra: dict[str, Any] = field(default_factory=dict)
@@ -61,30 +66,56 @@ class BackgroundJob:
         return f"{BG_DIR}/{self.id}.in"
 
     @property
+    def control_path(self) -> str:
+        return f"{BG_DIR}/{self.id}.ctl"
+
+    @property
     def exited(self) -> bool:
         return self.exit_code is not None
 
 
 def _prepare(job: BackgroundJob) -> str:
     d = f'"$PWD/{BG_DIR}"'
-    return f"mkdir -p {d} && rm -f {d}/{job.id}.in && mkfifo {d}/{job.id}.in"
+    return f"mkdir -p {d} && rm -f {d}/{job.id}.in {d}/{job.id}.ctl && mkfifo {d}/{job.id}.in {d}/{job.id}.ctl"
+
+
+def _stdin_fds(job: BackgroundJob) -> str:
+    """Redirections opening the job's FIFOs: 3 = stdin (read-write), 8 = control (read-write), 7 = control (read).
+
+    All three are opened by the shell that starts the job, before anything forks: an open of a
+    FIFO for reading alone waits for a writer, and 8 is that writer.
+    """
+    d = f'"$PWD/{BG_DIR}"'
+    return f"3<>{d}/{job.id}.in 8<>{d}/{job.id}.ctl 7<{d}/{job.id}.ctl"
+
+
+# The holder keeps fd 3 (the stdin FIFO's write end) until a line arrives on the control FIFO
+# (``close``) or the control FIFO's last writer, the job, is gone. It drops its own copy of that
+# writer first, or it would never see the end.
+_HOLDER = "( exec 8>&-; read -r _ <&7 ) </dev/null >/dev/null 2>&1"
 
 
 def _job_command(job: BackgroundJob, launcher: str = "exec") -> str:
-    """The job itself: its stdin the FIFO (read-write, so never at end-of-file), its output the log."""
+    """The job itself: its stdin the FIFO, its output the log; it keeps fd 8, the holder's lifeline."""
     d = f'"$PWD/{BG_DIR}"'
-    command = f"{launcher} bash -c {shlex.quote(job.command)} <>{d}/{job.id}.in >{d}/{job.id}.log 2>&1"
+    command = f"{launcher} bash -c {shlex.quote(job.command)} <{d}/{job.id}.in >{d}/{job.id}.log 2>&1 3>&- 7<&-"
     return f"cd {shlex.quote(job.cwd)} && {command}" if job.cwd else command
 
 
 def job_script(job: BackgroundJob) -> str:
     """A job run as one ``execute`` call: its pid written first, its exit status the call's."""
-    return f'{_prepare(job)} && echo $$ > "$PWD/{BG_DIR}/{job.id}.pid" && {_job_command(job)}'
+    return (
+        f'{_prepare(job)} && echo $$ > "$PWD/{BG_DIR}/{job.id}.pid" && exec {_stdin_fds(job)} && '
+        f"{{ {_HOLDER} & }} && {_job_command(job)}"
+    )
 
 
 def shell_job_script(job: BackgroundJob) -> str:
-    """A job started from a stateful shell, in its own process group; prints its pid."""
-    return f"{_prepare(job)} && {{ {_job_command(job, 'setsid')} & }} && echo $!"
+    """A job started from a stateful shell, in its own process group; prints its pid.
+
+    The FIFOs are opened for the group only, so the shell itself holds none of them afterwards.
+    """
+    return f"{_prepare(job)} && {{ {_HOLDER} & {{ {_job_command(job, 'setsid')} & }} && echo $!; }} {_stdin_fds(job)}"
 
 
 def uses_stateful_shell(ctx: ToolRunContext) -> bool:
@@ -281,12 +312,30 @@ class ProcessRegistry:
         await self.refresh(ctx, job)
         if job.exited:
             return {"status": "already_exited", "error": "Process has already finished"}
+        if job.stdin_closed:
+            return {"status": "error", "error": "Process stdin not available (stdin closed)"}
         # Opened read-write, the FIFO never blocks the writer, even if the job stops reading.
-        pipe = f"{BG_DIR}/{job.id}.in"
-        result = await ctx.backend.execute(ctx.task_id, f"cat 1<> {shlex.quote(pipe)}", STDIN_WRITE_TIMEOUT, stdin=data)
+        return await self._send(ctx, job.stdin_path, data, {"status": "ok", "bytes_written": len(data)})
+
+    async def close(self, ctx: ToolRunContext, session_id: str) -> dict[str, Any]:
+        """End the job's stdin (it reads end-of-file) without stopping it; hermes-agent's ``close``."""
+        job = self.jobs.get(session_id)
+        if job is None:
+            return self._not_found(session_id)
+        await self.refresh(ctx, job)
+        if job.exited:
+            return {"status": "already_exited", "error": "Process has already finished"}
+        if job.stdin_closed:
+            return {"status": "error", "error": "Process stdin not available (stdin closed)"}
+        answer = await self._send(ctx, job.control_path, "\n", {"status": "ok", "message": "stdin closed"})
+        job.stdin_closed = answer["status"] == "ok"
+        return answer
+
+    async def _send(self, ctx: ToolRunContext, fifo: str, data: str, ok: dict[str, Any]) -> dict[str, Any]:
+        result = await ctx.backend.execute(ctx.task_id, f"cat 1<> {shlex.quote(fifo)}", STDIN_WRITE_TIMEOUT, stdin=data)
         if result.exit_code != 0:
             return {"status": "error", "error": result.error or result.output.strip() or "could not write to stdin"}
-        return {"status": "ok", "bytes_written": len(data)}
+        return ok
 
     async def list(self, ctx: ToolRunContext) -> list[dict[str, Any]]:
         out = []
@@ -338,6 +387,9 @@ async def kill_all_processes(state: dict[str, Any], ctx: ToolRunContext | None =
 
 
 ACTIONS = ["list", "poll", "log", "wait", "kill", "write", "submit"]
+# Newer hermes-agent adds "close" (stdin EOF). It is answered here too, but the schema stays the
+# pinned upstream's (tests/data/hermes_agent/tool_schemas.json), so the model's prompt is unchanged.
+EXTRA_ACTIONS = ["close"]
 
 
 class ProcessTool(Tool):
@@ -389,7 +441,7 @@ class ProcessTool(Tool):
         session_id = str(args.get("session_id") or "")
         if action == "list":
             return {"processes": await registry.list(ctx)}
-        if action not in ACTIONS:
+        if action not in (*ACTIONS, *EXTRA_ACTIONS):
             return {"error": f"Unknown process action: {action}. Use: {', '.join(ACTIONS)}"}
         if not session_id:
             return {"error": f"session_id is required for {action}"}
@@ -401,5 +453,7 @@ class ProcessTool(Tool):
             return await registry.wait(ctx, session_id, args.get("timeout"))
         if action == "kill":
             return await registry.kill(ctx, session_id)
+        if action == "close":
+            return await registry.close(ctx, session_id)
         data = str(args.get("data", ""))
         return await registry.write(ctx, session_id, data + ("\n" if action == "submit" else ""))
