@@ -26,7 +26,10 @@
 //! On top of it:
 //! - `engines`: the machinery formats share, one engine per kind of markup (`json_in_markers`:
 //!   [`JsonInMarkers`], "a JSON object `{name, arguments}` between a start and an end marker";
-//!   `xml_params`; `sectioned`; `json_array`; `python_literal`; `shared`).
+//!   `xml_params`; `sectioned`; `json_array`; `python_literal`; `shared`: the `Machine` trait
+//!   (a format's states, one `step` each), `Driven`, which runs every machine's stepping loop
+//!   over "held tail + chunk", and `MachineFormat`, a machine plus a render function as a
+//!   [`Format`]).
 //! - `formats`: one file per format family (constants, dialect, render), each exposing
 //!   `fn <name>() -> Arc<dyn Format>`.
 //! - `test_support` (tests only): run a parser over every chunking of a text and check the
@@ -39,8 +42,10 @@
 //!    the engine for its kind of markup where one fits: a [`JsonInMarkers`] constant (a JSON
 //!    object between two markers), `engines::xml_params` (parameters as raw text in XML-ish tags),
 //!    `engines::json_array` (a JSON call array after a marker), `engines::sectioned` (a section of
-//!    calls, each a header and JSON arguments). Otherwise implement [`Format`] and
-//!    [`FormatStream`] (below).
+//!    calls, each a header and JSON arguments). Otherwise write its states as an
+//!    `engines::shared::Machine` (`step` consumes what the current state can decide, or waits)
+//!    and make it a format with `MachineFormat { machine, render }`; the rules below hold for
+//!    it as for a hand-written [`Format`] and [`FormatStream`].
 //! 2. In `registry.rs`, one [`ParserSpec`] row under vLLM's `--tool-call-parser` name (aliases:
 //!    more rows with the same constructor and info) and the format's [`FormatInfo`]: its markup
 //!    (special tokens, other text markup), call syntax, the marker `auto` recognises it by, and
@@ -80,8 +85,8 @@
 //!   [`Emitter::set_lane`] for the states a long output spends its time in (inside a JSON string
 //!   of the arguments, a raw string value, plain prose, text you hold until a byte arrives), so
 //!   the driver passes the next chunks on without calling you; take over a lane's state with
-//!   [`Emitter::resumed_lane`] at the start of the next feed (see `JimStream` or
-//!   `engines::shared::Driven`'s `Machine::lane`). `tests/lanes.rs` checks every format opens one;
+//!   [`Emitter::resumed_lane`] at the start of the next feed (see `Machine::lane` and
+//!   `Machine::resume_lane` in `engines::shared`). `tests/lanes.rs` checks every format opens one;
 //!   `cargo run --release -p hermes_core --example stream_vs_parse -- NAME FILE` measures it;
 //! - never lose text: whatever is not returned as a call (name/arguments) or consumed as the
 //!   format's own markup (its [`FormatInfo`] markup) must reach `content`, also on malformed and

@@ -4,7 +4,7 @@
 
 use crate::parsers::{get_parser, Event, ParseResult, Parser, Tools};
 use proptest::prelude::*;
-use proptest::test_runner::TestCaseError;
+use proptest::test_runner::{TestCaseError, TestRunner};
 
 /// The tools the format tests use: typed parameters of the kinds the XML formats convert.
 pub const TOOLS: &str = r#"[
@@ -144,13 +144,40 @@ pub fn soup_holds(name: &str, text: &str, mut cuts: Vec<usize>) -> Result<ParseR
     Ok(whole)
 }
 
+/// The typed formats' marker-soup property: texts made of `fragments` (256 cases), cut
+/// anywhere, keep [`soup_holds`]'s invariants for parser `name` with [`TOOLS`].
+#[track_caller]
+pub fn marker_soup(name: &str, fragments: &'static [&'static str]) {
+    run_soup(fragments, 256, 10, |text, cuts| soup_holds(name, text, cuts).map(drop));
+}
+
+/// Run `check` over marker soups of `fragments` with up to `max_cuts` cuts. Failure seeds are
+/// kept next to the calling test's file, as `proptest!` keeps them.
+#[track_caller]
+fn run_soup(
+    fragments: &'static [&'static str],
+    cases: u32,
+    max_cuts: usize,
+    check: impl Fn(&str, Vec<usize>) -> Result<(), TestCaseError>,
+) {
+    let config = ProptestConfig {
+        cases,
+        source_file: Some(std::panic::Location::caller().file()),
+        ..ProptestConfig::default()
+    };
+    let strategy = (soup(fragments), prop::collection::vec(0usize..300, 0..max_cuts));
+    if let Err(e) = TestRunner::new(config).run(&strategy, |(text, cuts)| check(&text, cuts)) {
+        panic!("{e}");
+    }
+}
+
 /// The same checks for a parser built without tools (the JSON formats' tests: no typed values,
 /// no unknown-tool issues).
 pub mod untyped {
     use super::{check_events, run};
     use crate::parsers::{get_parser, ParseResult, Parser, Tools};
 
-    pub use super::{assert_all_content, soup};
+    pub use super::assert_all_content;
 
     pub fn parser(name: &str) -> Parser {
         get_parser(name, Tools::none()).unwrap()
@@ -159,6 +186,18 @@ pub mod untyped {
     /// [`super::every_split`] without tools.
     pub fn every_split(name: &str, text: &str) -> ParseResult {
         super::every_split_of(&parser(name), name, text)
+    }
+
+    /// The marker-soup property of the `names` parsers: texts made of `fragments` (200 cases),
+    /// cut anywhere, keep [`soup_holds`]'s invariants.
+    #[track_caller]
+    pub fn marker_soup(names: &[&str], fragments: &'static [&'static str]) {
+        super::run_soup(fragments, 200, 8, |text, cuts| {
+            for name in names {
+                soup_holds(name, text, &cuts);
+            }
+            Ok(())
+        });
     }
 
     /// The invariants every format keeps on any input: no panic, events in order, split

@@ -40,7 +40,7 @@
 
 use std::sync::Arc;
 
-use super::shared::{CallObject, ObjEnd};
+use super::shared::{CallObject, Driven, Machine, ObjEnd, Step};
 use crate::parsers::lane::Lane;
 use crate::parsers::marker::{MarkerHit, MarkerSet};
 use crate::parsers::tools::Tools;
@@ -60,7 +60,7 @@ pub struct JsonInMarkers {
 
 impl Format for JsonInMarkers {
     fn stream(&self, _tools: &Arc<Tools>) -> Box<dyn FormatStream> {
-        Box::new(JimStream::new(*self))
+        Box::new(Driven::new(JimStream::new(*self)))
     }
 
     fn render(&self, calls: &[ToolCall], content: Option<&str>) -> Result<String, RenderError> {
@@ -130,7 +130,6 @@ struct JimStream {
     text_markers: MarkerSet,
     /// After the object or after broken JSON: end marker (index 0) or a new start (index 1).
     block_markers: MarkerSet,
-    held: String,
     mode: Mode,
     /// A call ended: whitespace that follows is framing until other text shows up.
     after_call: bool,
@@ -149,7 +148,6 @@ impl JimStream {
             cfg,
             text_markers: MarkerSet::new(&[cfg.start]),
             block_markers: MarkerSet::new(&[cfg.end, cfg.start]),
-            held: String::new(),
             mode: Mode::Text,
             after_call: false,
             ws_held: String::new(),
@@ -205,103 +203,6 @@ impl JimStream {
         self.mode = if resync { Mode::Text } else { Mode::RawContent };
     }
 
-    /// Process `input` (absolute offset `base`); returns how many bytes were consumed (the rest
-    /// is held for the next feed).
-    fn run(&mut self, input: &str, base: usize, eof: bool, out: &mut Emitter<'_>) -> usize {
-        let mut i = 0;
-        while i < input.len() {
-            let rest = &input[i..];
-            match self.mode {
-                Mode::Text => {
-                    let (at, hit) = self.text_markers.until(rest, eof);
-                    self.text(&rest[..at], base + i, out);
-                    let Some((end, _)) = hit else { return i + at };
-                    self.begin_block(base + i + at, out);
-                    i += end;
-                }
-                Mode::Prologue => match rest.bytes().position(|b| !b.is_ascii_whitespace()) {
-                    None => {
-                        self.raw.push_str(rest);
-                        return input.len();
-                    }
-                    Some(j) => {
-                        self.raw.push_str(&rest[..j]);
-                        i += j;
-                        if rest.as_bytes()[j] == b'{' {
-                            self.mode = Mode::Object;
-                        } else {
-                            let pos = out.pos(base + i);
-                            let msg = format!(
-                                "{} is not followed by a JSON object; the marker is kept as content",
-                                self.cfg.start
-                            );
-                            self.fail_unstarted(IssueKind::MalformedMarkup, pos, msg, true, out);
-                        }
-                    }
-                },
-                Mode::Object => {
-                    let (n, end) = self.obj.step(rest, base + i, out);
-                    i += n;
-                    if end == ObjEnd::NeedMore {
-                        return input.len();
-                    }
-                    self.object_end(end, base + i, out);
-                }
-                Mode::AfterObject => {
-                    let Some(j) = rest.bytes().position(|b| !b.is_ascii_whitespace()) else {
-                        return input.len();
-                    };
-                    i += j;
-                    let rest = &input[i..];
-                    match self.block_markers.find(rest, eof) {
-                        MarkerHit::Full { at: 0, end, marker: 0 } => {
-                            i += end;
-                            self.mode = Mode::Text;
-                            self.after_call = true;
-                        }
-                        MarkerHit::Partial { at: 0 } => return i,
-                        _ => {
-                            let pos = out.pos(base + i);
-                            out.issue(
-                                IssueKind::MalformedMarkup,
-                                pos,
-                                format!("no {} after the tool call's JSON object", self.cfg.end),
-                            );
-                            // What follows is ordinary text (or the next block).
-                            self.mode = Mode::Text;
-                            self.after_call = false;
-                        }
-                    }
-                }
-                Mode::RawArgs | Mode::RawContent | Mode::Junk => {
-                    let (upto, next) = match self.block_markers.find(rest, eof) {
-                        MarkerHit::Full { at, end, marker: 0 } => (at, Some(end)),
-                        MarkerHit::Full { at, .. } => (at, Some(at)),
-                        MarkerHit::Partial { at } => (at, None),
-                        MarkerHit::None => (rest.len(), None),
-                    };
-                    match self.mode {
-                        Mode::RawArgs => out.args(&rest[..upto]),
-                        Mode::RawContent => out.content(&rest[..next.unwrap_or(upto)]),
-                        _ => out.content(&rest[..upto]),
-                    }
-                    match next {
-                        Some(end) => {
-                            i += end;
-                            if self.mode != Mode::RawContent {
-                                out.end_call();
-                                self.after_call = true;
-                            }
-                            self.mode = Mode::Text;
-                        }
-                        None => return i + upto,
-                    }
-                }
-            }
-        }
-        i
-    }
-
     /// The call object ended (`now`: absolute offset right after what was consumed of it).
     fn object_end(&mut self, end: ObjEnd, now: usize, out: &mut Emitter<'_>) {
         let pos = out.pos(now);
@@ -332,96 +233,143 @@ impl JimStream {
             }
         }
     }
-
-    fn feed_input(&mut self, chunk: &str, eof: bool, out: &mut Emitter<'_>) {
-        let base = out.chunk_offset() - self.held.len();
-        let mut buf = std::mem::take(&mut self.held);
-        if buf.is_empty() {
-            let n = self.run(chunk, base, eof, out);
-            buf.push_str(chunk.get(n..).unwrap_or_default());
-        } else {
-            buf.push_str(chunk);
-            let n = self.run(&buf, base, eof, out);
-            buf.drain(..n.min(buf.len()));
-        }
-        self.held = buf;
-    }
 }
 
-impl JimStream {
-    /// Inside the arguments' JSON strings the driver may pass text on by itself.
-    #[inline]
-    fn open_lane(&self, out: &mut Emitter<'_>) {
-        if !self.held.is_empty() {
-            return;
-        }
+impl Machine for JimStream {
+    fn step(&mut self, rest: &str, base: usize, eof: bool, out: &mut Emitter<'_>) -> Step {
         match self.mode {
-            Mode::Object => out.set_lane(self.obj.args_lane()),
-            // Prose that is not after a call (whitespace there is framing until text shows).
-            Mode::Text if !self.after_call => {
-                if let Some(stop) = self.text_markers.first_byte() {
-                    out.set_lane(Lane::Content {
-                        stop,
-                        hold_trailing_ws: false,
-                    });
-                }
+            Mode::Text => {
+                let (at, hit) = self.text_markers.until(rest, eof);
+                self.text(&rest[..at], base, out);
+                let Some((end, _)) = hit else { return Step::Wait(at) };
+                self.begin_block(base + at, out);
+                Step::On(end)
             }
-            _ => {}
+            Mode::Prologue => {
+                let Some(j) = rest.bytes().position(|b| !b.is_ascii_whitespace()) else {
+                    self.raw.push_str(rest);
+                    return Step::Wait(rest.len());
+                };
+                self.raw.push_str(&rest[..j]);
+                if rest.as_bytes().get(j) == Some(&b'{') {
+                    self.mode = Mode::Object;
+                } else {
+                    let pos = out.pos(base + j);
+                    let msg = format!(
+                        "{} is not followed by a JSON object; the marker is kept as content",
+                        self.cfg.start
+                    );
+                    self.fail_unstarted(IssueKind::MalformedMarkup, pos, msg, true, out);
+                }
+                Step::On(j)
+            }
+            Mode::Object => {
+                let (n, end) = self.obj.step(rest, base, out);
+                if end == ObjEnd::NeedMore {
+                    return Step::Wait(rest.len());
+                }
+                self.object_end(end, base + n, out);
+                Step::On(n)
+            }
+            Mode::AfterObject => {
+                let Some(j) = rest.bytes().position(|b| !b.is_ascii_whitespace()) else {
+                    return Step::Wait(rest.len());
+                };
+                match self.block_markers.find(&rest[j..], eof) {
+                    MarkerHit::Full { at: 0, end, marker: 0 } => {
+                        self.mode = Mode::Text;
+                        self.after_call = true;
+                        return Step::On(j + end);
+                    }
+                    MarkerHit::Partial { at: 0 } => return Step::Wait(j),
+                    _ => {
+                        let pos = out.pos(base + j);
+                        out.issue(
+                            IssueKind::MalformedMarkup,
+                            pos,
+                            format!("no {} after the tool call's JSON object", self.cfg.end),
+                        );
+                        // What follows is ordinary text (or the next block).
+                        self.mode = Mode::Text;
+                        self.after_call = false;
+                    }
+                }
+                Step::On(j)
+            }
+            Mode::RawArgs | Mode::RawContent | Mode::Junk => {
+                let (upto, next) = match self.block_markers.find(rest, eof) {
+                    MarkerHit::Full { at, end, marker: 0 } => (at, Some(end)),
+                    MarkerHit::Full { at, .. } => (at, Some(at)),
+                    MarkerHit::Partial { at } => (at, None),
+                    MarkerHit::None => (rest.len(), None),
+                };
+                match self.mode {
+                    Mode::RawArgs => out.args(&rest[..upto]),
+                    Mode::RawContent => out.content(&rest[..next.unwrap_or(upto)]),
+                    _ => out.content(&rest[..upto]),
+                }
+                let Some(end) = next else { return Step::Wait(upto) };
+                if self.mode != Mode::RawContent {
+                    out.end_call();
+                    self.after_call = true;
+                }
+                self.mode = Mode::Text;
+                Step::On(end)
+            }
         }
     }
 
-    /// Take over the state the lane ended in (the driver passed text since the last feed).
+    /// Fast paths for the two states a long output spends its time in: prose that cannot start
+    /// a marker, and the inside of a JSON string (unless the driver's string lane just refused
+    /// this chunk: the same rule would refuse it again).
     #[inline]
-    fn resume_lane(&mut self, out: &Emitter<'_>) {
-        let lane = out.resumed_lane();
-        if lane != Lane::Off && self.mode == Mode::Object {
+    fn take_chunk(&mut self, chunk: &str, out: &mut Emitter<'_>) -> bool {
+        match self.mode {
+            Mode::Text if !self.after_call && self.text_markers.find(chunk, false) == MarkerHit::None => {
+                out.content(chunk);
+                true
+            }
+            Mode::Object if out.resumed_lane() == Lane::Off => self.obj.skip_plain_string(chunk, out),
+            _ => false,
+        }
+    }
+
+    /// Inside the arguments' JSON strings the driver may pass text on by itself.
+    fn lane(&self) -> Lane {
+        match self.mode {
+            Mode::Object => self.obj.args_lane(),
+            // Prose that is not after a call (whitespace there is framing until text shows).
+            Mode::Text if !self.after_call => match self.text_markers.first_byte() {
+                Some(stop) => Lane::Content {
+                    stop,
+                    hold_trailing_ws: false,
+                },
+                None => Lane::Off,
+            },
+            _ => Lane::Off,
+        }
+    }
+
+    fn resume_lane(&mut self, lane: Lane) {
+        if self.mode == Mode::Object {
             self.obj.resume_lane(lane);
         }
     }
-}
 
-impl FormatStream for JimStream {
-    fn feed(&mut self, chunk: &str, out: &mut Emitter<'_>) {
-        self.resume_lane(out);
-        // Fast paths for the two states a long output spends its time in, when nothing is held:
-        // prose that cannot start a marker, and the inside of a JSON string (unless the driver's
-        // string lane just refused this chunk: the same rule would refuse it again).
-        if self.held.is_empty() {
-            match self.mode {
-                Mode::Text if !self.after_call && self.text_markers.find(chunk, false) == MarkerHit::None => {
-                    out.content(chunk);
-                    self.open_lane(out);
-                    return;
-                }
-                Mode::Object if out.resumed_lane() == Lane::Off && self.obj.skip_plain_string(chunk, out) => {
-                    self.open_lane(out);
-                    return;
-                }
-                _ => {}
-            }
-        }
-        self.feed_input(chunk, false, out);
-        self.open_lane(out);
-    }
-
+    /// Positions are only ever asked for text in the input being stepped.
     fn holds_text(&self) -> bool {
-        // Positions are only ever asked for text in `held` or in the chunk being fed.
-        !self.held.is_empty()
+        false
     }
 
-    fn finish(&mut self, out: &mut Emitter<'_>) {
-        self.resume_lane(out);
-        // Text held as a possible marker prefix is decided now: no more text will come.
-        self.feed_input("", true, out);
-        let leftover = std::mem::take(&mut self.held);
+    fn end(&mut self, leftover: &str, out: &mut Emitter<'_>) {
         let end = out.pos(out.chunk_offset());
         match self.mode {
             Mode::Text => {
-                out.content(&leftover);
+                out.content(leftover);
                 self.ws_held.clear();
             }
             Mode::Prologue | Mode::Object if !self.obj.started() => {
-                self.raw.push_str(&leftover);
+                self.raw.push_str(leftover);
                 let msg = format!(
                     "output ended inside a {} block; the block is kept as content",
                     self.cfg.start
@@ -429,7 +377,7 @@ impl FormatStream for JimStream {
                 self.fail_unstarted(IssueKind::Truncated, end, msg, false, out);
             }
             Mode::Prologue | Mode::Object => {
-                out.args(&leftover);
+                out.args(leftover);
                 let name = self.obj.name().unwrap_or_default();
                 let msg = if self.obj.args_done() {
                     format!(
@@ -443,7 +391,7 @@ impl FormatStream for JimStream {
                 out.end_call();
             }
             Mode::AfterObject => {
-                out.content(&leftover);
+                out.content(leftover);
                 let msg = format!(
                     "output ended before {}; the tool call is complete and kept",
                     self.cfg.end
@@ -451,10 +399,10 @@ impl FormatStream for JimStream {
                 out.issue(IssueKind::Truncated, end, msg);
             }
             Mode::RawArgs => {
-                out.args(&leftover);
+                out.args(leftover);
                 out.end_call();
             }
-            Mode::RawContent | Mode::Junk => out.content(&leftover),
+            Mode::RawContent | Mode::Junk => out.content(leftover),
         }
         self.mode = Mode::Text;
     }

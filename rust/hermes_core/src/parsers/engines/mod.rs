@@ -2,7 +2,8 @@
 //! describes its markers and dialect to one of them (see the module doc of `parsers`).
 //!
 //! - [`json_in_markers`]: a JSON object `{name, arguments}` between a start and an end marker.
-//! - [`shared`]: the `Machine` driver and JSON call-object helpers the JSON formats use.
+//! - [`shared`]: the `Machine` driver (every state machine's stepping loop), `MachineFormat`, and
+//!   the JSON call-object helpers the JSON formats use.
 //! - [`json_array`]: a JSON array of call objects inside marked regions.
 //! - [`sectioned`]: a section of calls, each with a header and JSON arguments.
 //! - [`xml_params`]: parameters as raw text between XML-ish tags; [`xml_content`] the prose

@@ -32,7 +32,7 @@ use crate::parsers::marker::{MarkerHit, MarkerSet};
 use crate::parsers::types::{IssueKind, Pos};
 use crate::parsers::Emitter;
 
-use super::shared::{malformed_args_issue, skip_ws, ArgsValue, Gate, Machine};
+use super::shared::{skip_ws, skip_ws_into, ArgsValue, Gate, Machine, Step};
 
 /// How a call's header names the tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -278,248 +278,232 @@ fn fence_line(b: &[u8]) -> Fence {
 }
 
 impl Machine for Sectioned {
-    fn run(&mut self, input: &str, base: usize, eof: bool, out: &mut Emitter<'_>) -> usize {
-        let mut i = 0;
-        while i < input.len() {
-            let rest = &input[i..];
-            match self.mode {
-                Mode::Text => {
-                    let (at, hit) = self.text_markers.until(rest, eof);
-                    self.gate.text(&rest[..at], out);
-                    let Some((end, _)) = hit else { return i + at };
-                    // The marker is markup once a call of the section starts (gate.markup then).
-                    self.section_raw.clear();
-                    self.section_raw.push_str(self.spec.section_begin);
-                    self.section_calls = 0;
-                    self.close_gap();
-                    self.mode = Mode::Section;
-                    i += end;
+    fn step(&mut self, rest: &str, base: usize, eof: bool, out: &mut Emitter<'_>) -> Step {
+        match self.mode {
+            Mode::Text => {
+                let (at, hit) = self.gate.until(&self.text_markers, rest, eof, out);
+                let Some((end, _)) = hit else { return Step::Wait(at) };
+                // The marker is markup once a call of the section starts (gate.markup then).
+                self.section_raw.clear();
+                self.section_raw.push_str(self.spec.section_begin);
+                self.section_calls = 0;
+                self.close_gap();
+                self.mode = Mode::Section;
+                Step::On(end)
+            }
+            Mode::Section => {
+                let (at, hit) = self.inner.until(rest, eof);
+                self.section_gap(&rest[..at], base, out);
+                let Some((end, marker)) = hit else {
+                    return Step::Wait(at);
+                };
+                self.close_gap();
+                self.section_marker(marker, at, base, out);
+                Step::On(end)
+            }
+            Mode::Header => match self.inner.find(rest, eof) {
+                MarkerHit::Full { at, end, marker: M_SEP } => {
+                    self.header.push_str(&rest[..at]);
+                    self.raw.push_str(&rest[..end]);
+                    let sep_at = out.pos(base + at);
+                    self.check_header(sep_at, out);
+                    if self.spec.header == Header::TypeThenNameLine {
+                        self.mode = Mode::NameLine;
+                    } else if self.name_and_id().0.is_empty() {
+                        let pos = out.pos(base + end);
+                        let msg = "tool call without a name; the call is kept as content".to_owned();
+                        self.reject_call(IssueKind::MissingName, pos, msg, Mode::RawContent, out);
+                    } else {
+                        self.mode = Mode::PreArgs;
+                    }
+                    Step::On(end)
                 }
-                Mode::Section => {
-                    let (at, hit) = self.inner.until(rest, eof);
-                    self.section_gap(&rest[..at], base + i, out);
-                    let Some((end, marker)) = hit else { return i + at };
-                    self.close_gap();
-                    self.section_marker(marker, at, base + i, out);
-                    i += end;
+                MarkerHit::Full { at, marker, .. } => {
+                    // Another marker before the separator: the header is broken.
+                    self.header.push_str(&rest[..at]);
+                    self.raw.push_str(&rest[..at]);
+                    let pos = out.pos(base + at);
+                    let msg = format!(
+                        "tool call header without {:?} before {:?}; the call is kept as content",
+                        self.spec.sep,
+                        String::from_utf8_lossy(self.inner.marker(marker))
+                    );
+                    self.reject_call(IssueKind::MalformedMarkup, pos, msg, Mode::Section, out);
+                    if marker == M_CALL_END {
+                        // The broken call's own end marker belongs to it.
+                        self.section_text(self.spec.call_end, out);
+                        return Step::On(at + self.spec.call_end.len());
+                    }
+                    Step::On(at)
                 }
-                Mode::Header => match self.inner.find(rest, eof) {
-                    MarkerHit::Full { at, end, marker: M_SEP } => {
-                        self.header.push_str(&rest[..at]);
-                        self.raw.push_str(&rest[..end]);
-                        let sep_at = out.pos(base + i + at);
-                        i += end;
-                        self.check_header(sep_at, out);
-                        if self.spec.header == Header::TypeThenNameLine {
-                            self.mode = Mode::NameLine;
-                        } else if self.name_and_id().0.is_empty() {
-                            let pos = out.pos(base + i);
-                            let msg = "tool call without a name; the call is kept as content".to_owned();
-                            self.reject_call(IssueKind::MissingName, pos, msg, Mode::RawContent, out);
-                        } else {
-                            self.mode = Mode::PreArgs;
-                        }
-                    }
-                    MarkerHit::Full { at, marker, .. } => {
-                        // Another marker before the separator: the header is broken.
-                        self.header.push_str(&rest[..at]);
-                        self.raw.push_str(&rest[..at]);
-                        i += at;
-                        let pos = out.pos(base + i);
-                        let msg = format!(
-                            "tool call header without {:?} before {:?}; the call is kept as content",
-                            self.spec.sep,
-                            String::from_utf8_lossy(self.inner.marker(marker))
-                        );
-                        self.reject_call(IssueKind::MalformedMarkup, pos, msg, Mode::Section, out);
-                        if marker == M_CALL_END {
-                            // The broken call's own end marker belongs to it.
-                            self.section_text(self.spec.call_end, out);
-                            i += self.spec.call_end.len();
-                        }
-                    }
-                    MarkerHit::Partial { at } => {
-                        self.header.push_str(&rest[..at]);
-                        self.raw.push_str(&rest[..at]);
-                        return i + at;
-                    }
-                    MarkerHit::None => {
-                        self.header.push_str(rest);
-                        self.raw.push_str(rest);
-                        return input.len();
-                    }
-                },
-                Mode::NameLine => {
-                    // The name runs to the end of its line (or to a fence / the JSON itself).
-                    let stop = rest.bytes().position(|b| matches!(b, b'\n' | b'`' | b'{' | b'<'));
-                    match stop {
-                        None => {
-                            self.name.push_str(rest);
-                            self.raw.push_str(rest);
-                            return input.len();
-                        }
-                        Some(j) => {
-                            self.name.push_str(&rest[..j]);
-                            self.raw.push_str(&rest[..j]);
-                            i += j;
-                            if self.name.trim().is_empty() {
-                                let pos = out.pos(base + i);
-                                let msg = "tool call without a name; the call is kept as content".to_owned();
-                                self.reject_call(IssueKind::MissingName, pos, msg, Mode::RawContent, out);
-                            } else {
-                                self.mode = Mode::PreArgs;
-                            }
-                        }
-                    }
+                MarkerHit::Partial { at } => {
+                    self.header.push_str(&rest[..at]);
+                    self.raw.push_str(&rest[..at]);
+                    Step::Wait(at)
                 }
-                Mode::PreArgs => {
-                    let Some(j) = skip_ws(rest) else {
-                        self.raw.push_str(rest);
-                        return input.len();
-                    };
-                    self.raw.push_str(&rest[..j]);
-                    i += j;
-                    let rest = &input[i..];
-                    if self.spec.header == Header::TypeThenNameLine && !self.fence_open && rest.starts_with('`') {
-                        // ```json (the language tag is optional) then a newline; decided within
-                        // the first few bytes, whatever the chunking.
-                        match fence_line(rest.as_bytes()) {
-                            Fence::Line(len) => {
-                                self.raw.push_str(&rest[..len]);
-                                i += len;
-                                self.fence_open = true;
-                            }
-                            Fence::Undecided if !eof => return i,
-                            _ => {
-                                let pos = out.pos(base + i);
-                                let msg = "malformed ``` fence line in a tool call; the call is kept as content";
-                                self.reject_call(IssueKind::MalformedMarkup, pos, msg.into(), Mode::RawContent, out);
-                            }
+                MarkerHit::None => {
+                    self.header.push_str(rest);
+                    self.raw.push_str(rest);
+                    Step::Wait(rest.len())
+                }
+            },
+            Mode::NameLine => {
+                // The name runs to the end of its line (or to a fence / the JSON itself).
+                let stop = rest.bytes().position(|b| matches!(b, b'\n' | b'`' | b'{' | b'<'));
+                let Some(j) = stop else {
+                    self.name.push_str(rest);
+                    self.raw.push_str(rest);
+                    return Step::Wait(rest.len());
+                };
+                self.name.push_str(&rest[..j]);
+                self.raw.push_str(&rest[..j]);
+                if self.name.trim().is_empty() {
+                    let pos = out.pos(base + j);
+                    let msg = "tool call without a name; the call is kept as content".to_owned();
+                    self.reject_call(IssueKind::MissingName, pos, msg, Mode::RawContent, out);
+                } else {
+                    self.mode = Mode::PreArgs;
+                }
+                Step::On(j)
+            }
+            Mode::PreArgs => {
+                let Some(j) = skip_ws_into(&mut self.raw, rest) else {
+                    return Step::Wait(rest.len());
+                };
+                let args = &rest[j..];
+                if self.spec.header == Header::TypeThenNameLine && !self.fence_open && args.starts_with('`') {
+                    // ```json (the language tag is optional) then a newline; decided within
+                    // the first few bytes, whatever the chunking.
+                    return match fence_line(args.as_bytes()) {
+                        Fence::Line(len) => {
+                            self.raw.push_str(&args[..len]);
+                            self.fence_open = true;
+                            Step::On(j + len)
                         }
-                        continue;
-                    }
-                    match self.inner.find(rest, eof) {
-                        MarkerHit::Partial { at: 0 } => return i,
-                        MarkerHit::Full { at: 0, .. } => {
-                            let pos = out.pos(base + i);
-                            let msg = "tool call without arguments; the call is kept as content".to_owned();
-                            self.reject_call(IssueKind::MissingArguments, pos, msg, Mode::RawContent, out);
-                        }
+                        Fence::Undecided if !eof => Step::Wait(j),
                         _ => {
-                            if self.spec.header == Header::TypeThenNameLine && !self.fence_open {
-                                let pos = out.pos(base + i);
-                                let msg = "tool call arguments without their ```json fence; the call is kept";
-                                out.issue(IssueKind::MalformedMarkup, pos, msg);
-                            }
-                            self.start_call(out);
-                            self.mode = Mode::Args;
+                            let pos = out.pos(base + j);
+                            let msg = "malformed ``` fence line in a tool call; the call is kept as content";
+                            self.reject_call(IssueKind::MalformedMarkup, pos, msg.into(), Mode::RawContent, out);
+                            Step::On(j)
                         }
-                    }
-                }
-                Mode::Args => {
-                    let (n, status) = self.args.feed(rest, base + i, out);
-                    i += n;
-                    match status {
-                        Status::NeedMore => return input.len(),
-                        Status::Complete => self.mode = Mode::AfterArgs,
-                        Status::Error(e) => {
-                            malformed_args_issue(out, base + i, &e);
-                            self.mode = Mode::RawArgs;
-                        }
-                    }
-                }
-                Mode::RawArgs | Mode::RawContent => {
-                    let is_args = self.mode == Mode::RawArgs;
-                    let (take, next_i, done) = match self.inner.find(rest, eof) {
-                        // The call's own end marker: raw arguments stop before it; a rejected
-                        // call's content includes it.
-                        MarkerHit::Full {
-                            at,
-                            end,
-                            marker: M_CALL_END,
-                        } => (if is_args { at } else { end }, end, true),
-                        // The next call or the section end: the broken call stops here.
-                        MarkerHit::Full {
-                            at,
-                            marker: M_CALL_BEGIN | M_SECTION_END,
-                            ..
-                        } => (at, at, true),
-                        // A separator inside raw text is just text.
-                        MarkerHit::Full { end, .. } => (end, end, false),
-                        MarkerHit::Partial { at } => {
-                            self.raw_text(is_args, &rest[..at], out);
-                            return i + at;
-                        }
-                        MarkerHit::None => (rest.len(), rest.len(), false),
                     };
-                    self.raw_text(is_args, &rest[..take], out);
-                    i += next_i;
-                    if done {
-                        if is_args {
-                            out.end_call();
-                            self.gate.markup(out);
+                }
+                match self.inner.find(args, eof) {
+                    MarkerHit::Partial { at: 0 } => return Step::Wait(j),
+                    MarkerHit::Full { at: 0, .. } => {
+                        let pos = out.pos(base + j);
+                        let msg = "tool call without arguments; the call is kept as content".to_owned();
+                        self.reject_call(IssueKind::MissingArguments, pos, msg, Mode::RawContent, out);
+                    }
+                    _ => {
+                        if self.spec.header == Header::TypeThenNameLine && !self.fence_open {
+                            let pos = out.pos(base + j);
+                            let msg = "tool call arguments without their ```json fence; the call is kept";
+                            out.issue(IssueKind::MalformedMarkup, pos, msg);
                         }
+                        self.start_call(out);
+                        self.mode = Mode::Args;
+                    }
+                }
+                Step::On(j)
+            }
+            Mode::Args => {
+                let (n, status) = self.args.feed(rest, base, out);
+                self.mode = match status {
+                    Status::NeedMore => return Step::Wait(rest.len()),
+                    Status::Complete => Mode::AfterArgs,
+                    Status::Error(_) => Mode::RawArgs,
+                };
+                Step::On(n)
+            }
+            Mode::RawArgs | Mode::RawContent => {
+                let is_args = self.mode == Mode::RawArgs;
+                let (take, next, done) = match self.inner.find(rest, eof) {
+                    // The call's own end marker: raw arguments stop before it; a rejected
+                    // call's content includes it.
+                    MarkerHit::Full {
+                        at,
+                        end,
+                        marker: M_CALL_END,
+                    } => (if is_args { at } else { end }, end, true),
+                    // The next call or the section end: the broken call stops here.
+                    MarkerHit::Full {
+                        at,
+                        marker: M_CALL_BEGIN | M_SECTION_END,
+                        ..
+                    } => (at, at, true),
+                    // A separator inside raw text is just text.
+                    MarkerHit::Full { end, .. } => (end, end, false),
+                    MarkerHit::Partial { at } => {
+                        self.raw_text(is_args, &rest[..at], out);
+                        return Step::Wait(at);
+                    }
+                    MarkerHit::None => (rest.len(), rest.len(), false),
+                };
+                self.raw_text(is_args, &rest[..take], out);
+                if done {
+                    if is_args {
+                        self.gate.end_call(out);
+                    }
+                    self.mode = Mode::Section;
+                }
+                Step::On(next)
+            }
+            Mode::AfterArgs => {
+                let Some(j) = skip_ws(rest) else {
+                    return Step::Wait(rest.len());
+                };
+                let after = &rest[j..];
+                if self.spec.header == Header::TypeThenNameLine && self.fence_open && after.starts_with('`') {
+                    let ticks = after.bytes().take_while(|&b| b == b'`').count();
+                    if ticks == after.len() && ticks < 3 && !eof {
+                        return Step::Wait(j);
+                    }
+                    if ticks >= 3 {
+                        self.fence_open = false;
+                        return Step::On(j + 3);
+                    }
+                }
+                match self.inner.find(after, eof) {
+                    MarkerHit::Full {
+                        at: 0,
+                        end,
+                        marker: M_CALL_END,
+                    } => {
+                        if self.fence_open {
+                            let pos = out.pos(base + j);
+                            out.issue(
+                                IssueKind::MalformedMarkup,
+                                pos,
+                                "tool call arguments' ``` fence is not closed; the call is kept",
+                            );
+                        }
+                        self.gate.end_call(out);
+                        self.mode = Mode::Section;
+                        return Step::On(j + end);
+                    }
+                    MarkerHit::Partial { at: 0 } => return Step::Wait(j),
+                    MarkerHit::Full { at: 0, .. } => {
+                        // The next call or the section end without this call's end marker.
+                        let pos = out.pos(base + j);
+                        let msg = format!("tool call without {:?}; the call is kept", self.spec.call_end);
+                        out.issue(IssueKind::MalformedMarkup, pos, msg);
+                        self.gate.end_call(out);
                         self.mode = Mode::Section;
                     }
-                }
-                Mode::AfterArgs => {
-                    let Some(j) = skip_ws(rest) else { return input.len() };
-                    i += j;
-                    let rest = &input[i..];
-                    if self.spec.header == Header::TypeThenNameLine && self.fence_open && rest.starts_with('`') {
-                        let ticks = rest.bytes().take_while(|&b| b == b'`').count();
-                        if ticks == rest.len() && ticks < 3 && !eof {
-                            return i;
-                        }
-                        if ticks >= 3 {
-                            i += 3;
-                            self.fence_open = false;
-                            continue;
-                        }
-                    }
-                    match self.inner.find(rest, eof) {
-                        MarkerHit::Full {
-                            at: 0,
-                            end,
-                            marker: M_CALL_END,
-                        } => {
-                            if self.fence_open {
-                                let pos = out.pos(base + i);
-                                out.issue(
-                                    IssueKind::MalformedMarkup,
-                                    pos,
-                                    "tool call arguments' ``` fence is not closed; the call is kept",
-                                );
-                            }
-                            out.end_call();
-                            self.gate.markup(out);
-                            i += end;
-                            self.mode = Mode::Section;
-                        }
-                        MarkerHit::Partial { at: 0 } => return i,
-                        MarkerHit::Full { at: 0, .. } => {
-                            // The next call or the section end without this call's end marker.
-                            let pos = out.pos(base + i);
-                            let msg = format!("tool call without {:?}; the call is kept", self.spec.call_end);
-                            out.issue(IssueKind::MalformedMarkup, pos, msg);
-                            out.end_call();
-                            self.gate.markup(out);
-                            self.mode = Mode::Section;
-                        }
-                        _ => {
-                            let pos = out.pos(base + i);
-                            let msg = "text after a tool call's arguments; it is kept in content".to_owned();
-                            out.issue(IssueKind::UnexpectedText, pos, msg);
-                            out.end_call();
-                            self.gate.markup(out);
-                            // The rest of the call, up to its end marker, is content.
-                            self.mode = Mode::RawContent;
-                        }
+                    _ => {
+                        let pos = out.pos(base + j);
+                        let msg = "text after a tool call's arguments; it is kept in content".to_owned();
+                        out.issue(IssueKind::UnexpectedText, pos, msg);
+                        self.gate.end_call(out);
+                        // The rest of the call, up to its end marker, is content.
+                        self.mode = Mode::RawContent;
                     }
                 }
+                Step::On(j)
             }
         }
-        i
     }
 
     fn lane(&self) -> Lane {

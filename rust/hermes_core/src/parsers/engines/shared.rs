@@ -1,8 +1,11 @@
-//! Small pieces shared by the JSON-argument formats (mistral, llama3_json, deepseek, kimi_k2,
-//! granite, jamba, internlm, xlam):
+//! The state-machine driver every machine-based format uses, and small pieces shared by the
+//! JSON-argument formats (mistral, llama3_json, deepseek, kimi_k2, granite, jamba, internlm,
+//! xlam):
 //!
-//! - [`Machine`] + [`Driven`]: the "held tail + chunk" feeding loop of `parsers`' module doc,
-//!   written once, so each format only writes `run` (consume what it can) and `end`.
+//! - [`Machine`] + [`Driven`]: the "held tail + chunk" feeding loop of `parsers`' module doc
+//!   and the stepping loop over it, written once, so each format only writes `step` (consume
+//!   what its state can decide, or wait) and `end`; [`MachineFormat`]: a machine and a render
+//!   function as a [`Format`].
 //! - [`Gate`]: content with the whitespace policy the vLLM parsers apply around call markup
 //!   (e.g. the engine-based parsers `strip()` content when calls were found). Whitespace is the
 //!   only text it ever holds back.
@@ -10,27 +13,41 @@
 //!   with the `bad_arguments` check on its first byte.
 //! - [`CallObject`]: one `{"name": ..., "arguments": {...}}` object (P1's [`ObjectWalker`]) for
 //!   formats that carry calls as JSON objects, alone or in a JSON array.
-//! - [`skip_ws`] and [`render_args`] helpers.
+//! - [`skip_ws`], [`skip_ws_into`] and [`render_args`] helpers.
 
 use crate::parsers::json_escape::json_string;
 use crate::parsers::json_scan::{validate, JsonError, JsonScanner, ObjectWalker, Status, Walk};
 use crate::parsers::lane::Lane;
+use crate::parsers::marker::MarkerSet;
 use crate::parsers::types::{IssueKind, Pos, RenderError, ToolCall};
-use crate::parsers::{Emitter, FormatStream};
+use std::sync::Arc;
 
-/// A format's state machine over "held tail + new chunk".
+use crate::parsers::tools::Tools;
+use crate::parsers::{Emitter, Format, FormatStream};
+
+/// What one [`Machine::step`] did with the input it was given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// This many bytes were consumed; step again over the rest.
+    On(usize),
+    /// This many bytes were consumed; the rest cannot be decided before more text comes. It is
+    /// handed back, prefixed, next time (after the last input, to [`Machine::end`]).
+    Wait(usize),
+}
+
+/// A format's state machine over "held tail + new chunk"; [`Driven`] runs the stepping loop.
 pub(crate) trait Machine: Send {
-    /// Consume as much of `input` (which starts at absolute byte `base`) as can be decided now;
-    /// return the number of bytes consumed. The rest is handed back, prefixed, next time. With
+    /// One step in the current state over `rest`, the input not consumed yet, whose first byte
+    /// is absolute byte `base`. A step that consumes nothing must change state or wait. With
     /// `eof`, no more text will come: partial markers are no longer possible.
-    fn run(&mut self, input: &str, base: usize, eof: bool, out: &mut Emitter<'_>) -> usize;
-    /// End of output, after a last `run(.., eof = true)`: `leftover` is what that run did not
+    fn step(&mut self, rest: &str, base: usize, eof: bool, out: &mut Emitter<'_>) -> Step;
+    /// End of output, after the last steps (with `eof`): `leftover` is what they did not
     /// consume. Flush everything (content, arguments) and report what was unfinished.
     fn end(&mut self, leftover: &str, out: &mut Emitter<'_>);
 
-    /// Whether everything from here on is plain content (the machine has decided for good):
-    /// [`Driven`] then passes each chunk straight through as one content slice, without `run`.
-    fn passthrough(&self) -> bool {
+    /// A fast path for the states a long output spends its time in, asked only while [`Driven`]
+    /// holds no unconsumed text: take all of `chunk` at once (true) or leave it to the steps.
+    fn take_chunk(&mut self, _chunk: &str, _out: &mut Emitter<'_>) -> bool {
         false
     }
 
@@ -41,7 +58,7 @@ pub(crate) trait Machine: Send {
     }
 
     /// Take over the state the lane from [`Machine::lane`] ended in (see
-    /// [`Emitter::resumed_lane`]); called before every `run` after a lane was open.
+    /// [`Emitter::resumed_lane`]); called before the first step after a lane was open.
     fn resume_lane(&mut self, _lane: Lane) {}
 
     /// [`FormatStream::holds_text`] apart from [`Driven`]'s own unconsumed tail: whether the
@@ -66,15 +83,29 @@ impl<M: Machine> Driven<M> {
         }
     }
 
+    /// Step the machine over `input` (its first byte is absolute byte `base`) until it waits
+    /// or the input is used up; returns how many bytes were consumed.
+    #[inline]
+    fn run(&mut self, input: &str, base: usize, eof: bool, out: &mut Emitter<'_>) -> usize {
+        let mut i = 0;
+        while let Some(rest) = input.get(i..).filter(|rest| !rest.is_empty()) {
+            match self.machine.step(rest, base + i, eof, out) {
+                Step::On(n) => i += n,
+                Step::Wait(n) => return i + n,
+            }
+        }
+        i
+    }
+
     fn feed_input(&mut self, chunk: &str, eof: bool, out: &mut Emitter<'_>) {
         let base = out.chunk_offset().saturating_sub(self.held.len());
         let mut buf = std::mem::take(&mut self.held);
         if buf.is_empty() {
-            let n = self.machine.run(chunk, base, eof, out);
+            let n = self.run(chunk, base, eof, out);
             buf.push_str(chunk.get(n..).unwrap_or_default());
         } else {
             buf.push_str(chunk);
-            let n = self.machine.run(&buf, base, eof, out);
+            let n = self.run(&buf, base, eof, out);
             buf.drain(..n.min(buf.len()));
         }
         self.held = buf;
@@ -87,11 +118,9 @@ impl<M: Machine> FormatStream for Driven<M> {
         if resumed != Lane::Off {
             self.machine.resume_lane(resumed);
         }
-        if self.held.is_empty() && self.machine.passthrough() {
-            out.content(chunk);
-            return;
+        if !(self.held.is_empty() && self.machine.take_chunk(chunk, out)) {
+            self.feed_input(chunk, false, out);
         }
-        self.feed_input(chunk, false, out);
         if self.held.is_empty() {
             out.set_lane(self.machine.lane());
         }
@@ -112,6 +141,23 @@ impl<M: Machine> FormatStream for Driven<M> {
     }
 }
 
+/// A format that is a [`Machine`] (a fresh one per output and request tools, run by
+/// [`Driven`]) and a render function, as most formats are.
+pub(crate) struct MachineFormat<M> {
+    pub machine: fn(&Arc<Tools>) -> M,
+    pub render: fn(&[ToolCall], Option<&str>) -> Result<String, RenderError>,
+}
+
+impl<M: Machine + 'static> Format for MachineFormat<M> {
+    fn stream(&self, tools: &Arc<Tools>) -> Box<dyn FormatStream> {
+        Box::new(Driven::new((self.machine)(tools)))
+    }
+
+    fn render(&self, calls: &[ToolCall], content: Option<&str>) -> Result<String, RenderError> {
+        (self.render)(calls, content)
+    }
+}
+
 /// The output ended inside a started call: `leftover` goes to its arguments, the call is
 /// reported `truncated` at `at` and ended (it keeps what arrived). `missing`: when the arguments
 /// themselves were complete, what of the call's markup did not arrive (the message says so
@@ -129,7 +175,7 @@ pub(crate) fn truncated_args(out: &mut Emitter<'_>, leftover: &str, at: Pos, mis
 #[inline]
 /// Report arguments whose JSON broke after the call started (at input byte `at`): the call keeps
 /// the raw text it already streamed as its arguments.
-pub(crate) fn malformed_args_issue(out: &mut Emitter<'_>, at: usize, e: &JsonError) {
+fn malformed_args_issue(out: &mut Emitter<'_>, at: usize, e: &JsonError) {
     let pos = out.pos(at);
     let msg = format!(
         "malformed JSON in tool call arguments: {}; the arguments are kept as written",
@@ -146,6 +192,15 @@ pub(crate) fn is_ws(b: u8) -> bool {
 #[inline]
 pub(crate) fn skip_ws(s: &str) -> Option<usize> {
     s.bytes().position(|b| !is_ws(b))
+}
+
+/// [`skip_ws`] for markup being collected: the leading whitespace of `s` is appended to `raw`
+/// (all of `s` when it is all whitespace).
+#[inline]
+pub(crate) fn skip_ws_into(raw: &mut String, s: &str) -> Option<usize> {
+    let j = skip_ws(s);
+    raw.push_str(s.get(..j.unwrap_or(s.len())).unwrap_or_default());
+    j
 }
 
 /// Content with the whitespace policy around call markup.
@@ -247,6 +302,26 @@ impl Gate {
         }
     }
 
+    /// Plain text up to the next of `markers` goes to content ([`MarkerSet::until`]'s answer).
+    #[inline]
+    pub(crate) fn until(
+        &mut self,
+        markers: &MarkerSet,
+        rest: &str,
+        eof: bool,
+        out: &mut Emitter<'_>,
+    ) -> (usize, Option<(usize, usize)>) {
+        let (at, hit) = markers.until(rest, eof);
+        self.text(rest.get(..at).unwrap_or_default(), out);
+        (at, hit)
+    }
+
+    /// The open call ends with its closing markup.
+    pub(crate) fn end_call(&mut self, out: &mut Emitter<'_>) {
+        out.end_call();
+        self.markup(out);
+    }
+
     /// Markup (a marker, a call) follows the text so far.
     pub(crate) fn markup(&mut self, out: &mut Emitter<'_>) {
         let lone_space = self.lone_space && !out.content_emitted() && !self.saw_markup && self.ws == " ";
@@ -287,7 +362,9 @@ impl ArgsValue {
         self.first = true;
     }
 
-    /// Scan `input` (at absolute `base`), sending what belongs to the value to the open call.
+    /// Scan `input` (at absolute `base`), sending what belongs to the value to the open call;
+    /// returns the bytes consumed and the value's status. JSON that breaks is reported here
+    /// (`malformed_json`); the call keeps what it streamed.
     pub(crate) fn feed(&mut self, input: &str, base: usize, out: &mut Emitter<'_>) -> (usize, Status) {
         if self.first && !input.is_empty() {
             self.first = false;
@@ -302,6 +379,9 @@ impl ArgsValue {
         }
         let (n, status) = self.scanner.feed(input.as_bytes());
         out.args(input.get(..n).unwrap_or_default());
+        if let Status::Error(e) = &status {
+            malformed_args_issue(out, base + n, e);
+        }
         (n, status)
     }
 

@@ -28,13 +28,13 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::schema_values::{coerce, ArgsWriter, TypeSet};
-use super::shared::{Driven, Machine};
+use super::shared::{Machine, Step};
 use super::xml_content::FramedContent;
 use crate::parsers::lane::Lane;
 use crate::parsers::marker::{MarkerHit, MarkerSet};
 use crate::parsers::tools::Tools;
 use crate::parsers::types::{IssueKind, Pos, RenderError, ToolCall};
-use crate::parsers::{Emitter, FormatStream};
+use crate::parsers::Emitter;
 
 /// Longest tool or parameter name accepted before the markup is judged broken.
 pub(crate) const MAX_NAME: usize = 256;
@@ -157,20 +157,10 @@ pub(crate) trait Dialect: Send + 'static {
     fn finish(&mut self, sub: Self::Sub, x: &mut Core<Self::Sub>, left: &str, end: Pos, out: &mut Emitter<'_>) -> bool;
 }
 
-/// A stream of the format that `spec` and `dialect` describe.
-pub(crate) fn stream<D: Dialect>(spec: &'static Spec, dialect: D, tools: &Arc<Tools>) -> Box<dyn FormatStream> {
-    Box::new(Driven::new(XmlStream {
-        d: dialect,
-        x: Core::new(spec, Arc::clone(tools)),
-    }))
-}
-
 /// The state the shared steps and the dialect's steps work on.
 pub(crate) struct Core<S> {
     spec: &'static Spec,
     tools: Arc<Tools>,
-    /// Absolute byte offset of the text being run.
-    base: usize,
     pub st: St<S>,
     pub content: FramedContent,
     pub content_markers: MarkerSet,
@@ -220,7 +210,6 @@ impl<S: Copy + PartialEq> Core<S> {
         Core {
             spec,
             tools,
-            base: 0,
             st: St::Content,
             content: FramedContent::default(),
             content_markers: MarkerSet::new(spec.content_markers),
@@ -248,18 +237,13 @@ impl<S: Copy + PartialEq> Core<S> {
         }
     }
 
-    /// The position of byte `i` of the text being run.
-    pub fn at(&self, out: &mut Emitter<'_>, i: usize) -> Pos {
-        out.pos(self.base + i)
-    }
-
     /// Plain text (at byte `i`) for content. Prose after a call is kept as content (vLLM drops
     /// it) and reported once per run.
     pub fn prose(&mut self, out: &mut Emitter<'_>, text: &str, i: usize) {
         if out.calls_started() > 0 && !self.after_call_reported {
             if let Some(k) = text.find(|c: char| !c.is_whitespace()) {
                 self.after_call_reported = true;
-                let at = self.at(out, i + k);
+                let at = out.pos(i + k);
                 out.issue(IssueKind::UnexpectedText, at, "text after a tool call; kept as content");
             }
         }
@@ -323,7 +307,7 @@ impl<S: Copy + PartialEq> Core<S> {
 
     /// A `malformed_markup` issue at byte `i`, saying `why`; returns the position.
     pub fn malformed(&mut self, out: &mut Emitter<'_>, i: usize, why: impl Into<String>) -> Pos {
-        let at = self.at(out, i);
+        let at = out.pos(i);
         out.issue(IssueKind::MalformedMarkup, at, why);
         at
     }
@@ -369,7 +353,7 @@ impl<S: Copy + PartialEq> Core<S> {
                 };
                 if !self.in_junk {
                     self.in_junk = true;
-                    let at = self.at(out, i);
+                    let at = out.pos(i);
                     out.issue(IssueKind::UnexpectedText, at, (self.spec.junk)(&self.call_name));
                 }
                 // Not part of any parameter: it is content (vLLM drops it; nothing is lost here).
@@ -400,7 +384,7 @@ impl<S: Copy + PartialEq> Core<S> {
         self.repeated = self.keys.contains(&key);
         if self.repeated {
             // The first value has streamed already; this one cannot join the object.
-            let at = self.at(out, i);
+            let at = out.pos(i);
             let word = self.spec.param_word;
             let msg = format!(
                 "{word} {key:?} is given twice; the first value is kept, the repeated {word} is kept as content"
@@ -505,7 +489,7 @@ impl<S: Copy + PartialEq> Core<S> {
                 };
                 match breaks {
                     Some(true) if self.at_line_start(out) => {
-                        let pos = self.at(out, i + at);
+                        let pos = out.pos(i + at);
                         let shown = if marker.ends_with('=') {
                             format!("{marker}...>")
                         } else {
@@ -582,46 +566,39 @@ impl<S: Copy + PartialEq> Core<S> {
     }
 }
 
-struct XmlStream<D: Dialect> {
+/// The state machine of the format that a [`Spec`] and a [`Dialect`] describe.
+pub(crate) struct XmlStream<D: Dialect> {
     d: D,
     x: Core<D::Sub>,
 }
 
 impl<D: Dialect> XmlStream<D> {
-    /// Run the state machine over `buf`; returns how many bytes were consumed.
-    fn steps(&mut self, buf: &str, eof: bool, out: &mut Emitter<'_>) -> usize {
-        let mut i = 0;
-        while i < buf.len() {
-            let rest = &buf[i..];
-            let step = match self.x.st {
-                St::Content => self.d.content(&mut self.x, rest, i, eof, out),
-                St::Args => match self.x.args_markup(rest, i, eof, out) {
-                    Ok((marker, end)) => {
-                        self.d
-                            .args_marker(&mut self.x, marker, rest.get(..end).unwrap_or_default(), i, out);
-                        Some(end)
-                    }
-                    Err(step) => step,
-                },
-                St::Value => self.x.on_value(rest, i, eof, out),
-                St::ValueEnd => self.x.on_value_end(rest, eof, out),
-                St::Markup(sub) => self.d.markup(&mut self.x, sub, rest, i, eof, out),
-            };
-            match step {
-                Some(n) => i += n,
-                None => break,
-            }
+    pub(crate) fn new(spec: &'static Spec, dialect: D, tools: &Arc<Tools>) -> XmlStream<D> {
+        XmlStream {
+            d: dialect,
+            x: Core::new(spec, Arc::clone(tools)),
         }
-        i
     }
 }
 
 impl<D: Dialect> Machine for XmlStream<D> {
-    fn run(&mut self, input: &str, base: usize, eof: bool, out: &mut Emitter<'_>) -> usize {
-        self.x.base = base;
-        let used = self.steps(input, eof, out);
-        self.x.base = base + used;
-        used
+    fn step(&mut self, rest: &str, base: usize, eof: bool, out: &mut Emitter<'_>) -> Step {
+        let step = match self.x.st {
+            St::Content => self.d.content(&mut self.x, rest, base, eof, out),
+            St::Args => match self.x.args_markup(rest, base, eof, out) {
+                Ok((marker, end)) => {
+                    self.d
+                        .args_marker(&mut self.x, marker, rest.get(..end).unwrap_or_default(), base, out);
+                    Some(end)
+                }
+                Err(step) => step,
+            },
+            St::Value => self.x.on_value(rest, base, eof, out),
+            St::ValueEnd => self.x.on_value_end(rest, eof, out),
+            St::Markup(sub) => self.d.markup(&mut self.x, sub, rest, base, eof, out),
+        };
+        // The steps return the bytes they consumed, or `None` to wait for more text.
+        step.map_or(Step::Wait(0), Step::On)
     }
 
     fn lane(&self) -> Lane {
@@ -661,7 +638,7 @@ impl<D: Dialect> Machine for XmlStream<D> {
     }
 
     fn end(&mut self, left: &str, out: &mut Emitter<'_>) {
-        let end = out.pos(self.x.base + left.len());
+        let end = out.pos(out.chunk_offset());
         // Anything still unconsumed is text that could not be decided (only at eof, and rare).
         match self.x.st {
             St::Content => self.x.content.text(out, left),

@@ -19,12 +19,11 @@
 
 use std::sync::Arc;
 
-use crate::parsers::tools::Tools;
 use crate::parsers::types::{RenderError, ToolCall};
-use crate::parsers::{Format, FormatStream};
+use crate::parsers::Format;
 
 use crate::parsers::engines::sectioned::{Header, SectionSpec, Sectioned};
-use crate::parsers::engines::shared::{render_args, Driven};
+use crate::parsers::engines::shared::{render_args, MachineFormat};
 
 pub(crate) const CALLS_BEGIN: &str = "<｜tool▁calls▁begin｜>";
 pub(crate) const CALLS_END: &str = "<｜tool▁calls▁end｜>";
@@ -49,80 +48,75 @@ const V31: SectionSpec = SectionSpec {
     ..V3
 };
 
-struct DeepSeek {
-    spec: SectionSpec,
-}
-
-impl Format for DeepSeek {
-    fn stream(&self, _tools: &Arc<Tools>) -> Box<dyn FormatStream> {
-        Box::new(Driven::new(Sectioned::new(self.spec)))
+fn render(spec: SectionSpec, calls: &[ToolCall], content: Option<&str>) -> Result<String, RenderError> {
+    let content = content.unwrap_or("");
+    if content.contains(CALLS_BEGIN) {
+        return Err(RenderError(format!(
+            "content contains {CALLS_BEGIN:?}, which would be read back as tool calls"
+        )));
     }
-
-    fn render(&self, calls: &[ToolCall], content: Option<&str>) -> Result<String, RenderError> {
-        let content = content.unwrap_or("");
-        if content.contains(CALLS_BEGIN) {
+    let mut out = String::from(content);
+    if calls.is_empty() {
+        return Ok(out);
+    }
+    out.push_str(CALLS_BEGIN);
+    for (i, call) in calls.iter().enumerate() {
+        let name = call.name.as_str();
+        let v3 = spec.header == Header::TypeThenNameLine;
+        let bad_char = if v3 {
+            name.contains(['\n', '`', '{', '<'])
+        } else {
+            name.contains('<')
+        };
+        if name.trim().is_empty() || name.trim() != name || bad_char {
             return Err(RenderError(format!(
-                "content contains {CALLS_BEGIN:?}, which would be read back as tool calls"
+                "call {i}: tool name {name:?} cannot be written in this format (it must be non-empty, \
+                 without surrounding whitespace{})",
+                if v3 { ", newlines, '`', '{' or '<'" } else { " or '<'" }
             )));
         }
-        let mut out = String::from(content);
-        if calls.is_empty() {
-            return Ok(out);
+        let args = render_args(i, call)?;
+        if i > 0 && v3 {
+            out.push('\n');
         }
-        out.push_str(CALLS_BEGIN);
-        for (i, call) in calls.iter().enumerate() {
-            let name = call.name.as_str();
-            let v3 = self.spec.header == Header::TypeThenNameLine;
-            let bad_char = if v3 {
-                name.contains(['\n', '`', '{', '<'])
-            } else {
-                name.contains('<')
-            };
-            if name.trim().is_empty() || name.trim() != name || bad_char {
-                return Err(RenderError(format!(
-                    "call {i}: tool name {name:?} cannot be written in this format (it must be non-empty, \
-                     without surrounding whitespace{})",
-                    if v3 { ", newlines, '`', '{' or '<'" } else { " or '<'" }
-                )));
-            }
-            let args = render_args(i, call)?;
-            if i > 0 && v3 {
-                out.push('\n');
-            }
-            out.push_str(CALL_BEGIN);
-            if v3 {
-                out.push_str("function");
-                out.push_str(SEP);
-                out.push_str(name);
-                out.push_str("\n```json\n");
-                out.push_str(args);
-                out.push_str("\n```");
-            } else {
-                out.push_str(name);
-                out.push_str(SEP);
-                out.push_str(args);
-            }
-            out.push_str(CALL_END);
+        out.push_str(CALL_BEGIN);
+        if v3 {
+            out.push_str("function");
+            out.push_str(SEP);
+            out.push_str(name);
+            out.push_str("\n```json\n");
+            out.push_str(args);
+            out.push_str("\n```");
+        } else {
+            out.push_str(name);
+            out.push_str(SEP);
+            out.push_str(args);
         }
-        out.push_str(CALLS_END);
-        Ok(out)
+        out.push_str(CALL_END);
     }
+    out.push_str(CALLS_END);
+    Ok(out)
 }
 
 pub fn deepseek_v3() -> Arc<dyn Format> {
-    Arc::new(DeepSeek { spec: V3 })
+    Arc::new(MachineFormat {
+        machine: |_| Sectioned::new(V3),
+        render: |calls, content| render(V3, calls, content),
+    })
 }
 
 pub fn deepseek_v31() -> Arc<dyn Format> {
-    Arc::new(DeepSeek { spec: V31 })
+    Arc::new(MachineFormat {
+        machine: |_| Sectioned::new(V31),
+        render: |calls, content| render(V31, calls, content),
+    })
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use crate::parsers::test_support::untyped::{every_split, soup, soup_holds};
+    use crate::parsers::test_support::untyped::{every_split, marker_soup};
     use crate::parsers::IssueKind;
-    use proptest::prelude::*;
 
     const V3_TEXT: &str = "Let me check é😀.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>read_file\n```json\n\
         {\"path\": \"a<｜tool▁call▁end｜>b```\", \"n\": [1, -2.5e3]}\n```<｜tool▁call▁end｜>\n<｜tool▁call▁begin｜>function\
@@ -235,12 +229,8 @@ mod tests {
         "<｜",
     ];
 
-    proptest! {
-        #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
-        #[test]
-        fn marker_soup_never_panics(text in soup(FRAGMENTS), cuts in prop::collection::vec(0usize..300, 0..8)) {
-            soup_holds("deepseek_v3", &text, &cuts);
-            soup_holds("deepseek_v31", &text, &cuts);
-        }
+    #[test]
+    fn marker_soup_never_panics() {
+        marker_soup(&["deepseek_v3", "deepseek_v31"], FRAGMENTS);
     }
 }

@@ -10,12 +10,11 @@
 
 use std::sync::Arc;
 
-use crate::parsers::tools::Tools;
 use crate::parsers::types::{RenderError, ToolCall};
-use crate::parsers::{Format, FormatStream};
+use crate::parsers::Format;
 
 use crate::parsers::engines::json_array::{ArrayRegions, ArraySpec, Region};
-use crate::parsers::engines::shared::{check_stripped_content, render_call_array, Driven};
+use crate::parsers::engines::shared::{check_stripped_content, render_call_array, MachineFormat};
 
 pub(crate) const TOKEN: &str = "<|tool_call|>";
 pub(crate) const TEXT_TAG: &str = "<tool_call>";
@@ -42,31 +41,26 @@ const GRANITE: ArraySpec = ArraySpec {
     lone_space: false,
 };
 
-struct Granite;
-
-impl Format for Granite {
-    fn stream(&self, _tools: &Arc<Tools>) -> Box<dyn FormatStream> {
-        Box::new(Driven::new(ArrayRegions::new(GRANITE)))
+/// Content, then `<|tool_call|>` and the call array (the array ends the output).
+fn render(calls: &[ToolCall], content: Option<&str>) -> Result<String, RenderError> {
+    let content = content.unwrap_or("");
+    if content.contains(TOKEN) || content.contains(TEXT_TAG) {
+        return Err(RenderError(format!(
+            "content contains {TOKEN:?} or {TEXT_TAG:?}, which would be read back as tool calls"
+        )));
     }
-
-    /// Content, then `<|tool_call|>` and the call array (the array ends the output).
-    fn render(&self, calls: &[ToolCall], content: Option<&str>) -> Result<String, RenderError> {
-        let content = content.unwrap_or("");
-        if content.contains(TOKEN) || content.contains(TEXT_TAG) {
-            return Err(RenderError(format!(
-                "content contains {TOKEN:?} or {TEXT_TAG:?}, which would be read back as tool calls"
-            )));
-        }
-        check_stripped_content(content, !calls.is_empty(), "granite")?;
-        let mut out = String::from(content);
-        if !calls.is_empty() {
-            out.push_str(TOKEN);
-            render_call_array(calls, &mut out)?;
-        }
-        Ok(out)
+    check_stripped_content(content, !calls.is_empty(), "granite")?;
+    let mut out = String::from(content);
+    if !calls.is_empty() {
+        out.push_str(TOKEN);
+        render_call_array(calls, &mut out)?;
     }
+    Ok(out)
 }
 
 pub fn granite() -> Arc<dyn Format> {
-    Arc::new(Granite)
+    Arc::new(MachineFormat {
+        machine: |_| ArrayRegions::new(GRANITE),
+        render,
+    })
 }

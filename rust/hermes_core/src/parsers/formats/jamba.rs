@@ -8,12 +8,11 @@
 
 use std::sync::Arc;
 
-use crate::parsers::tools::Tools;
 use crate::parsers::types::{RenderError, ToolCall};
-use crate::parsers::{Format, FormatStream};
+use crate::parsers::Format;
 
 use crate::parsers::engines::json_array::{ArrayRegions, ArraySpec, Region};
-use crate::parsers::engines::shared::{render_call_array, Driven};
+use crate::parsers::engines::shared::{render_call_array, MachineFormat};
 
 pub(crate) const START: &str = "<tool_calls>";
 pub(crate) const END: &str = "</tool_calls>";
@@ -33,35 +32,30 @@ const JAMBA: ArraySpec = ArraySpec {
     lone_space: true,
 };
 
-struct Jamba;
-
-impl Format for Jamba {
-    fn stream(&self, _tools: &Arc<Tools>) -> Box<dyn FormatStream> {
-        Box::new(Driven::new(ArrayRegions::new(JAMBA)))
+fn render(calls: &[ToolCall], content: Option<&str>) -> Result<String, RenderError> {
+    let content = content.unwrap_or("");
+    if content.contains(START) {
+        return Err(RenderError(format!(
+            "content contains {START:?}, which would be read back as tool calls"
+        )));
     }
-
-    fn render(&self, calls: &[ToolCall], content: Option<&str>) -> Result<String, RenderError> {
-        let content = content.unwrap_or("");
-        if content.contains(START) {
-            return Err(RenderError(format!(
-                "content contains {START:?}, which would be read back as tool calls"
-            )));
-        }
-        if content == " " && !calls.is_empty() {
-            return Err(RenderError(
-                "content of a single space before tool calls reads as the template's framing (no content)".into(),
-            ));
-        }
-        let mut out = String::from(content);
-        if !calls.is_empty() {
-            out.push_str(START);
-            render_call_array(calls, &mut out)?;
-            out.push_str(END);
-        }
-        Ok(out)
+    if content == " " && !calls.is_empty() {
+        return Err(RenderError(
+            "content of a single space before tool calls reads as the template's framing (no content)".into(),
+        ));
     }
+    let mut out = String::from(content);
+    if !calls.is_empty() {
+        out.push_str(START);
+        render_call_array(calls, &mut out)?;
+        out.push_str(END);
+    }
+    Ok(out)
 }
 
 pub fn jamba() -> Arc<dyn Format> {
-    Arc::new(Jamba)
+    Arc::new(MachineFormat {
+        machine: |_| ArrayRegions::new(JAMBA),
+        render,
+    })
 }

@@ -45,7 +45,7 @@ use serde_json::Value;
 use crate::parsers::engines::python_literal::{
     is_identifier, is_keyword, parse_args_prefix, parse_call, CallScanner, Scan,
 };
-use crate::parsers::engines::shared::{Driven, Machine};
+use crate::parsers::engines::shared::{Driven, Machine, Step};
 use crate::parsers::lane::Lane;
 use crate::parsers::registry::ParserOptions;
 use crate::parsers::tools::Tools;
@@ -125,8 +125,6 @@ enum St {
 
 struct PythonicStream {
     llama4: bool,
-    /// Absolute byte offset of the text being run.
-    base: usize,
     st: St,
     /// Undecided text: the start of the output until the first call is certain, then each call.
     held: String,
@@ -159,7 +157,6 @@ impl PythonicStream {
     fn new(llama4: bool, watch: Option<Arc<Tools>>) -> PythonicStream {
         PythonicStream {
             llama4,
-            base: 0,
             st: St::Start,
             held: String::new(),
             held_at: Pos::default(),
@@ -192,10 +189,6 @@ impl PythonicStream {
         }
     }
 
-    fn at(&self, out: &mut Emitter<'_>, i: usize) -> Pos {
-        out.pos(self.base + i)
-    }
-
     /// Position of byte `k` of `held`.
     fn held_pos(&self, k: usize) -> Pos {
         let k = k.min(self.held.len());
@@ -212,34 +205,6 @@ impl PythonicStream {
         self.held.clear();
         self.st = self.content_state();
         self.committed = false;
-    }
-
-    /// Run the state machine over `buf`; returns how many bytes were consumed.
-    fn steps(&mut self, buf: &str, eof: bool, out: &mut Emitter<'_>) -> usize {
-        let mut i = 0;
-        while i < buf.len() {
-            let rest = &buf[i..];
-            let step = match self.st {
-                St::Start => self.on_start(rest, eof, out),
-                St::Open => self.on_open(rest, out),
-                St::BareName => self.on_bare_name(rest, out),
-                St::Name => self.on_name(rest, out),
-                St::Args => self.on_args(rest, eof, out),
-                St::AfterCall | St::AfterComma => self.on_between(rest, i, out),
-                St::Done => self.on_done(rest, i, eof, out),
-                St::Prose => self.on_prose(rest, i, eof, out),
-                St::ProseWrapper => self.on_prose_wrapper(rest, out),
-                St::Passthrough => {
-                    out.content_from(self.base + i, rest);
-                    Some(rest.len())
-                }
-            };
-            match step {
-                Some(n) => i += n,
-                None => break,
-            }
-        }
-        i
     }
 
     fn on_start(&mut self, rest: &str, eof: bool, out: &mut Emitter<'_>) -> Option<usize> {
@@ -482,13 +447,13 @@ impl PythonicStream {
             }
             Some(&b) if after_comma && is_name_start(b) => {
                 self.held.clear();
-                self.held_at = self.at(out, i);
+                self.held_at = out.pos(i);
                 self.call_start = 0;
                 self.st = St::Name;
                 Some(0)
             }
             _ => {
-                let at = self.at(out, i);
+                let at = out.pos(i);
                 let msg = if after_comma {
                     "expected a call after ',' in the list; the rest is kept as content"
                 } else {
@@ -517,7 +482,7 @@ impl PythonicStream {
                 return None;
             }
         }
-        let at = self.at(out, i);
+        let at = out.pos(i);
         out.issue(
             IssueKind::UnexpectedText,
             at,
@@ -525,7 +490,7 @@ impl PythonicStream {
         );
         // The whitespace is the text just before `i` (an end marker in between clears it).
         let ws = std::mem::take(&mut self.trailing_ws);
-        out.content_from((self.base + i).saturating_sub(ws.len()), &ws);
+        out.content_from(i.saturating_sub(ws.len()), &ws);
         self.st = self.content_state();
         Some(0)
     }
@@ -540,10 +505,10 @@ impl PythonicStream {
             memchr::memchr(b'[', bytes)
         };
         let Some(k) = found else {
-            out.content_from(self.base + i, rest);
+            out.content_from(i, rest);
             return Some(rest.len());
         };
-        out.content_from(self.base + i, &rest[..k]);
+        out.content_from(i, &rest[..k]);
         let tail = &rest[k..];
         if tail.starts_with('[') {
             self.begin_prose_list(out, i + k, "[");
@@ -559,7 +524,7 @@ impl PythonicStream {
             // A possible start marker: wait for the bytes that decide it.
             return if k == 0 { None } else { Some(k) };
         }
-        out.content_from(self.base + i + k, "<");
+        out.content_from(i + k, "<");
         Some(k + 1)
     }
 
@@ -567,7 +532,7 @@ impl PythonicStream {
     fn begin_prose_list(&mut self, out: &mut Emitter<'_>, i: usize, opening: &str) {
         self.held.clear();
         self.held.push_str(opening);
-        self.held_at = self.at(out, i);
+        self.held_at = out.pos(i);
         self.after_prose_list = true;
         self.committed = false;
         self.end_marker_seen = false;
@@ -592,16 +557,30 @@ impl PythonicStream {
 }
 
 impl Machine for PythonicStream {
-    fn run(&mut self, input: &str, base: usize, eof: bool, out: &mut Emitter<'_>) -> usize {
-        self.base = base;
-        let used = self.steps(input, eof, out);
-        self.base = base + used;
-        used
+    fn step(&mut self, rest: &str, base: usize, eof: bool, out: &mut Emitter<'_>) -> Step {
+        let step = match self.st {
+            St::Start => self.on_start(rest, eof, out),
+            St::Open => self.on_open(rest, out),
+            St::BareName => self.on_bare_name(rest, out),
+            St::Name => self.on_name(rest, out),
+            St::Args => self.on_args(rest, eof, out),
+            St::AfterCall | St::AfterComma => self.on_between(rest, base, out),
+            St::Done => self.on_done(rest, base, eof, out),
+            St::Prose => self.on_prose(rest, base, eof, out),
+            St::ProseWrapper => self.on_prose_wrapper(rest, out),
+            St::Passthrough => {
+                out.content_from(base, rest);
+                Some(rest.len())
+            }
+        };
+        // The handlers return the bytes they consumed, or `None` to wait for more text.
+        step.map_or(Step::Wait(0), Step::On)
     }
 
     fn end(&mut self, left: &str, out: &mut Emitter<'_>) {
-        let end = out.pos(self.base + left.len());
-        // `held` and `left` are verbatim output (from `held_at` and `base`), passed on as spans.
+        let left_at = out.chunk_offset().saturating_sub(left.len());
+        let end = out.pos(out.chunk_offset());
+        // `held` and `left` are verbatim output (from `held_at` and `left_at`), passed on as spans.
         match self.st {
             St::Start | St::BareName | St::Passthrough | St::Prose | St::ProseWrapper => {}
             // A `[` or name after prose that did not become a call yet: it was prose.
@@ -619,7 +598,7 @@ impl Machine for PythonicStream {
             St::Done => {}
         }
         out.content_from(self.held_at.byte, &self.held);
-        out.content_from(self.base, left);
+        out.content_from(left_at, left);
         self.held.clear();
         self.st = St::Passthrough;
     }
@@ -642,7 +621,10 @@ impl Machine for PythonicStream {
     }
 
     /// Once the output is known not to be (or no longer to be) a call list, the rest is content.
-    fn passthrough(&self) -> bool {
+    fn take_chunk(&mut self, chunk: &str, out: &mut Emitter<'_>) -> bool {
+        if self.st == St::Passthrough {
+            out.content(chunk);
+        }
         self.st == St::Passthrough
     }
 

@@ -56,13 +56,13 @@
 
 use std::sync::Arc;
 
+use crate::parsers::engines::shared::MachineFormat;
 use crate::parsers::engines::xml_params::{
-    self, ahead, args_object, cap, check_content, value_source, Ahead, Core, Dialect, Spec, St,
+    ahead, args_object, cap, check_content, value_source, Ahead, Core, Dialect, Spec, St, XmlStream,
 };
 use crate::parsers::marker::MarkerHit;
-use crate::parsers::tools::Tools;
 use crate::parsers::types::{IssueKind, Pos, RenderError, ToolCall};
-use crate::parsers::{Emitter, Format, FormatStream};
+use crate::parsers::{Emitter, Format};
 
 pub(crate) const TOOL_CALL: &str = "<tool_call>";
 pub(crate) const TOOL_CALL_END: &str = "</tool_call>";
@@ -88,20 +88,10 @@ static SPEC: Spec = Spec {
 
 /// The `qwen3_coder` format.
 pub fn qwen3_coder() -> Arc<dyn Format> {
-    Arc::new(Qwen3Coder)
-}
-
-struct Qwen3Coder;
-
-impl Format for Qwen3Coder {
-    fn stream(&self, tools: &Arc<Tools>) -> Box<dyn FormatStream> {
-        let dialect = Qwen3 { via_tool_call: false };
-        xml_params::stream(&SPEC, dialect, tools)
-    }
-
-    fn render(&self, calls: &[ToolCall], content: Option<&str>) -> Result<String, RenderError> {
-        render(calls, content)
-    }
+    Arc::new(MachineFormat {
+        machine: |tools| XmlStream::new(&SPEC, Qwen3 { via_tool_call: false }, tools),
+        render,
+    })
 }
 
 /// qwen3_coder's own states.
@@ -131,7 +121,7 @@ impl Dialect for Qwen3 {
         match x.content_markers.find(rest, eof) {
             MarkerHit::Full { at, end, marker } => {
                 x.prose(out, &rest[..at], i);
-                let raw_at = x.at(out, i + at);
+                let raw_at = out.pos(i + at);
                 x.begin_markup(raw_at, &rest[at..end]);
                 if marker == 0 {
                     x.st = St::Markup(Sub::Preamble);
@@ -310,7 +300,7 @@ fn on_name(x: &mut X, rest: &str, i: usize, out: &mut Emitter<'_>) -> Option<usi
         NameStep::Stop(s, true) => {
             if x.name.trim().is_empty() {
                 x.name.push('>');
-                let at = x.at(out, i + s);
+                let at = out.pos(i + s);
                 x.broken_name(out, at, IssueKind::MalformedMarkup, "<function=> has an empty name");
                 return Some(s + 1);
             }
@@ -324,7 +314,7 @@ fn on_name(x: &mut X, rest: &str, i: usize, out: &mut Emitter<'_>) -> Option<usi
         }
         NameStep::Stop(s, false) => (s, "the function name is not closed by '>'"),
     };
-    let pos = x.at(out, i + at);
+    let pos = out.pos(i + at);
     x.broken_name(out, pos, IssueKind::MalformedMarkup, why);
     Some(at)
 }
@@ -398,9 +388,8 @@ fn render(calls: &[ToolCall], content: Option<&str>) -> Result<String, RenderErr
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::parsers::test_support::{args, every_prefix, every_split, kinds, parser, soup, soup_holds};
-    use crate::parsers::{get_parser, Event};
-    use proptest::prelude::*;
+    use crate::parsers::test_support::{args, every_prefix, every_split, kinds, marker_soup, parser};
+    use crate::parsers::{get_parser, Event, Tools};
     use serde_json::json;
 
     const TWO_CALLS: &str = "Let me look. é😀\n\n<tool_call>\n<function=read_file>\n<parameter=path>\nsrc/中.rs\n</parameter>\n\
@@ -643,14 +632,8 @@ mod tests {
         "</par",
     ];
 
-    proptest! {
-        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
-        #[test]
-        fn fragments_never_panic_and_split_invariant(
-            text in soup(FRAGMENTS),
-            cuts in prop::collection::vec(0usize..300, 0..10),
-        ) {
-            soup_holds("qwen3_coder", &text, cuts)?;
-        }
+    #[test]
+    fn fragments_never_panic_and_split_invariant() {
+        marker_soup("qwen3_coder", FRAGMENTS);
     }
 }

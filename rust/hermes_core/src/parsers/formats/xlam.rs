@@ -12,12 +12,11 @@
 
 use std::sync::Arc;
 
-use crate::parsers::tools::Tools;
 use crate::parsers::types::{RenderError, ToolCall};
-use crate::parsers::{Format, FormatStream};
+use crate::parsers::Format;
 
 use crate::parsers::engines::json_array::{ArrayRegions, ArraySpec, Region};
-use crate::parsers::engines::shared::{check_stripped_content, render_call_array, Driven};
+use crate::parsers::engines::shared::{check_stripped_content, render_call_array, MachineFormat};
 
 pub(crate) const FENCE: &str = "```";
 
@@ -48,44 +47,39 @@ const XLAM: ArraySpec = ArraySpec {
     lone_space: false,
 };
 
-struct Xlam;
-
-impl Format for Xlam {
-    fn stream(&self, _tools: &Arc<Tools>) -> Box<dyn FormatStream> {
-        Box::new(Driven::new(ArrayRegions::new(XLAM)))
+/// The bare array when there is no content, else content and a ```` ```json ```` fenced array.
+fn render(calls: &[ToolCall], content: Option<&str>) -> Result<String, RenderError> {
+    let content = content.unwrap_or("");
+    for marker in [FENCE, "<tool_call>", "[TOOL_CALLS]", "</think>"] {
+        if content.contains(marker) {
+            return Err(RenderError(format!(
+                "content contains {marker:?}, which xlam would read as the start of a tool-call array"
+            )));
+        }
     }
-
-    /// The bare array when there is no content, else content and a ```` ```json ```` fenced array.
-    fn render(&self, calls: &[ToolCall], content: Option<&str>) -> Result<String, RenderError> {
-        let content = content.unwrap_or("");
-        for marker in [FENCE, "<tool_call>", "[TOOL_CALLS]", "</think>"] {
-            if content.contains(marker) {
-                return Err(RenderError(format!(
-                    "content contains {marker:?}, which xlam would read as the start of a tool-call array"
-                )));
-            }
-        }
-        if content.trim_start_matches([' ', '\t', '\n', '\r']).starts_with('[') {
-            return Err(RenderError(
-                "content starting with '[' would be read back as a tool-call array".into(),
-            ));
-        }
-        check_stripped_content(content, !calls.is_empty(), "xlam")?;
-        let mut out = String::from(content);
-        if calls.is_empty() {
-            return Ok(out);
-        }
-        if content.is_empty() {
-            render_call_array(calls, &mut out)?;
-        } else {
-            out.push_str("\n\n```json\n");
-            render_call_array(calls, &mut out)?;
-            out.push_str("\n```");
-        }
-        Ok(out)
+    if content.trim_start_matches([' ', '\t', '\n', '\r']).starts_with('[') {
+        return Err(RenderError(
+            "content starting with '[' would be read back as a tool-call array".into(),
+        ));
     }
+    check_stripped_content(content, !calls.is_empty(), "xlam")?;
+    let mut out = String::from(content);
+    if calls.is_empty() {
+        return Ok(out);
+    }
+    if content.is_empty() {
+        render_call_array(calls, &mut out)?;
+    } else {
+        out.push_str("\n\n```json\n");
+        render_call_array(calls, &mut out)?;
+        out.push_str("\n```");
+    }
+    Ok(out)
 }
 
 pub fn xlam() -> Arc<dyn Format> {
-    Arc::new(Xlam)
+    Arc::new(MachineFormat {
+        machine: |_| ArrayRegions::new(XLAM),
+        render,
+    })
 }
