@@ -171,26 +171,17 @@ def goals(res: dict[str, Any]) -> list[dict[str, Any]]:
     # The managed server's per-turn cost (benches/longroll_bench.py), targets set at ~100k-token prompts.
     longroll = res.get("longroll")
     if isinstance(longroll, dict):
+        needs = "the full longroll workload"
         flat = longroll.get("flatness") or {}
+        # Its flatness: (label, measured key, target key, target as shown, unit), lower is better.
+        flatness = [
+            ("managed server per turn, ~100k / ~6k tokens", "ratio_100k_to_6k", "target", "<= {:g}x", "x"),
+            ("managed server per turn at ~100k tokens", "ms_at_100k", "target_ms", "< {:g} ms", "ms"),
+        ]
         if flat:
-            goal(
-                "managed server per turn, ~100k / ~6k tokens",
-                f"<= {flat['target']:g}x",
-                flat.get("ratio_100k_to_6k"),
-                float(flat["target"]),
-                "x",
-                higher=False,
-                needs="the full longroll workload",
-            )
-            goal(
-                "managed server per turn at ~100k tokens",
-                f"< {flat['target_ms']:g} ms",
-                flat.get("ms_at_100k"),
-                float(flat["target_ms"]),
-                "ms",
-                higher=False,
-                needs="the full longroll workload",
-            )
+            for label, key, target_key, shown, unit in flatness:
+                limit = float(flat[target_key])
+                goal(label, shown.format(limit), flat.get(key), limit, unit, higher=False, needs=needs)
         vs = longroll.get("vs_atroposlib") or {}
         if vs:
             full = vs.get("at_tokens") == 100_000  # a quick run stops at ~10k tokens
@@ -200,7 +191,7 @@ def goals(res: dict[str, Any]) -> list[dict[str, Any]]:
                 vs.get("speedup") if full else None,
                 float(vs["target"]),
                 "x",
-                needs="the full longroll workload",
+                needs=needs,
             )
     # Trajectory and sandbox benches report {"speedup"..., "target"} per comparison, for their full workload.
     for section in ("trajectory", "sandbox"):

@@ -12,10 +12,11 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
-from hermes_env.parsers import get_parser, list_parsers
+from hermes_env.parsers import get_parser, list_parsers, parser_info
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -40,42 +41,28 @@ TOOLS = [
     for n in TOOL_NAMES
 ]
 
+
+def _markers() -> list[str]:
+    """Every format's markers, from the registry (``parser_info(name).markup``), as the format writes
+    them around a ``read_file(path=...)`` call: a marker that opens a named tag (``<function=``) as
+    the whole tag (``<function=read_file>``), and markers written back to back (InternLM's
+    ``<|action_start|><|plugin|>``) also as one text, so that a call's opening appears whole."""
+    markers: dict[str, None] = {}
+    for name in list_parsers():
+        markup = parser_info(name).markup
+        if not markup:
+            continue
+        text = get_parser(name, tools=TOOLS).render([{"name": "read_file", "arguments": {"path": "a"}}], None)
+        for marker in markup:
+            named = re.findall(re.escape(marker) + "[^>]*>", text) if marker.endswith("=") else []
+            markers.update(dict.fromkeys(named or [marker]))
+        markers.update(dict.fromkeys(a + b for a in markup for b in markup if a + b in text))
+    return list(markers)
+
+
 # Marker texts of every format: inside strings they must stay string text, and in arbitrary
 # text they must never make a parser lose or invent text.
-MARKERS = [
-    "<tool_call>",
-    "</tool_call>",
-    "<longcat_tool_call>",
-    "</longcat_tool_call>",
-    "<function=read_file>",
-    "<parameter=path>",
-    "</parameter>",
-    "</function>",
-    "<arg_key>",
-    "</arg_key>",
-    "<arg_value>",
-    "</arg_value>",
-    "[TOOL_CALLS]",
-    "[ARGS]",
-    "<|python_tag|>",
-    "<|python_start|>",
-    "<|python_end|>",
-    "<｜tool▁calls▁begin｜>",
-    "<｜tool▁call▁begin｜>",
-    "<｜tool▁sep｜>",
-    "<｜tool▁call▁end｜>",
-    "<|tool_calls_section_begin|>",
-    "<|tool_call_begin|>",
-    "<|tool_call_argument_begin|>",
-    "<|tool_call_end|>",
-    "<|tool_call|>",
-    "<tool_calls>",
-    "</tool_calls>",
-    "<|action_start|><|plugin|>",
-    "<|action_end|>",
-    "```json",
-    "</think>",
-]
+MARKERS = _markers()
 
 text_st = st.one_of(
     st.text(max_size=30),
