@@ -7,7 +7,9 @@ import contextlib
 import os
 import secrets
 import signal
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 
 async def wait_gone(pid: int) -> None:
@@ -74,28 +76,33 @@ def processes_of_uid(uid: int) -> list[str]:
     return found
 
 
+async def _wait_none_left(find: Callable[[], list[Any]], limit_s: float, what: str) -> None:
+    """Waits up to ``limit_s`` until ``find()`` comes back empty; AssertionError naming ``what`` and the rest if not."""
+    for _ in range(round(limit_s / 0.05)):
+        left = find()
+        if not left:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{what} after {limit_s:g}s: {left}")
+
+
 async def wait_uid_has_no_process(uid: int, limit_s: float = 30.0) -> None:
-    """Waits up to ``limit_s`` until ``uid`` owns no process, zombies included.
+    """Waits until ``uid`` owns no process, zombies included.
 
     A sandbox killed whole (a fork bomb's cleanup, a timeout) leaves its processes orphaned to the
     host's init, which reaps them in its own time; a later test on the same uid waits for that.
     """
-    for _ in range(round(limit_s / 0.1)):
-        left = processes_of_uid(uid)
-        if not left:
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"uid {uid} still owns processes after {limit_s:g}s: {left}")
+    await _wait_none_left(lambda: processes_of_uid(uid), limit_s, f"uid {uid} still owns processes")
 
 
 async def wait_no_process_with_cmdline(needle: str, limit_s: float = 5.0) -> None:
-    """Waits up to ``limit_s`` until no live host process has ``needle`` in its command line."""
-    for _ in range(round(limit_s / 0.05)):
-        alive = pids_with_cmdline(needle)
-        if not alive:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"processes running {needle!r} survived: {alive}")
+    """Waits until no live host process has ``needle`` in its command line."""
+    await _wait_none_left(lambda: pids_with_cmdline(needle), limit_s, f"processes running {needle!r} survived")
+
+
+async def wait_no_process_holding(needle: str, limit_s: float = 5.0) -> None:
+    """Waits until no live host process holds a file whose path has ``needle`` in it."""
+    await _wait_none_left(lambda: pids_with_open_file(needle), limit_s, f"processes still hold {needle!r}")
 
 
 def unique_sleep() -> str:

@@ -10,8 +10,7 @@ import pytest
 from hermes_env.backends import ExecutionBackend
 from hermes_env.tools import REGISTRY, ToolRunContext
 from hermes_env.tools.process_tool import kill_all_processes
-
-from tests.procs import pids_with_open_file
+from procs import wait_no_process_holding
 
 
 @pytest.fixture
@@ -58,14 +57,6 @@ async def test_stdin_write_submit_and_kill(ctx: ToolRunContext) -> None:
     ] == "already_exited"
 
 
-async def wait_nothing_holds(name: str) -> None:
-    for _ in range(100):
-        if not pids_with_open_file(name):
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"processes still hold {name}: {pids_with_open_file(name)}")
-
-
 async def test_close_ends_stdin_and_the_job_goes_on(ctx: ToolRunContext) -> None:
     # newer hermes-agent's "close": end-of-file after the writes, not between them; the job itself is not stopped
     job = await run("terminal", {"command": "cat; echo after-eof; exit 5", "background": True}, ctx)
@@ -83,7 +74,7 @@ async def test_close_ends_stdin_and_the_job_goes_on(ctx: ToolRunContext) -> None
         "output": "one\ntwo\nafter-eof\n",
     }
     assert (await run("process", {"action": "close", "session_id": sid}, ctx))["status"] == "already_exited"
-    await wait_nothing_holds(f"{sid}.")
+    await wait_no_process_holding(f"{sid}.")
 
 
 async def test_a_closed_stdin_takes_no_more_input(ctx: ToolRunContext) -> None:
@@ -100,7 +91,7 @@ async def test_a_closed_stdin_takes_no_more_input(ctx: ToolRunContext) -> None:
     poll = await run("process", {"action": "poll", "session_id": sid}, ctx)
     assert poll["status"] == "running" and poll["output_preview"] == "eof\n"
     assert (await run("process", {"action": "kill", "session_id": sid}, ctx))["status"] == "killed"
-    await wait_nothing_holds(f"{sid}.")
+    await wait_no_process_holding(f"{sid}.")
 
 
 async def test_the_stdin_holder_ends_with_its_job(ctx: ToolRunContext) -> None:
@@ -110,7 +101,7 @@ async def test_the_stdin_holder_ends_with_its_job(ctx: ToolRunContext) -> None:
     await run("process", {"action": "submit", "session_id": sid, "data": "hi"}, ctx)
     done = await run("process", {"action": "wait", "session_id": sid, "timeout": 10}, ctx)
     assert done == {"status": "exited", "exit_code": 0, "output": "got:hi\n"}
-    await wait_nothing_holds(f"{sid}.")
+    await wait_no_process_holding(f"{sid}.")
 
 
 async def test_wait_times_out_and_cleanup_kills_running_jobs(ctx: ToolRunContext) -> None:
@@ -167,7 +158,7 @@ async def test_close_on_the_slot_pool(pool_ctx: ToolRunContext) -> None:
         "exit_code": 6,
         "output": "one\nafter-eof\n",
     }
-    await wait_nothing_holds(f"{sid}.")
+    await wait_no_process_holding(f"{sid}.")
 
 
 async def test_the_stdin_holder_ends_with_its_job_on_the_slot_pool(pool_ctx: ToolRunContext) -> None:
