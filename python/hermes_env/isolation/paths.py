@@ -99,7 +99,7 @@ def _open_dir_chain(real_root: Path, parts: tuple[str, ...], *, create: bool, ow
     fd = os.open(real_root, _DIR_FLAGS)
     try:
         for part in parts:
-            not_a_dir = f"{part!r} is not a plain directory inside the workspace (it changed into a symlink?)"
+            not_a_dir = f"{part!r} is not a plain directory inside the workspace (a file, or a symlink: never followed)"
             with _errno_as((errno.ELOOP, errno.ENOTDIR), WorkspacePathError, not_a_dir):
                 try:
                     nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
