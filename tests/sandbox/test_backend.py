@@ -60,6 +60,11 @@ async def test_execute_files_and_cleanup(backend: ExecutionBackend) -> None:
     assert await backend.list_files("t") == ["d/bin.dat"]
     with pytest.raises(FileNotFoundError):
         await backend.read_file("t", "missing")
+    # the exception types of the host-workspace backends (local, bwrap), also where the worker's error has no errno
+    with pytest.raises(IsADirectoryError):
+        await backend.read_file("t", "d")
+    with pytest.raises(FileNotFoundError):
+        await backend.list_files("t", "missing")
     with pytest.raises(PermissionError):
         await backend.read_file("t", "../../../../etc/passwd")
     with pytest.raises(PermissionError):

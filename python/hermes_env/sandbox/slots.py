@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import errno
 import logging
 import os
 from dataclasses import dataclass, field
@@ -40,19 +41,29 @@ class Slot:
     calls_done: int = 0
 
 
+# The errno of an exception raised with a message alone (``IsADirectoryError("'d' is a directory")``).
+_ERRNO_OF = {
+    FileNotFoundError: errno.ENOENT,
+    NotADirectoryError: errno.ENOTDIR,
+    IsADirectoryError: errno.EISDIR,
+    PermissionError: errno.EACCES,
+}
+
+
 def _file_failure(exc: OSError, path: str) -> ExecResult:
     """The result a failed file operation returns (``errno`` in data lets the client raise the same exception)."""
     if isinstance(exc, WorkspacePathError):
         return ExecResult.failure("permission_denied", str(exc))
     if isinstance(exc, FileTooLargeError):
         return ExecResult.failure("too_large", str(exc))
+    code = exc.errno if exc.errno is not None else _ERRNO_OF.get(type(exc))
     if isinstance(exc, FileNotFoundError | NotADirectoryError):
-        return ExecResult.failure("not_found", f"{path!r} does not exist in the workspace", errno=exc.errno)
+        return ExecResult.failure("not_found", f"{path!r} does not exist in the workspace", errno=code)
     if isinstance(exc, IsADirectoryError):
-        return ExecResult.failure("bad_arguments", f"{path!r} is a directory", errno=exc.errno)
+        return ExecResult.failure("bad_arguments", f"{path!r} is a directory", errno=code)
     if isinstance(exc, PermissionError):
-        return ExecResult.failure("permission_denied", f"{path!r}: {exc.strerror or exc}", errno=exc.errno)
-    return ExecResult.failure("bad_arguments", f"{path!r}: {exc.strerror or exc}", errno=exc.errno)
+        return ExecResult.failure("permission_denied", f"{path!r}: {exc.strerror or exc}", errno=code)
+    return ExecResult.failure("bad_arguments", f"{path!r}: {exc.strerror or exc}", errno=code)
 
 
 class SlotHost:
