@@ -22,7 +22,7 @@ async def wait_gone(pid: int) -> None:
         if _is_zombie(pid):
             return
         await asyncio.sleep(0.05)
-    raise AssertionError(f"process {pid} still alive after the timeout kill")
+    raise AssertionError(f"process {pid} still alive 5 s after it should have been killed")
 
 
 def _is_zombie(pid: int) -> bool:
@@ -48,6 +48,20 @@ def pids_with_cmdline(needle: str) -> list[int]:
             continue
         if needle in cmd and not _is_zombie(int(entry.name)):
             found.append(int(entry.name))
+    return found
+
+
+def pids_running(*argv: str) -> list[int]:
+    """The live processes whose command line is exactly ``argv`` (the program itself, not a shell or sandbox
+    whose arguments mention it)."""
+    want = "\0".join(argv).encode() + b"\0"
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            if (entry / "cmdline").read_bytes() == want and not _is_zombie(int(entry.name)):
+                found.append(int(entry.name))
     return found
 
 

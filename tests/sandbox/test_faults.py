@@ -18,7 +18,7 @@ from hermes_env.sandbox import (
     WorkerStartError,
 )
 from hermes_env.sandbox.config import ResourceLimits
-from procs import pids_with_cmdline
+from procs import pids_running, pids_with_cmdline, wait_gone
 
 from tests.sandbox.sandbox_pools import pools
 
@@ -53,7 +53,10 @@ async def test_worker_killed_mid_batch(pool_factory) -> None:  # noqa: ANN001
             ex.execute("victim", "bash", {"command": "sleep 40; echo never"}, timeout=30),
             ex.execute("victim", "bash", {"command": "echo queued-behind"}, timeout=30),
         )
-        await _wait_until(lambda: len(pids_with_cmdline("sleep 40")) > 0, "the victim's command to start")
+        # Killed while the command runs, not while its sandbox is still being set up (bwrap's first process asks
+        # to die with its parent only once its mounts are made).
+        await _wait_until(lambda: len(pids_running("sleep", "40")) > 0, "the victim's command to start")
+        victim_sleeps = pids_running("sleep", "40")
         os.kill(dead.pid, signal.SIGKILL)
         results = await calls
         for r in results:
@@ -77,7 +80,8 @@ async def test_worker_killed_mid_batch(pool_factory) -> None:  # noqa: ANN001
 
         # Nothing of the dead worker is left running: no server, no sandbox, no sleep.
         await _wait_until(lambda: not pids_with_cmdline(dead_root), "the dead worker's processes to exit", 10)
-        assert pids_with_cmdline("sleep 40") == []
+        for pid in victim_sleeps:
+            await wait_gone(pid)
 
 
 async def test_acquire_beyond_capacity_waits_scales_then_times_out(pool_factory) -> None:  # noqa: ANN001
