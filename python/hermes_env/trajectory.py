@@ -1,4 +1,4 @@
-"""Token-exact trajectories (DESIGN.md §2): the arrays a trainer consumes from one rollout.
+"""Token-exact trajectories: the arrays a trainer consumes from one rollout.
 
 ``Trajectory`` (Rust, ``hermes_env._core``) keeps ``tokens``, ``masks`` (token id where the
 model generated the token, ``-100`` elsewhere) and ``logprobs`` (sampler logprob where

@@ -1,4 +1,4 @@
-"""The import paths DESIGN.md promises users."""
+"""The import paths the README promises users."""
 
 from __future__ import annotations
 

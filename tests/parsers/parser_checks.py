@@ -74,7 +74,7 @@ def run_stream(parser: Parser, chunks: Sequence[str]) -> tuple[list[Any], ParseR
 
 
 def check_stream(events: list[Any], result: ParseResult) -> None:
-    """DESIGN.md §1 streaming invariants for one run."""
+    """The parsers' streaming invariants for one run."""
     content = "".join(e.text for e in events if isinstance(e, ContentDelta))
     assert content == (result.content or ""), "concatenated ContentDelta != result.content"
     calls = result.tool_calls

@@ -54,15 +54,15 @@ ACCEPTED_FORMS: dict[str, set[str]] = {
 
 
 # Known defects, by conformance file: case ids where the parser still loses text that is neither
-# content nor a call (DESIGN.md §1: nothing is lost). The test checks they still lose text, so a
+# content nor a call (nothing is lost). The test checks they still lose text, so a
 # fix must also remove the entry. (qwen3_coder and glm45 had 4 each; fixed.)
 KNOWN_TEXT_LOSS: dict[str, set[str]] = {}
 
 
 # Well-formed outputs whose string value holds the format's whole call-closing markup (a value's
 # end marker, whitespace, then the call's end: `</parameter>\n</function>` in a file being
-# written). A streaming parser must end the call at its closing markup (DESIGN.md §1
-# "Promptness") and cannot know that more value text follows, so it ends the call there, as vLLM
+# written). A streaming parser must end the call at its closing markup (the parsers'
+# promptness rule) and cannot know that more value text follows, so it ends the call there, as vLLM
 # does: the calls equal vLLM's `expected`, and the rest of the value, which vLLM drops, is kept
 # as content with an issue. Keyed by conformance file; the pattern is looked for in the
 # `intended` string arguments.

@@ -1,4 +1,4 @@
-"""Streaming promptness for every format (DESIGN.md §1 "Promptness"), with hypothesis.
+"""Streaming promptness for every format, with hypothesis.
 
 Once the bytes that end call k have been fed, ``ToolCallEnd(k)`` has been emitted and call k's
 argument deltas so far are its complete arguments (JSON equal to the final ones); prose after

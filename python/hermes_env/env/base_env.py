@@ -89,7 +89,7 @@ def _raise_backend_failure(ctx: Any) -> None:
 
 
 class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
-    """Base class of hermes_env environments (DESIGN.md §4)."""
+    """Base class of hermes_env environments."""
 
     env_config_cls = HermesAgentEnvConfig
     config: HermesAgentEnvConfig

@@ -29,7 +29,7 @@ def is_local_dataset(name: str) -> bool:
 
 
 class HermesAgentEnvConfig(BaseEnvConfig):
-    """Configuration shared by every hermes_env environment (see DESIGN.md §4)."""
+    """Configuration shared by every hermes_env environment."""
 
     # --- tools ---------------------------------------------------------------------------
     # `| str`: atroposlib's command line passes list fields as one string ("terminal,file"), split below.

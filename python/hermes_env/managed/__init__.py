@@ -1,4 +1,4 @@
-"""hermes_env.managed: the Phase-2 client with token-exact trajectories (DESIGN.md §3).
+"""hermes_env.managed: the Phase-2 client with token-exact trajectories.
 
 async with managed_server(server_manager, tokenizer, tool_parser="hermes") as m:
     completion = await m.chat_completion(messages=messages, tools=tools, n=4, max_tokens=512)

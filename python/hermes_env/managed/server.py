@@ -1,4 +1,4 @@
-"""The Phase-2 managed server (DESIGN.md §3): OpenAI-shaped chat completions over token-exact trajectories.
+"""The Phase-2 managed server: OpenAI-shaped chat completions over token-exact trajectories.
 
 ``ManagedServer`` wraps anything with atroposlib's ``tokens_and_logprobs_completion`` (a
 ``ServerManager``, ``VLLMServer``, ``SGLangServer``). Each ``chat_completion``:

@@ -1,4 +1,4 @@
-"""Streaming tool-call parsers (DESIGN.md §1): raw model output -> OpenAI content and tool calls.
+"""Streaming tool-call parsers: raw model output -> OpenAI content and tool calls.
 
 ```python
 from hermes_env.parsers import get_parser, list_parsers

@@ -31,7 +31,7 @@ fn run(parser: &Parser, text: &str, cuts: &[usize]) -> (Vec<Event>, ParseResult)
     (events, s.result())
 }
 
-/// DESIGN.md §1 streaming invariants.
+/// The parsers' streaming invariants.
 fn check_events(events: &[Event], r: &ParseResult) {
     let mut content = String::new();
     let mut args: Vec<String> = Vec::new();

@@ -1,4 +1,4 @@
-//! Streaming tool-call parsers (DESIGN.md §1).
+//! Streaming tool-call parsers.
 //!
 //! A model's raw output goes in, chunk by chunk; OpenAI-style content and tool calls come out as
 //! [`Event`]s and, at the end, a [`ParseResult`]. `parse(text)` is literally one `feed` plus
@@ -91,7 +91,7 @@
 //! - never lose text: whatever is not returned as a call (name/arguments) or consumed as the
 //!   format's own markup (its [`FormatInfo`] markup) must reach `content`, also on malformed and
 //!   truncated input (`finish` flushes). Never panic (no indexing that can fail; use `get`);
-//! - be prompt (DESIGN.md §1): end a call ([`Emitter::end_call`]) in the feed that brings its end
+//! - be prompt: end a call ([`Emitter::end_call`]) in the feed that brings its end
 //!   marker (or the end of its call object), with its arguments complete; never hold a finished
 //!   call, or prose after it, for `finish`. `tests/parsers/test_promptness.py` checks it.
 //!

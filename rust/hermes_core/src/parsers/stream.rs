@@ -51,7 +51,7 @@ pub trait Format: Send + Sync {
 
 const WINDOW_KEEP: usize = 128;
 
-/// One output being parsed incrementally (see DESIGN.md §1 "Streaming").
+/// One output being parsed incrementally.
 ///
 /// `repr(C)` keeps `end_byte` and `end_char` apart: updated separately at the end of each feed
 /// and read together at the start of the next, adjacent fields were loaded as one 16-byte word,

@@ -1,5 +1,5 @@
 //! Helpers for the format unit tests: run a parser over every chunking of a text and check the
-//! streaming invariants (DESIGN.md §1) against `parse`.
+//! streaming invariants against `parse`.
 #![allow(clippy::unwrap_used)]
 
 use crate::parsers::{get_parser, Event, ParseResult, Parser, Tools};

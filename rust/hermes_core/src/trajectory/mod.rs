@@ -1,4 +1,4 @@
-//! Token-exact trajectories (see DESIGN.md §2).
+//! Token-exact trajectories.
 //!
 //! A [`Trajectory`] holds what a trainer needs from one rollout: `tokens`, `masks` (the token
 //! id where the model generated the token, [`MASK`] elsewhere — Atropos's convention) and
