@@ -36,6 +36,7 @@ the k-th model turn of the conversations it selects. The kinds (``FAULT_KINDS``)
 Command line (127.0.0.1, port 9000 by default, the bundled Qwen3 tokenizer)::
 
     python -m hermes_env.testing.scripted_vllm --policy terminal_tasks   # answers terminal_tasks' tasks
+    python -m hermes_env.testing.scripted_vllm --policy replay:turns.json  # turns per prompt pattern (testing.replay)
     python -m hermes_env.testing.scripted_vllm --turns replies.json      # turn i of every conversation: text i
     python -m hermes_env.testing.scripted_vllm --texts replies.json --cycle   # texts in order, wrapping
 """
@@ -55,6 +56,7 @@ from typing import Any, Literal, get_args
 from aiohttp import web
 
 from hermes_env.testing.http_thread import ThreadedHTTPServer
+from hermes_env.testing.policies import POLICY_HELP
 
 __all__ = [
     "FAULT_KINDS",
@@ -432,9 +434,6 @@ class ScriptedVLLMServer(ThreadedHTTPServer):
         return _Sample(text=text, token_ids=ids, logprobs=logprobs, finish_reason=finish)
 
 
-POLICY_TASK_FILES = {"terminal_tasks": "hermes_env.envs.terminal_tasks:tasks.jsonl"}
-
-
 def _read_texts(path: Path, flag: str) -> list[str]:
     try:
         texts = json.loads(path.read_text(encoding="utf-8"))
@@ -445,26 +444,15 @@ def _read_texts(path: Path, flag: str) -> list[str]:
     return texts
 
 
-def _policy_responder(name: str, seed: int) -> Responder:
-    from importlib import resources
+def _policy_responder(name: str, seed: int, tokenizer: Any) -> Responder:
+    from hermes_env.testing.policies import load_policy
+    from hermes_env.testing.replay import ReplayPolicy
 
-    from hermes_env.env.dataset import load_rows
-    from hermes_env.testing.policies import SolutionPolicy
-
-    if name in POLICY_TASK_FILES:
-        package, _, filename = POLICY_TASK_FILES[name].partition(":")
-        path = str(resources.files(package).joinpath(filename))
-    elif Path(name).is_file():
-        path = name
-    else:
-        known = ", ".join(POLICY_TASK_FILES)
-        raise SystemExit(
-            f"error: --policy {name!r} is neither {known} nor a task file (.jsonl with id/prompt/solution)"
-        )
     try:
-        return SolutionPolicy(load_rows(path), seed=seed).vllm_responder
+        policy = load_policy(name, seed)
+        return policy.vllm_responder(tokenizer) if isinstance(policy, ReplayPolicy) else policy.vllm_responder
     except ValueError as err:
-        raise SystemExit(f"error: --policy {name}: {err}") from None
+        raise SystemExit(f"error: {err}") from None
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -479,11 +467,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--tokenizer", default="bundled:qwen3", help="tokenizer folder, Hub id or bundled:NAME (default %(default)s)"
     )
     source = parser.add_mutually_exclusive_group()
-    source.add_argument(
-        "--policy",
-        help="answer tasks from their reference solutions, sometimes wrongly (rewards vary): terminal_tasks, or a "
-        ".jsonl of tasks with id, prompt and solution",
-    )
+    source.add_argument("--policy", help=POLICY_HELP)
     source.add_argument("--turns", type=Path, help="JSON list: text i answers turn i of every conversation")
     source.add_argument("--texts", type=Path, help="JSON list of texts served in order, across conversations")
     parser.add_argument("--cycle", action="store_true", help="with --texts: wrap around when the texts are used up")
@@ -499,7 +483,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit(f"error: {err}") from None
     responder: Responder | Sequence[str]
     if args.policy:
-        responder, what = _policy_responder(args.policy, args.seed), f"policy {args.policy}"
+        responder, what = _policy_responder(args.policy, args.seed, tokenizer), f"policy {args.policy}"
+        if isinstance(parser_name := getattr(responder, "parser", None), str):
+            what += f", tool calls in the {parser_name} format"
     elif args.turns:
         responder, what = TurnScript(_read_texts(args.turns, "--turns")), f"turn script {args.turns}"
     elif args.texts:
