@@ -37,6 +37,7 @@ __all__ = [
     "UnmappedImport",
     "infer_package",
     "map_module",
+    "missing_names",
     "module_exists",
     "port_source",
     "resolve_module",
@@ -108,6 +109,8 @@ class ImportChange:
     line: int
     old: str
     new: str
+    module: str = ""  # for ``from M import names``: the ported M and the names taken from it
+    names: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -221,7 +224,8 @@ def port_source(
             mod_start, mod_end = _module_span(statement)
             edits.append((start + mod_start, start + mod_end, target))
             new = statement[:mod_start] + target + statement[mod_end:]
-            changes.append(ImportChange(node.lineno, _one_line(statement), _one_line(new)))
+            names = tuple(alias.name for alias in node.names if alias.name != "*")
+            changes.append(ImportChange(node.lineno, _one_line(statement), _one_line(new), target, names))
         elif isinstance(node, ast.Import):
             start, end = span(node)
             statement = source[start:end]
@@ -259,6 +263,16 @@ def port_source(
     changes.sort(key=lambda c: c.line)
     unmapped.sort(key=lambda u: u.line)
     return PortResult(out, tuple(changes), tuple(unmapped))
+
+
+def missing_names(module: str, names: Sequence[str]) -> list[str]:
+    """The names of ``from module import names`` that ``module`` lacks (neither an attribute nor a submodule).
+    Imports ``module``; an import that fails is reported as the one problem."""
+    try:
+        imported = importlib.import_module(module)
+    except Exception as err:  # noqa: BLE001 - whatever a broken module raises is reported, not raised
+        return [f"(importing {module} failed: {type(err).__name__}: {err})"]
+    return [n for n in names if not hasattr(imported, n) and not module_exists(f"{module}.{n}")]
 
 
 def _read(path: Path) -> tuple[str, str]:
@@ -309,6 +323,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     for change in result.changes:
         print(f"{file}:{change.line}: {change.old} -> {change.new}", file=sys.stderr)
+    for change in result.changes:
+        lacking = missing_names(change.module, change.names) if change.names else []
+        if lacking:
+            print(
+                f"{file}:{change.line}: warning: {change.module} lacks {', '.join(lacking)}; "
+                "the ported file fails where it imports them",
+                file=sys.stderr,
+            )
     for miss in result.unmapped:
         print(
             f"{file}:{miss.line}: cannot map {miss.statement!r} ({miss.module}): {miss.reason}; left as written",
