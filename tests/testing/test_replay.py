@@ -81,8 +81,10 @@ def test_turns_follow_the_first_matching_rule_then_end_in_plain_text() -> None:
         ('{"rules": [{"match": "x", "turns": ["hi"]}]}', ".json", "rules[0].turns[0]: Input should be"),
         ('{"rules": [{"match": "x", "turns": [{"content": 3}]}]}', ".json",
          "rules[0].turns[0].content: Input should be a valid string"),
-        ('{"default": [{"tool_calls": [{"name": "t", "arguments": "{\\"a\\": 1}"}]}]}', ".json",
-         "default[0].tool_calls[0].arguments: Input should be a valid dictionary"),
+        ('{"default": [{"tool_calls": [{"name": "t", "arguments": "[1]"}]}]}', ".json",
+         "default[0].tool_calls[0].arguments: must be an object (or a string holding one), not list"),
+        ('{"default": [{"tool_calls": [{"name": "t", "arguments": "{oops"}]}]}', ".json",
+         "default[0].tool_calls[0].arguments: a string here must hold a JSON object"),
         ('{"default": [{"tool_calls": [{"arguments": {}}]}]}', ".json",
          "default[0].tool_calls[0].name: Field required"),
         ('{"default": [{"tool_calls": [{"name": "t", "args": {}}]}]}', ".json",
@@ -104,6 +106,9 @@ def test_yaml_files_load(tmp_path: Path) -> None:
         "rules:\n  - match: hello\n    turns:\n      - tool_calls: [{name: terminal, arguments: {command: ls}}]\n"
     )
     assert ReplayPolicy.load(path).turn("hello", 0).tool_calls[0].arguments == {"command": "ls"}
+    wire_form = {"default": [{"content": None, "tool_calls": [{"name": "t", "arguments": '{"a": [1]}'}]}]}
+    assert ReplayPolicy.from_data(wire_form).turn("x", 0).tool_calls[0].arguments == {"a": [1]}
+    assert ReplayPolicy.from_data({"default": [{"content": "x", "tool_calls": None}]}).turn("x", 0).tool_calls == []
     with pytest.raises(ReplayFileError, match="cannot read it"):
         ReplayPolicy.load(tmp_path / "missing.json")
 

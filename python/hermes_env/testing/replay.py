@@ -17,6 +17,8 @@ The file (JSON, or YAML for a ``.yaml``/``.yml`` name)::
      ],
      "default": [{"content": "I cannot help with that."}]}
 
+(``arguments`` may also be a string holding the JSON object, as OpenAI sends it.)
+
 Assistant turn i of a conversation (i = the number of assistant messages already in the prompt)
 gets ``turns[i]`` of the first rule whose ``match`` is found, else of ``default``. Past the last
 turn the answer is a plain final text (the last turn's content, or ""); with no rule matching and
@@ -64,10 +66,28 @@ class ReplayToolCall(_Strict):
     name: str = Field(min_length=1)
     arguments: dict[str, Any] = Field(default_factory=dict)
 
+    @field_validator("arguments", mode="before")
+    @classmethod
+    def _object_or_its_json(cls, value: Any) -> Any:
+        # OpenAI's wire form, a string holding the JSON object, is taken too.
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"a string here must hold a JSON object ({err})") from None
+        if not isinstance(value, dict):
+            raise ValueError(f"must be an object (or a string holding one), not {type(value).__name__}")
+        return value
+
 
 class ReplayTurn(_Strict):
     content: str | None = None
     tool_calls: list[ReplayToolCall] = Field(default_factory=list)
+
+    @field_validator("tool_calls", mode="before")
+    @classmethod
+    def _null_is_none(cls, value: Any) -> Any:
+        return [] if value is None else value
 
     @model_validator(mode="before")
     @classmethod
