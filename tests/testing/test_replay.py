@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -260,3 +261,13 @@ def test_stand_ins_refuse_a_bad_replay_file_at_start(tmp_path: Path, module: str
     )  # fmt: skip
     assert run.returncode != 0
     assert f"error: replay file {bad}: rules[0].match: not a valid regular expression" in run.stderr
+
+
+def test_the_readme_replay_file_loads() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    found = re.search(r"cat > turns\.json <<'EOF'\n(.*?)\nEOF\n", readme, re.DOTALL)
+    assert found is not None, "README lost its replay file example"
+    policy = ReplayPolicy.from_data(json.loads(found.group(1)))
+    greeting = "Please write ~/greeting.txt."
+    assert policy.turn(greeting, 0).tool_calls[0].name == "terminal"
+    assert policy.turn("anything else", 0).content
