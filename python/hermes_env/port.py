@@ -270,7 +270,7 @@ def missing_names(module: str, names: Sequence[str]) -> list[str]:
     Imports ``module``; an import that fails is reported as the one problem."""
     try:
         imported = importlib.import_module(module)
-    except Exception as err:  # noqa: BLE001 - whatever a broken module raises is reported, not raised
+    except (Exception, SystemExit) as err:  # noqa: BLE001 - whatever a broken module raises is reported, not raised
         return [f"(importing {module} failed: {type(err).__name__}: {err})"]
     return [n for n in names if not hasattr(imported, n) and not module_exists(f"{module}.{n}")]
 
