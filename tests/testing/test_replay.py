@@ -175,7 +175,7 @@ async def test_phase1_replay_through_atroposlib_openai_server(openai_manager: An
     assert [m["content"] for m in other] == ["I cannot help with that."]
 
 
-# -- Phase 2: the /generate stand-in through atroposlib's VLLMServer and hermes_env's ManagedServer ----
+# -- Phase 2: the vLLM stand-in through atroposlib's VLLMServer, via hermes_env's ManagedServer and directly --
 
 
 async def test_phase2_replay_through_atroposlib_vllm_server() -> None:
@@ -196,10 +196,27 @@ async def test_phase2_replay_through_atroposlib_vllm_server() -> None:
             managed = ManagedServer(manager, tokenizer)
             other = await _converse(managed.chat_completion, "Say hello.")
             assert [m["content"] for m in other] == ["second rule: never reached for the prompt above"]
+            # VLLMServer.chat_completion (an env calling self.server directly) gets /v1/chat/completions, as from
+            # vllm serve: the same turns, calls as OpenAI tool_calls
+            _check_hello_conversation(await _converse(manager.chat_completion, HELLO))
+            assert server.requests[-1].body["messages"][1]["content"] == HELLO
         finally:
             for s in manager.servers:
                 if s.check_task is not None:
                     s.check_task.cancel()
+
+
+def test_vllm_stand_in_refuses_bad_chat_requests() -> None:
+    import httpx
+
+    with ScriptedVLLMServer(qwen3_tokenizer(), ReplayPolicy.from_data(SCRIPT).vllm_responder(qwen3_tokenizer())) as srv:
+        url = f"{srv.base_url}/chat/completions"
+        assert httpx.post(url, content=b"{").status_code == 400
+        empty = httpx.post(url, json={"messages": []})
+        assert empty.status_code == 400 and "non-empty list" in empty.json()["error"]["message"]
+        odd = httpx.post(url, json={"messages": ["hi"]})
+        assert odd.status_code == 400 and "a message must be an object" in odd.json()["error"]["message"]
+        assert httpx.get(f"{srv.base_url}/models").json()["data"][0]["id"] == "scripted"
 
 
 def _deepseek(template: str) -> Any:

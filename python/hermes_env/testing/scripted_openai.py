@@ -36,6 +36,23 @@ from hermes_env.testing.policies import POLICY_HELP
 Responder = Callable[[list[dict[str, Any]], list[dict[str, Any]] | None], "str | Awaitable[str]"]
 
 
+def chat_choice(
+    index: int, text: str, tools: Sequence[dict[str, Any]] | None, tool_parser: str, finish_reason: str = "stop"
+) -> dict[str, Any]:
+    """One chat-completions choice from raw model text, as vLLM's OpenAI server makes it: a leading ``<think>``
+    block becomes ``reasoning_content``, calls in ``tool_parser``'s format become ``tool_calls``."""
+    from hermes_env.parsers import get_parser
+
+    reasoning, rest = split_reasoning(text)
+    parsed = get_parser(tool_parser, tools=tools).parse(rest)
+    message = parsed.to_message()
+    if reasoning is not None:
+        message["reasoning_content"] = reasoning
+    if finish_reason == "stop" and parsed.tool_calls:
+        finish_reason = "tool_calls"
+    return {"index": index, "message": message, "finish_reason": finish_reason, "logprobs": None}
+
+
 class ScriptedOpenAIServer(ThreadedHTTPServer):
     """A scripted chat-completions server on 127.0.0.1; ``requests`` records what it was sent."""
 
@@ -89,7 +106,7 @@ class ScriptedOpenAIServer(ThreadedHTTPServer):
                     text = await text
             except Exception as err:  # noqa: BLE001 - a responder bug becomes an HTTP 500 the client sees
                 return web.json_response({"error": {"message": f"responder failed: {err}"}}, status=500)
-            choices.append(self._choice(index, str(text), tools))
+            choices.append(chat_choice(index, str(text), tools, self.tool_parser))
         return web.json_response(
             {
                 "id": f"chatcmpl-{uuid.uuid4().hex[:16]}",
@@ -101,17 +118,6 @@ class ScriptedOpenAIServer(ThreadedHTTPServer):
                 "choices": choices,
             }
         )
-
-    def _choice(self, index: int, text: str, tools: Sequence[dict[str, Any]] | None) -> dict[str, Any]:
-        from hermes_env.parsers import get_parser
-
-        reasoning, rest = split_reasoning(text)
-        parsed = get_parser(self.tool_parser, tools=tools).parse(rest)
-        message = parsed.to_message()
-        if reasoning is not None:
-            message["reasoning_content"] = reasoning
-        finish = "tool_calls" if parsed.tool_calls else "stop"
-        return {"index": index, "message": message, "finish_reason": finish, "logprobs": None}
 
     def add_routes(self, app: web.Application) -> None:
         app.router.add_get("/v1/models", self._models)
