@@ -25,7 +25,11 @@ import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hermes_env.testing.replay import ReplayPolicy
 
 PLANS = ("solve", "explore", "typo", "wrong", "give_up")
 DEFAULT_WEIGHTS = {"solve": 0.45, "explore": 0.15, "typo": 0.1, "wrong": 0.2, "give_up": 0.1}
@@ -196,6 +200,43 @@ def task_from_row(row: Mapping[str, Any]) -> ScriptedTask:
         raise ValueError(f"task {row.get('id')!r} needs a prompt (or question) and a solution")
     calls = tuple(dict(c) for c in row.get("solution_tool_calls") or ())
     return ScriptedTask(str(row["id"]), str(prompt), str(row["solution"]), calls)
+
+
+POLICY_TASK_FILES = {"terminal_tasks": "hermes_env.envs.terminal_tasks:tasks.jsonl"}
+REPLAY_PREFIX = "replay:"
+POLICY_HELP = (
+    "terminal_tasks or a .jsonl of tasks with id, prompt and solution (answers from the tasks' reference solutions, "
+    "sometimes wrongly, so rewards vary), or replay:FILE (the turns a JSON/YAML file gives per prompt pattern; see "
+    "hermes_env.testing.replay)"
+)
+
+
+def load_policy(name: str, seed: int = 0) -> SolutionPolicy | ReplayPolicy:
+    """The policy a stand-in's ``--policy`` names (see ``POLICY_HELP``); ``ValueError`` says what is wrong."""
+    from importlib import resources
+
+    from hermes_env.env.dataset import load_rows
+    from hermes_env.testing.replay import ReplayPolicy
+
+    if name.startswith(REPLAY_PREFIX):
+        path = name[len(REPLAY_PREFIX) :]
+        if not path:
+            raise ValueError("--policy replay: needs a file: replay:FILE")
+        return ReplayPolicy.load(path)
+    if name in POLICY_TASK_FILES:
+        package, _, filename = POLICY_TASK_FILES[name].partition(":")
+        path = str(resources.files(package).joinpath(filename))
+    elif Path(name).is_file():
+        path = name
+    else:
+        known = ", ".join(POLICY_TASK_FILES)
+        raise ValueError(
+            f"--policy {name!r} is neither {known}, a task file (.jsonl with id/prompt/solution) nor replay:FILE"
+        )
+    try:
+        return SolutionPolicy(load_rows(path), seed=seed)
+    except ValueError as err:
+        raise ValueError(f"--policy {name}: {err}") from None
 
 
 def output_answer(output: str) -> str:

@@ -10,11 +10,18 @@ it serves both in-process tests and a CLI run in the same process.
 
     with ScriptedOpenAIServer(policy.respond_to_messages) as server:
         ...  # --openai.base_url {server.base_url} --openai.server_type openai
+
+Command line (127.0.0.1, port 9000 by default)::
+
+    python -m hermes_env.testing.scripted_openai --policy terminal_tasks      # answers terminal_tasks' tasks
+    python -m hermes_env.testing.scripted_openai --policy replay:turns.json   # turns per prompt pattern
 """
 
 from __future__ import annotations
 
+import argparse
 import inspect
+import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -24,8 +31,26 @@ from aiohttp import web
 
 from hermes_env.managed.response import split_reasoning
 from hermes_env.testing.http_thread import ThreadedHTTPServer
+from hermes_env.testing.policies import POLICY_HELP
 
 Responder = Callable[[list[dict[str, Any]], list[dict[str, Any]] | None], "str | Awaitable[str]"]
+
+
+def chat_choice(
+    index: int, text: str, tools: Sequence[dict[str, Any]] | None, tool_parser: str, finish_reason: str = "stop"
+) -> dict[str, Any]:
+    """One chat-completions choice from raw model text, as vLLM's OpenAI server makes it: a leading ``<think>``
+    block becomes ``reasoning_content``, calls in ``tool_parser``'s format become ``tool_calls``."""
+    from hermes_env.parsers import get_parser
+
+    reasoning, rest = split_reasoning(text)
+    parsed = get_parser(tool_parser, tools=tools).parse(rest)
+    message = parsed.to_message()
+    if reasoning is not None:
+        message["reasoning_content"] = reasoning
+    if finish_reason == "stop" and parsed.tool_calls:
+        finish_reason = "tool_calls"
+    return {"index": index, "message": message, "finish_reason": finish_reason, "logprobs": None}
 
 
 class ScriptedOpenAIServer(ThreadedHTTPServer):
@@ -81,7 +106,7 @@ class ScriptedOpenAIServer(ThreadedHTTPServer):
                     text = await text
             except Exception as err:  # noqa: BLE001 - a responder bug becomes an HTTP 500 the client sees
                 return web.json_response({"error": {"message": f"responder failed: {err}"}}, status=500)
-            choices.append(self._choice(index, str(text), tools))
+            choices.append(chat_choice(index, str(text), tools, self.tool_parser))
         return web.json_response(
             {
                 "id": f"chatcmpl-{uuid.uuid4().hex[:16]}",
@@ -94,18 +119,47 @@ class ScriptedOpenAIServer(ThreadedHTTPServer):
             }
         )
 
-    def _choice(self, index: int, text: str, tools: Sequence[dict[str, Any]] | None) -> dict[str, Any]:
-        from hermes_env.parsers import get_parser
-
-        reasoning, rest = split_reasoning(text)
-        parsed = get_parser(self.tool_parser, tools=tools).parse(rest)
-        message = parsed.to_message()
-        if reasoning is not None:
-            message["reasoning_content"] = reasoning
-        finish = "tool_calls" if parsed.tool_calls else "stop"
-        return {"index": index, "message": message, "finish_reason": finish, "logprobs": None}
-
     def add_routes(self, app: web.Application) -> None:
         app.router.add_get("/v1/models", self._models)
         app.router.add_get("/health", self._health)
         app.router.add_post("/v1/chat/completions", self._chat)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Serve a scripted chat-completions API on 127.0.0.1 until interrupted."""
+    parser = argparse.ArgumentParser(
+        prog="python -m hermes_env.testing.scripted_openai",
+        description="A SCRIPTED stand-in for an OpenAI-compatible chat-completions server (no model) on 127.0.0.1, "
+        "for Phase 1 (--openai.server_type openai). Tool calls come back as OpenAI tool_calls.",
+    )
+    parser.add_argument("--port", type=int, default=9000, help="port on 127.0.0.1 (default %(default)s)")
+    parser.add_argument("--policy", required=True, help=POLICY_HELP)
+    parser.add_argument("--seed", type=int, default=0, help="with a task policy: seed of its choices")
+    parser.add_argument("--model-name", default="scripted-policy", help="model name it reports (default %(default)s)")
+    args = parser.parse_args(argv)
+
+    from hermes_env.testing.policies import load_policy
+
+    try:
+        policy = load_policy(args.policy, args.seed)
+    except ValueError as err:
+        raise SystemExit(f"error: {err}") from None
+    server = ScriptedOpenAIServer(policy.respond_to_messages, model=args.model_name, port=args.port)
+    try:
+        server.start()
+    except RuntimeError as err:
+        raise SystemExit(f"error: {err}; pick another --port") from None
+    try:
+        print(
+            f"scripted OpenAI chat completions (no model, policy {args.policy}) on {server.base_url}; Ctrl-C to stop",
+            flush=True,
+        )
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

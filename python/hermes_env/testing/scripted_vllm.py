@@ -1,7 +1,9 @@
 """A SCRIPTED stand-in for a vLLM server: no model, answers from a script of completion texts.
 
 It speaks the ``/generate`` protocol exactly as atroposlib 0.4.0's ``VLLMServer`` calls it
-(the custom API server of atropos's ``example_trainer``), plus ``/health``:
+(the custom API server of atropos's ``example_trainer``), plus ``/health``, and answers
+``/v1/chat/completions`` from the same script, as ``vllm serve`` does (what ``VLLMServer.chat_completion``
+calls; the chat template renders the prompt, calls come back as OpenAI ``tool_calls``):
 
 - request: ``POST /generate`` with JSON ``{"prompt": {"prompt_token_ids": [...]}, "logprobs": 0,
   "n": ..., "max_tokens": ..., <other sampling params>}`` (a plain string prompt also works);
@@ -36,6 +38,7 @@ the k-th model turn of the conversations it selects. The kinds (``FAULT_KINDS``)
 Command line (127.0.0.1, port 9000 by default, the bundled Qwen3 tokenizer)::
 
     python -m hermes_env.testing.scripted_vllm --policy terminal_tasks   # answers terminal_tasks' tasks
+    python -m hermes_env.testing.scripted_vllm --policy replay:turns.json  # turns per prompt pattern (testing.replay)
     python -m hermes_env.testing.scripted_vllm --turns replies.json      # turn i of every conversation: text i
     python -m hermes_env.testing.scripted_vllm --texts replies.json --cycle   # texts in order, wrapping
 """
@@ -55,6 +58,7 @@ from typing import Any, Literal, get_args
 from aiohttp import web
 
 from hermes_env.testing.http_thread import ThreadedHTTPServer
+from hermes_env.testing.policies import POLICY_HELP
 
 __all__ = [
     "FAULT_KINDS",
@@ -267,6 +271,7 @@ class ScriptedVLLMServer(ThreadedHTTPServer):
         self.requests: list[RecordedRequest] = []
         self.faults: list[FaultKind] = []  # every fault served, in order
         self._release: asyncio.Event | None = None  # set on stop: hung requests end
+        self._tool_parser: str | None = None
 
     def stop(self) -> None:
         """Release hung requests, then stop serving."""
@@ -305,11 +310,86 @@ class ScriptedVLLMServer(ThreadedHTTPServer):
     def add_routes(self, app: web.Application) -> None:
         app.router.add_get("/health", self._health)
         app.router.add_post("/generate", self._generate)
+        app.router.add_get("/v1/models", self._models)
+        app.router.add_post("/v1/chat/completions", self._chat)
 
     # -- handlers ----------------------------------------------------------------------------
 
     async def _health(self, _request: web.Request) -> web.Response:
         return web.Response(status=200)
+
+    async def _models(self, _request: web.Request) -> web.Response:
+        return web.json_response(
+            {"object": "list", "data": [{"id": self.model_name, "object": "model", "owned_by": "scripted"}]}
+        )
+
+    @property
+    def tool_parser(self) -> str:
+        """The tool-call format of the tokenizer's chat template (``hermes`` when it names none)."""
+        if self._tool_parser is None:
+            from hermes_env.parsers import detect_parser
+
+            try:
+                self._tool_parser = detect_parser(self.tokenizer)
+            except (ValueError, TypeError):
+                self._tool_parser = "hermes"
+        return self._tool_parser
+
+    async def _chat(self, request: web.Request) -> web.Response:
+        """``/v1/chat/completions`` as vLLM's OpenAI server answers it (what atroposlib's ``VLLMServer.chat_completion``
+        calls): the conversation rendered with the chat template, answered by the same responder as ``/generate``,
+        tool calls parsed in the template's format. Faults are ``/generate``'s only; here a fault's answer is sent."""
+        from hermes_env.testing.scripted_openai import chat_choice
+        from hermes_env.trajectory import render_chat
+
+        try:
+            body = await request.json()
+        except json.JSONDecodeError as e:
+            return web.json_response({"error": {"message": f"request body is not JSON: {e}"}}, status=400)
+        messages = body.get("messages") if isinstance(body, dict) else None
+        if not isinstance(messages, list) or not messages:
+            return web.json_response({"error": {"message": "messages must be a non-empty list"}}, status=400)
+        tools = body.get("tools") or None
+        try:
+            prompt_text = render_chat(
+                self.tokenizer, _template_messages(messages), True, **({"tools": tools} if tools else {})
+            )
+        except Exception as e:  # noqa: BLE001 - a template that cannot render the request is the client's 400
+            message = f"the chat template cannot render these messages: {type(e).__name__}: {e}"
+            return web.json_response({"error": {"message": message}}, status=400)
+        try:
+            prompt_ids = list(self.tokenizer.encode(prompt_text, add_special_tokens=False))
+            params = {k: v for k, v in body.items() if k not in ("messages", "tools")}
+            n = int(params.get("n") or 1)
+            max_tokens = params.get("max_tokens") or params.get("max_completion_tokens")
+            record = RecordedRequest(body=body)
+            for index in range(n):
+                answer = self._responder(ScriptedRequest(prompt_ids, prompt_text, index, n, params))
+                if isinstance(answer, ScriptedFault):
+                    answer = answer.answer
+                record.samples.append(self._sample(answer, max_tokens))
+        except (LookupError, ValueError, TypeError) as e:
+            return web.json_response({"error": {"message": f"{type(e).__name__}: {e}"}}, status=400)
+        self.requests.append(record)
+        choices = [
+            chat_choice(i, sample.text, tools, self.tool_parser, sample.finish_reason)
+            for i, sample in enumerate(record.samples)
+        ]
+        completion_tokens = sum(len(sample.token_ids) for sample in record.samples)
+        return web.json_response(
+            {
+                "id": f"chatcmpl-scripted-{len(self.requests)}",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body.get("model") or self.model_name,
+                "choices": choices,
+                "usage": {
+                    "prompt_tokens": len(prompt_ids),
+                    "completion_tokens": completion_tokens,
+                    "total_tokens": len(prompt_ids) + completion_tokens,
+                },
+            }
+        )
 
     async def _generate(self, request: web.Request) -> web.Response:
         try:
@@ -432,7 +512,33 @@ class ScriptedVLLMServer(ThreadedHTTPServer):
         return _Sample(text=text, token_ids=ids, logprobs=logprobs, finish_reason=finish)
 
 
-POLICY_TASK_FILES = {"terminal_tasks": "hermes_env.envs.terminal_tasks:tasks.jsonl"}
+def _template_messages(messages: Sequence[Any]) -> list[dict[str, Any]]:
+    """OpenAI messages as chat templates expect them (as vLLM's server prepares them): ``content`` always
+    present, tool-call arguments as objects where they are JSON objects."""
+    out = []
+    for message in messages:
+        if not isinstance(message, Mapping):
+            raise TypeError(f"a message must be an object, not {type(message).__name__}")
+        message = dict(message)
+        if message.get("content") is None:
+            message["content"] = ""
+        calls = []
+        for call in message.get("tool_calls") or []:
+            call = dict(call)
+            function = dict(call.get("function") or {})
+            if isinstance(function.get("arguments"), str):
+                try:
+                    parsed = json.loads(function["arguments"])
+                except json.JSONDecodeError:
+                    parsed = None
+                if isinstance(parsed, dict):
+                    function["arguments"] = parsed
+            call["function"] = function
+            calls.append(call)
+        if calls:
+            message["tool_calls"] = calls
+        out.append(message)
+    return out
 
 
 def _read_texts(path: Path, flag: str) -> list[str]:
@@ -445,26 +551,15 @@ def _read_texts(path: Path, flag: str) -> list[str]:
     return texts
 
 
-def _policy_responder(name: str, seed: int) -> Responder:
-    from importlib import resources
+def _policy_responder(name: str, seed: int, tokenizer: Any) -> Responder:
+    from hermes_env.testing.policies import load_policy
+    from hermes_env.testing.replay import ReplayPolicy
 
-    from hermes_env.env.dataset import load_rows
-    from hermes_env.testing.policies import SolutionPolicy
-
-    if name in POLICY_TASK_FILES:
-        package, _, filename = POLICY_TASK_FILES[name].partition(":")
-        path = str(resources.files(package).joinpath(filename))
-    elif Path(name).is_file():
-        path = name
-    else:
-        known = ", ".join(POLICY_TASK_FILES)
-        raise SystemExit(
-            f"error: --policy {name!r} is neither {known} nor a task file (.jsonl with id/prompt/solution)"
-        )
     try:
-        return SolutionPolicy(load_rows(path), seed=seed).vllm_responder
+        policy = load_policy(name, seed)
+        return policy.vllm_responder(tokenizer) if isinstance(policy, ReplayPolicy) else policy.vllm_responder
     except ValueError as err:
-        raise SystemExit(f"error: --policy {name}: {err}") from None
+        raise SystemExit(f"error: {err}") from None
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -479,11 +574,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--tokenizer", default="bundled:qwen3", help="tokenizer folder, Hub id or bundled:NAME (default %(default)s)"
     )
     source = parser.add_mutually_exclusive_group()
-    source.add_argument(
-        "--policy",
-        help="answer tasks from their reference solutions, sometimes wrongly (rewards vary): terminal_tasks, or a "
-        ".jsonl of tasks with id, prompt and solution",
-    )
+    source.add_argument("--policy", help=POLICY_HELP)
     source.add_argument("--turns", type=Path, help="JSON list: text i answers turn i of every conversation")
     source.add_argument("--texts", type=Path, help="JSON list of texts served in order, across conversations")
     parser.add_argument("--cycle", action="store_true", help="with --texts: wrap around when the texts are used up")
@@ -499,7 +590,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit(f"error: {err}") from None
     responder: Responder | Sequence[str]
     if args.policy:
-        responder, what = _policy_responder(args.policy, args.seed), f"policy {args.policy}"
+        responder, what = _policy_responder(args.policy, args.seed, tokenizer), f"policy {args.policy}"
+        if isinstance(parser_name := getattr(responder, "parser", None), str):
+            what += f", tool calls in the {parser_name} format"
     elif args.turns:
         responder, what = TurnScript(_read_texts(args.turns, "--turns")), f"turn script {args.turns}"
     elif args.texts:

@@ -1,0 +1,514 @@
+"""hermes_env.port: only import statements change, each upstream module maps to hermes_env.hermes_agent.<same>."""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hermes_env.port import (
+    DEFAULT_PACKAGE,
+    PortError,
+    infer_package,
+    map_module,
+    port_source,
+    resolve_module,
+)
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+T = "hermes_env.hermes_agent"
+PYTHON_DIR = Path(__file__).resolve().parents[1] / "python"
+
+
+def everything_exists(_name: str) -> bool:
+    return True
+
+
+# -- the mapping, a pure function ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("module", "level", "package", "expected"),
+    [
+        ("environments.agent_loop", 0, DEFAULT_PACKAGE, f"{T}.environments.agent_loop"),
+        (
+            "environments.benchmarks.terminalbench_2.terminalbench2_env",
+            0,
+            DEFAULT_PACKAGE,
+            f"{T}.environments.benchmarks.terminalbench_2.terminalbench2_env",
+        ),
+        ("model_tools", 0, DEFAULT_PACKAGE, f"{T}.model_tools"),
+        ("toolsets", 0, DEFAULT_PACKAGE, f"{T}.toolsets"),
+        ("toolset_distributions", 0, DEFAULT_PACKAGE, f"{T}.toolset_distributions"),
+        ("tools", 0, DEFAULT_PACKAGE, f"{T}.tools"),
+        ("tools.terminal_tool", 0, DEFAULT_PACKAGE, f"{T}.tools.terminal_tool"),
+        ("atropos.envs.agent_env", 0, DEFAULT_PACKAGE, f"{T}.atropos.envs.agent_env"),
+        # upstream's atropos/envs relative layout
+        ("agent", 2, "atropos.envs", f"{T}.atropos.agent"),
+        ("tools", 2, "atropos.envs", f"{T}.atropos.tools"),
+        ("tools.tool_executor", 2, "atropos.envs", f"{T}.atropos.tools.tool_executor"),
+        ("backends.docker_direct_backend", 2, "atropos.envs", f"{T}.atropos.backends.docker_direct_backend"),
+        ("agent_env", 1, "atropos.envs", f"{T}.atropos.envs.agent_env"),
+        (None, 1, "atropos.envs", f"{T}.atropos.envs"),
+        (None, 2, "atropos.envs", f"{T}.atropos"),
+        (
+            "endless_terminals_env",
+            1,
+            "environments.endless_terminals",
+            f"{T}.environments.endless_terminals.endless_terminals_env",
+        ),
+        # not hermes-agent's: left alone
+        ("atroposlib.envs.base", 0, DEFAULT_PACKAGE, None),
+        ("pydantic", 0, DEFAULT_PACKAGE, None),
+        ("datasets", 0, DEFAULT_PACKAGE, None),
+        ("os.path", 0, DEFAULT_PACKAGE, None),
+        ("environments_extra", 0, DEFAULT_PACKAGE, None),
+        (f"{T}.environments.agent_loop", 0, DEFAULT_PACKAGE, None),  # already ported
+        ("helpers", 1, "mypkg.sub", None),  # the caller's own package
+    ],
+)
+def test_mapping_table(module: str | None, level: int, package: str, expected: str | None) -> None:
+    assert map_module(resolve_module(module, level, package)) == expected
+
+
+@pytest.mark.parametrize(("module", "level"), [("agent", 3), (None, 3), ("x", 5)])
+def test_relative_import_above_the_package_is_an_error(module: str | None, level: int) -> None:
+    with pytest.raises(PortError, match="above the top of package 'atropos.envs'"):
+        resolve_module(module, level, "atropos.envs")
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("/src/hermes-agent/atropos/envs/endless_terminals_env.py", "atropos.envs"),
+        ("atropos/envs/__init__.py", "atropos.envs"),
+        ("/x/environments/benchmarks/tblite/tblite_env.py", "environments.benchmarks.tblite"),
+        ("/x/environments/terminal_test_env.py", "environments"),
+        ("/x/environments/endless_terminals/__init__.py", "environments.endless_terminals"),
+        ("/x/my-envs/env.py", None),
+        ("/x/environments/not-a-package/env.py", None),
+        ("env.py", None),
+    ],
+)
+def test_infer_package(path: str, expected: str | None) -> None:
+    assert infer_package(path) == expected
+
+
+# -- rewriting -----------------------------------------------------------------------------------
+
+EXAMPLE = '''\
+"""An upstream-style env. from environments.agent_loop import X (in a docstring: untouched)."""
+from __future__ import annotations
+
+import os
+from atroposlib.envs.base import ScoredDataGroup
+from environments.agent_loop import (  # the loop
+    AgentResult,
+    HermesAgentLoop,  # and its result
+)
+from ..agent import AgentConfig, AgentResult as AR
+from .agent_env import AgentEnv
+import model_tools
+import tools.terminal_tool
+import tools.file_tools as ft, json
+note = "é"; from tools.terminal_tool import cleanup_vm
+
+try:
+    from ..backends.docker_direct_backend import DockerDirectBackend
+except ImportError:
+    DockerDirectBackend = None
+
+
+def later():
+    from toolset_distributions import sample_toolsets_from_distribution
+    if True: import toolsets
+    return sample_toolsets_from_distribution
+'''
+
+EXPECTED = f'''\
+"""An upstream-style env. from environments.agent_loop import X (in a docstring: untouched)."""
+from __future__ import annotations
+
+import os
+from atroposlib.envs.base import ScoredDataGroup
+from {T}.environments.agent_loop import (  # the loop
+    AgentResult,
+    HermesAgentLoop,  # and its result
+)
+from {T}.atropos.agent import AgentConfig, AgentResult as AR
+from {T}.atropos.envs.agent_env import AgentEnv
+from {T} import model_tools
+from {T} import tools; import {T}.tools.terminal_tool
+import {T}.tools.file_tools as ft; import json
+note = "é"; from {T}.tools.terminal_tool import cleanup_vm
+
+try:
+    from {T}.atropos.backends.docker_direct_backend import DockerDirectBackend
+except ImportError:
+    DockerDirectBackend = None
+
+
+def later():
+    from {T}.toolset_distributions import sample_toolsets_from_distribution
+    if True: from {T} import toolsets
+    return sample_toolsets_from_distribution
+'''
+
+
+def test_rewrites_every_upstream_import_and_nothing_else() -> None:
+    result = port_source(EXAMPLE, package="atropos.envs", exists=everything_exists)
+    assert result.source == EXPECTED
+    assert not result.unmapped
+    assert [c.line for c in result.changes] == [6, 10, 11, 12, 13, 14, 15, 18, 24, 25]
+    first = result.changes[0]
+    assert first.old.startswith("from environments.agent_loop import (")
+    assert first.new.startswith(f"from {T}.environments.agent_loop import (")
+    # idempotent
+    again = port_source(result.source, package="atropos.envs", exists=everything_exists)
+    assert again.source == result.source and not again.changes
+
+
+def test_crlf_line_endings_survive() -> None:
+    source = EXAMPLE.replace("\n", "\r\n")
+    result = port_source(source, package="atropos.envs", exists=everything_exists)
+    assert result.source == EXPECTED.replace("\n", "\r\n")
+
+
+def test_unmapped_imports_are_named_and_left_as_written() -> None:
+    def exists(name: str) -> bool:
+        return name != f"{T}.atropos.backends.docker_direct_backend"
+
+    result = port_source(EXAMPLE, package="atropos.envs", exists=exists)
+    assert [(u.line, u.module) for u in result.unmapped] == [(18, "atropos.backends.docker_direct_backend")]
+    assert "no module hermes_env.hermes_agent.atropos.backends.docker_direct_backend" in result.unmapped[0].reason
+    assert "    from ..backends.docker_direct_backend import DockerDirectBackend\n" in result.source
+    assert f"from {T}.atropos.agent import AgentConfig" in result.source
+
+
+def test_a_relative_import_above_the_package_is_unmapped_not_fatal() -> None:
+    result = port_source("from ....x import y\n", package="atropos.envs", exists=everything_exists)
+    assert result.source == "from ....x import y\n"
+    assert "above the top of package" in result.unmapped[0].reason
+
+
+def test_not_python_is_refused() -> None:
+    with pytest.raises(PortError, match="not valid Python"):
+        port_source("def broken(:\n")
+
+
+# -- the invariant: the output differs from the input only in import statements --------------------
+
+
+def _import_spans(source: str) -> list[tuple[int, int]]:
+    """Character spans of the import statements; ``a; b`` counts as one span when both are imports."""
+    from hermes_env.port import _Positions
+
+    positions = _Positions(source)
+    nodes = [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Import | ast.ImportFrom)]
+    spans = sorted(
+        (positions.offset(n.lineno, n.col_offset), positions.offset(n.end_lineno, n.end_col_offset)) for n in nodes
+    )
+    merged: list[tuple[int, int]] = []
+    for start, end in spans:
+        if merged and re.fullmatch(r"[ \t]*;[ \t]*", source[merged[-1][1] : start]):
+            merged[-1] = (merged[-1][0], end)
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _without_imports(source: str) -> list[str]:
+    """The source cut at its import statements: the pieces between them."""
+    pieces, last = [], 0
+    for start, end in _import_spans(source):
+        pieces.append(source[last:start])
+        last = end
+    pieces.append(source[last:])
+    return pieces
+
+
+class _DropImports(ast.NodeTransformer):
+    def visit_Import(self, node: ast.Import) -> None:
+        return None
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        return None
+
+
+def _ast_without_imports(source: str) -> str:
+    return ast.dump(_DropImports().visit(ast.parse(source)), include_attributes=False)
+
+
+def _bound_names(source: str) -> list[set[str]]:
+    """Per run of ``;``-joined import statements: the names they bind."""
+    result = []
+    positions_source = source
+    for start, end in _import_spans(positions_source):
+        names: set[str] = set()
+        tree = ast.parse(source[start:end].strip())
+        for node in tree.body:
+            assert isinstance(node, ast.Import | ast.ImportFrom)
+            for alias in node.names:
+                if alias.asname:
+                    names.add(alias.asname)
+                elif isinstance(node, ast.Import):
+                    names.add(alias.name.split(".")[0])
+                else:
+                    names.add(alias.name)
+        result.append(names - {"hermes_env"})
+    return result
+
+
+def assert_only_imports_changed(before: str, after: str) -> None:
+    assert _without_imports(before) == _without_imports(after)
+    assert _ast_without_imports(before) == _ast_without_imports(after)
+
+
+UPSTREAM = [
+    "environments.agent_loop",
+    "environments.tool_context",
+    "environments.benchmarks.terminalbench_2.terminalbench2_env",
+    "model_tools",
+    "toolsets",
+    "toolset_distributions",
+    "tools",
+    "tools.terminal_tool",
+    "atropos.envs.agent_env",
+]
+THIRD_PARTY = ["atroposlib.envs.base", "pydantic", "datasets", "os.path", "json"]
+RELATIVE = [".agent_env", "..agent", "..tools", "..tools.tool_executor", "..backends.base", ".", ".."]
+names = st.lists(st.sampled_from(["A", "B", "load", "ToolCall", "AgentEnv"]), min_size=1, max_size=3, unique=True)
+from_module = st.sampled_from(UPSTREAM + THIRD_PARTY + RELATIVE)
+
+
+@st.composite
+def from_statement(draw: st.DrawFn, top_level: bool) -> str:
+    module = draw(from_module)
+    chosen = draw(names)
+    form = draw(
+        st.sampled_from(
+            ["plain", "alias", "parens", "backslash", "star"]
+            if top_level
+            else ["plain", "alias", "parens", "backslash"]
+        )
+    )
+    if form == "alias":
+        return f"from {module} import {chosen[0]} as _{chosen[0].lower()}" + "".join(f", {n}" for n in chosen[1:])
+    if form == "parens":
+        body = "".join(f"\n    {n},  # {n} é" for n in chosen)
+        return f"from {module} import ({body}\n)"
+    if form == "backslash":
+        return f"from {module} \\\n    import {', '.join(chosen)}"
+    if form == "star":
+        return f"from {module} import *"
+    return f"from {module} import {', '.join(chosen)}"
+
+
+@st.composite
+def import_statement(draw: st.DrawFn) -> str:
+    modules = draw(st.lists(st.sampled_from(UPSTREAM + THIRD_PARTY), min_size=1, max_size=3))
+    aliases = [f"{m} as m{i}" if draw(st.booleans()) else m for i, m in enumerate(modules)]
+    return "import " + ", ".join(aliases)
+
+
+@st.composite
+def statement(draw: st.DrawFn, top_level: bool) -> str:
+    kind = draw(st.sampled_from(["from", "import", "code", "code_then_import", "comment", "string"]))
+    if kind == "from":
+        return draw(from_statement(top_level))
+    if kind == "import":
+        return draw(import_statement())
+    if kind == "code_then_import":
+        return f'x = "é ü"; {draw(import_statement())}'
+    if kind == "comment":
+        return "# from environments.agent_loop import AgentResult"
+    if kind == "string":
+        return 's = """\nfrom tools.terminal_tool import cleanup_vm\nimport model_tools\n"""'
+    return f"value_{draw(st.integers(0, 99))} = {draw(st.integers())}"
+
+
+@st.composite
+def upstream_style_file(draw: st.DrawFn) -> str:
+    blocks = []
+    for _ in range(draw(st.integers(1, 8))):
+        shape = draw(st.sampled_from(["top", "def", "try", "if"]))
+        if shape == "top":
+            blocks.append(draw(statement(True)))
+        elif shape == "def":
+            body = draw(st.lists(statement(False), min_size=1, max_size=3))
+            blocks.append(
+                "def f():\n"
+                + "".join(f"    {line}\n".replace("\n", "\n    ").rstrip(" ") for line in body)
+                + "    return None"
+            )
+        elif shape == "try":
+            indented = draw(from_statement(False)).replace("\n", "\n    ")
+            blocks.append(f"try:\n    {indented}\nexcept ImportError:\n    pass")
+        else:
+            blocks.append(f"if True: {draw(import_statement())}")
+    newline = draw(st.sampled_from(["\n", "\r\n"]))
+    return ("\n".join(blocks) + "\n").replace("\n", newline)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(source=upstream_style_file(), missing=st.sets(st.sampled_from(UPSTREAM), max_size=3))
+def test_only_import_statements_change(source: str, missing: set[str]) -> None:
+    ast.parse(source)  # the generator writes valid Python
+
+    def exists(name: str) -> bool:
+        return name.removeprefix(f"{T}.") not in missing
+
+    result = port_source(source, package="atropos.envs", exists=exists)
+    assert_only_imports_changed(source, result.source)
+    assert _bound_names(source) == _bound_names(result.source)
+    # every upstream import that exists is gone; the missing ones are named
+    for node in ast.walk(ast.parse(result.source)):
+        if isinstance(node, ast.ImportFrom):
+            absolute = resolve_module(node.module, node.level, "atropos.envs")
+            if map_module(absolute) is not None:
+                assert absolute in missing, ast.unparse(node)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                assert map_module(alias.name) is None or alias.name in missing
+    assert {u.module for u in result.unmapped} <= {*missing, *(m.lstrip(".") for m in RELATIVE)} | {
+        resolve_module(m.lstrip(".") or None, len(m) - len(m.lstrip(".")), "atropos.envs") for m in RELATIVE
+    }
+    assert port_source(result.source, package="atropos.envs", exists=exists).source == result.source
+
+
+# -- the real upstream files (a hermes-agent git checkout, when one is named) -----------------------
+
+UPSTREAM_GIT = os.environ.get("HERMES_AGENT_GIT")
+BRANCHES = ("main", "endless-terminals", "atropos-integrations", "endless-terminal-new")
+
+
+@pytest.mark.skipif(not UPSTREAM_GIT, reason="set HERMES_AGENT_GIT to a hermes-agent git directory to port its files")
+def test_every_upstream_environment_file_ports() -> None:
+    assert UPSTREAM_GIT is not None
+    ported = 0
+    for branch in BRANCHES:
+        listing = subprocess.run(
+            ["git", "-C", UPSTREAM_GIT, "ls-tree", "-r", "--name-only", branch],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        for path in listing:
+            if not path.endswith(".py") or not path.startswith(("environments/", "atropos/")):
+                continue
+            source = subprocess.run(
+                ["git", "-C", UPSTREAM_GIT, "show", f"{branch}:{path}"], capture_output=True, text=True, check=True
+            ).stdout
+            package = infer_package(path) or DEFAULT_PACKAGE
+            result = port_source(source, package=package, exists=everything_exists)
+            assert_only_imports_changed(source, result.source)
+            assert not result.unmapped, (branch, path, result.unmapped)
+            for node in ast.walk(ast.parse(result.source)):
+                if isinstance(node, ast.ImportFrom):
+                    assert node.level == 0 or map_module(resolve_module(node.module, node.level, package)) is None
+                    assert node.module is None or map_module(node.module) is None, (branch, path, node.module)
+            assert port_source(result.source, package=package, exists=everything_exists).source == result.source
+            ported += 1
+    assert ported > 100
+
+
+# -- the command ----------------------------------------------------------------------------------
+
+
+def _run_port(args: list[str], fake_tree: Path | None, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``python -m hermes_env.port`` with ``fake_tree`` standing in for the hermes_env.hermes_agent modules."""
+    code = (
+        "import sys, hermes_env.hermes_agent as front\n"
+        f"front.__path__[:] = [{str(fake_tree)!r}] if {fake_tree is not None} else front.__path__\n"
+        "from hermes_env.port import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(PYTHON_DIR)}
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, cwd=cwd)
+
+
+def _fake_front(root: Path, modules: list[str]) -> Path:
+    for module in modules:
+        parts = module.split(".")
+        folder = root.joinpath(*parts[:-1])
+        folder.mkdir(parents=True, exist_ok=True)
+        for depth in range(len(parts)):
+            (root.joinpath(*parts[:depth]) / "__init__.py").touch()
+        (folder / f"{parts[-1]}.py").write_text("")
+    return root
+
+
+def test_command_writes_the_port_and_reports_changes(tmp_path: Path) -> None:
+    front = _fake_front(
+        tmp_path / "front",
+        [
+            "environments.agent_loop",
+            "model_tools",
+            "tools.terminal_tool",
+            "tools.file_tools",
+            "toolsets",
+            "toolset_distributions",
+            "atropos.agent",
+            "atropos.envs.agent_env",
+            "atropos.backends.docker_direct_backend",
+        ],
+    )
+    upstream = tmp_path / "upstream" / "atropos" / "envs" / "my_env.py"
+    upstream.parent.mkdir(parents=True)
+    upstream.write_text(EXAMPLE, encoding="utf-8")
+    out = tmp_path / "ported" / "env.py"
+    run = _run_port([str(upstream), "-o", str(out)], front, tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert out.read_text(encoding="utf-8") == EXPECTED
+    assert (
+        f"my_env.py:10: from ..agent import AgentConfig, AgentResult as AR -> from {T}.atropos.agent import"
+        in run.stderr
+    )
+    assert "10 import(s) rewritten, 0 unmapped (relative imports resolved against package atropos.envs)" in run.stderr
+    # to stdout, and idempotent
+    again = _run_port([str(out)], front, tmp_path)
+    assert again.returncode == 0 and again.stdout == EXPECTED
+    assert "0 import(s) rewritten" in again.stderr
+
+
+def test_command_names_unmapped_imports_and_fails_unless_allowed(tmp_path: Path) -> None:
+    front = _fake_front(tmp_path / "front", ["environments.agent_loop"])
+    (front / "environments" / "agent_loop.py").write_text("AgentResult = object\n")
+    upstream = tmp_path / "env.py"
+    source = (
+        "from environments.agent_loop import AgentResult, HermesAgentLoop\n"
+        "from tools.browser_tool import cleanup_browser\n"
+    )
+    upstream.write_text(source)
+    out = tmp_path / "out.py"
+    run = _run_port([str(upstream), "-o", str(out)], front, tmp_path)
+    assert run.returncode == 1
+    assert "env.py:2: cannot map 'from tools.browser_tool import cleanup_browser' (tools.browser_tool)" in run.stderr
+    assert "no module hermes_env.hermes_agent.tools.browser_tool" in run.stderr
+    assert "--allow-unmapped" in run.stderr
+    # a name the target module lacks is a warning (the import itself is mapped)
+    assert f"env.py:1: warning: {T}.environments.agent_loop lacks HermesAgentLoop;" in run.stderr
+    assert out.read_text() == source.replace("from environments.", f"from {T}.environments.")
+    allowed = _run_port([str(upstream), "-o", str(out), "--allow-unmapped"], front, tmp_path)
+    assert allowed.returncode == 0, allowed.stderr
+
+
+def test_command_package_flag_and_bad_input(tmp_path: Path) -> None:
+    front = _fake_front(tmp_path / "front", ["environments.endless_terminals.endless_terminals_env"])
+    upstream = tmp_path / "init.py"
+    upstream.write_text("from .endless_terminals_env import EndlessTerminalsEnv\n")
+    run = _run_port([str(upstream), "--package", "environments.endless_terminals"], front, tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == f"from {T}.environments.endless_terminals.endless_terminals_env import EndlessTerminalsEnv\n"
+    bad = _run_port([str(upstream), "--package", "not a package"], front, tmp_path)
+    assert bad.returncode == 2 and "--package 'not a package' is not a dotted module path" in bad.stderr
+    missing = _run_port([str(tmp_path / "nope.py")], front, tmp_path)
+    assert missing.returncode == 2 and "cannot read" in missing.stderr and "nope.py" in missing.stderr
+    (tmp_path / "broken.py").write_text("def f(:\n")
+    broken = _run_port([str(tmp_path / "broken.py")], front, tmp_path)
+    assert broken.returncode == 2 and "broken.py: not valid Python (line 1" in broken.stderr
