@@ -87,6 +87,34 @@ def _key_local_servers(server_configs: Any) -> None:
             server.api_key = "EMPTY"
 
 
+class Phase2ChatServer:
+    """The environment's ``self.server`` in Phase 2: the ServerManager, whose ``chat_completion`` goes through
+    hermes_env's managed server.
+
+    Upstream environment files call ``self.server.chat_completion(...)`` themselves (an ``evaluate`` that asks
+    one question, TerminalBench2's agent loop). With ``--openai.server_type vllm`` that server speaks only
+    ``/generate``: each such call is rendered with the chat template, sampled there and parsed back (tool calls
+    included) by a managed server of its own. Everything else is the ServerManager's.
+    """
+
+    def __init__(self, env: HermesAgentBaseEnv, server: Any) -> None:
+        self._env = env
+        self._server = server
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._server, name)
+
+    async def chat_completion(self, **kwargs: Any) -> Any:
+        from hermes_env.managed import managed_server
+
+        env = self._env
+        policy = env.config.divergence_policy
+        async with managed_server(
+            self._server, env.tokenizer, tool_parser=env.tool_call_parser, divergence_policy=policy
+        ) as managed:
+            return await managed.chat_completion(**kwargs)
+
+
 class HermesAgentEnvConfig(_HermesConfig):
     """hermes_env's configuration, checked the way upstream reads it (see the module doc)."""
 
@@ -144,6 +172,8 @@ class HermesAgentBaseEnv(_HermesEnv):
         os.environ["TERMINAL_ENV"] = config.terminal_backend
         os.environ["TERMINAL_TIMEOUT"] = str(int(config.terminal_timeout))
         os.environ["TERMINAL_LIFETIME_SECONDS"] = str(int(config.terminal_lifetime))
+        if self.phase == "managed":
+            self.server = Phase2ChatServer(self, self.server)
         self._current_group_tools: tuple[list[dict[str, Any]], set[str]] | None = None
         self._tool_error_buffer: list[dict[str, Any]] = []
         terminal_tool.use_environment(
