@@ -55,6 +55,14 @@ def use_environment(env: Any) -> None:
     _tool_pool = env.tool_pool
 
 
+def release_environment(env: Any) -> None:
+    """Called when ``env`` closes: loops stop using its pool and server."""
+    global _environment, _tool_pool
+    if _environment is env:
+        _environment = None
+        _tool_pool = ToolWorkerPool(_tool_pool.size if hasattr(_tool_pool, "size") else 128)
+
+
 def tool_executor() -> concurrent.futures.ThreadPoolExecutor:
     """The current executor, replaced by a fresh one if an environment file shut it down."""
     global _tool_executor

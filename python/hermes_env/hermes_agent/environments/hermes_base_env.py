@@ -270,6 +270,15 @@ class HermesAgentBaseEnv(_HermesEnv):
         scored, _record = await self.rollout(item, group, 0)
         return scored, []
 
+    async def close(self) -> None:
+        """hermes_env's close; the task-id registry and loops stop using this environment's backend."""
+        try:
+            await terminal_tool.cleanup_all_environments_async()  # sandboxes made for task ids this env chose
+            await super().close()
+        finally:
+            terminal_tool.release_environment()
+            agent_loop.release_environment(self)
+
     async def evaluate_log(self, metrics: dict[str, Any], *args: Any, **kwargs: Any) -> None:
         """atroposlib's ``evaluate_log``; the metrics are also what ``evaluate`` prints at the end."""
         self.last_eval_metrics = dict(metrics)

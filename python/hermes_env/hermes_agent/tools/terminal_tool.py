@@ -65,6 +65,13 @@ def use_environment(
     _settings.on_context = on_context
 
 
+def release_environment() -> None:
+    """Called when the running environment closes: later task contexts use a backend of their own again."""
+    _settings.backend_source = None
+    _settings.timeout = None
+    _settings.on_context = None
+
+
 def _backend() -> ExecutionBackend:
     if _settings.backend_source is not None:
         return _settings.backend_source()
@@ -106,9 +113,16 @@ def image_override(task_id: str) -> ImageSpec | None:
     return None
 
 
+def _prune_closed() -> None:
+    """Forget contexts already cleaned up (the environment cleans its rollouts' own; caller holds the lock)."""
+    for task_id in [t for t, ctx in _contexts.items() if ctx._closed]:
+        del _contexts[task_id]
+
+
 def adopt_context(task_id: str, ctx: ToolContext) -> None:
     """Register a context the environment made for a rollout, so that ``ToolContext(task_id)`` finds it."""
     with _lock:
+        _prune_closed()
         _contexts[task_id] = ctx
 
 
@@ -123,6 +137,7 @@ def task_context(task_id: str) -> ToolContext:
         ctx = _contexts.get(task_id)
         if ctx is not None and not ctx._closed:
             return ctx
+        _prune_closed()
         backend = _backend()
         image = image_override(task_id)
         if image is not None:
@@ -164,6 +179,7 @@ def cleanup_vm(task_id: str, *, force: bool = False) -> None:
 def cleanup_all_environments(*, force: bool = False) -> int:
     """Destroy every task's sandbox; the number destroyed."""
     with _lock:
+        _prune_closed()
         task_ids = list(_contexts)
     for task_id in task_ids:
         try:
@@ -171,6 +187,20 @@ def cleanup_all_environments(*, force: bool = False) -> int:
         except Exception:  # noqa: BLE001 - one failed cleanup must not keep the others alive
             logger.exception("cleanup of task %s failed", task_id)
     return len(task_ids)
+
+
+async def cleanup_all_environments_async() -> int:
+    """``cleanup_all_environments`` for a caller on the event loop (awaits each cleanup)."""
+    with _lock:
+        _prune_closed()
+        contexts = list(_contexts.items())
+        _contexts.clear()
+    for task_id, ctx in contexts:
+        try:
+            await ctx.cleanup()
+        except Exception:  # noqa: BLE001 - one failed cleanup must not keep the others alive
+            logger.exception("cleanup of task %s failed", task_id)
+    return len(contexts)
 
 
 def get_active_environments_info() -> dict[str, Any]:
