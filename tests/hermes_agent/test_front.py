@@ -177,3 +177,45 @@ def test_dotenv_of_the_environment_files_repo_root_is_loaded(tmp_path: Path, mon
     finally:
         del sys.modules[spec.name]
         os.environ.pop("HERMES_FRONT_TEST_KEY", None)
+
+
+class OwnRolloutEnv(UpstreamEnv):
+    """Overrides upstream's per-rollout ``collect_trajectory`` (as endless_terminals_env does)."""
+
+    async def collect_trajectory(self, item: Any) -> tuple[dict[str, Any] | None, list[Any]]:
+        import uuid
+
+        tools, valid = self._current_group_tools  # resolved once per group before this is called
+        task_id = str(uuid.uuid4())
+        terminal_tool.register_task_env_overrides(task_id, {"modal_image": "some/image:tag"})
+        try:
+            messages = [{"role": "user", "content": self.format_prompt(item)}]
+            loop = HermesAgentLoop(server=self.server, tool_schemas=tools, valid_tool_names=valid, task_id=task_id)
+            result = await loop.run(messages)
+            reward = await self.compute_reward(item, result, ToolContext(task_id))
+            return {"tokens": [1, 2, 3], "masks": [-100, 2, 3], "scores": reward, "messages": result.messages}, []
+        finally:
+            terminal_tool.clear_task_env_overrides(task_id)
+            terminal_tool.cleanup_vm(task_id)
+
+
+async def test_a_subclass_collect_trajectory_is_called_group_size_times(tmp_path: Path) -> None:
+    env = make_env(tmp_path, enabled_toolsets=["terminal"])
+    env.__class__ = OwnRolloutEnv
+    group, backlog = await env.collect_trajectories(await env.get_next_item())
+    assert group is not None and group["scores"] == [1.0, 1.0] and len(group["tokens"]) == 2 and backlog == []
+    assert terminal_tool.get_active_environments_info()["count"] == 0  # cleanup_vm removed both sandboxes
+    await env.close()
+
+
+def test_upstream_tool_call_parsers() -> None:
+    from hermes_env.hermes_agent.environments.tool_call_parsers import get_parser
+
+    content, calls = get_parser("hermes").parse(
+        'Let me look.<tool_call>\n{"name": "terminal", "arguments": {"command": "ls"}}\n</tool_call>'
+    )
+    assert content == "Let me look." and calls is not None
+    assert (calls[0].function.name, json.loads(calls[0].function.arguments)) == ("terminal", {"command": "ls"})
+    assert get_parser("hermes").parse("no calls") == ("no calls", None)
+    with pytest.raises(KeyError, match="not found"):
+        get_parser("no-such-parser")

@@ -25,15 +25,17 @@ run at start naming ``--env.terminal_backend docker|bwrap``; a Hub dataset is re
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from atroposlib.envs.base import BaseEnv, ScoredDataGroup
 from dotenv import load_dotenv
-from pydantic import model_validator
+from pydantic import Field, model_validator
 
 from hermes_env.env.base_env import GroupTools
 from hermes_env.env.base_env import HermesAgentBaseEnv as _HermesEnv
@@ -104,6 +106,22 @@ class Phase2ChatServer:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._server, name)
 
+    @contextlib.asynccontextmanager
+    async def managed_server(
+        self, tokenizer: Any = None, tool_call_parser: Any = None, **kwargs: Any
+    ) -> AsyncIterator[Any]:
+        """``async with self.server.managed_server(tokenizer=..., tool_call_parser=...) as managed:`` as upstream
+        files write it: hermes_env's managed server (``managed.get_state()["nodes"]`` as atroposlib's)."""
+        from hermes_env.hermes_agent.environments.tool_call_parsers import parser_name
+        from hermes_env.managed import managed_server
+
+        env = self._env
+        parser = parser_name(tool_call_parser) or env.tool_call_parser
+        async with managed_server(
+            self._server, tokenizer or env.tokenizer, tool_parser=parser, divergence_policy=env.config.divergence_policy
+        ) as managed:
+            yield managed
+
     async def chat_completion(self, **kwargs: Any) -> Any:
         from hermes_env.managed import managed_server
 
@@ -117,6 +135,12 @@ class Phase2ChatServer:
 
 class HermesAgentEnvConfig(_HermesConfig):
     """hermes_env's configuration, checked the way upstream reads it (see the module doc)."""
+
+    tool_call_parser: str | None = Field(
+        default="hermes",
+        description="Parser of the model's tool calls in Phase 2 (upstream's default: hermes); None detects it "
+        "from the tokenizer's chat template.",
+    )
 
     @model_validator(mode="after")
     def _check_tools_and_data(self) -> HermesAgentEnvConfig:
