@@ -79,3 +79,6 @@ async def test_cleanup_removes_the_root(bwrap: BwrapBackend) -> None:
     assert (root / "tests" / "t.txt").is_file()
     await bwrap.cleanup("a")
     assert not root.exists()
+    # The same task id starts afresh: an empty root with the system links made again.
+    again = await bwrap.execute("a", "ls /tests 2>&1; echo end", 20)
+    assert "No such file" in again.output and again.output.strip().endswith("end"), again

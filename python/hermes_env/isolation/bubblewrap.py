@@ -93,16 +93,16 @@ def _root_links(persistent_root: bool = False) -> list[str]:
     return args
 
 
-@functools.lru_cache(maxsize=1)
 def make_root_links(root: Path) -> None:
     """The host's /bin, /lib*, ... symlinks inside a task's persistent root directory (idempotent)."""
     for name in _ROOT_LINK_NAMES:
-        host = Path("/") / name
-        link = root / name
-        if host.is_symlink() and not link.is_symlink():
-            link.symlink_to(os.readlink(host))
+        host = os.path.join("/", name)
+        link = os.path.join(root, name)
+        if os.path.islink(host) and not os.path.lexists(link):
+            os.symlink(os.readlink(host), link)
 
 
+@functools.lru_cache(maxsize=2)
 def _system_mounts(persistent_root: bool = False) -> tuple[str, ...]:
     args = ["--ro-bind", "/usr", "/usr", *_root_links(persistent_root)]
     for entry in _ETC_ENTRIES:

@@ -41,6 +41,7 @@ from hermes_env.env.base_env import GroupTools
 from hermes_env.env.base_env import HermesAgentBaseEnv as _HermesEnv
 from hermes_env.env.config import HermesAgentEnvConfig as _HermesConfig
 from hermes_env.env.config import is_local_dataset
+from hermes_env.env.stats import RolloutRecord
 from hermes_env.hermes_agent import model_tools
 from hermes_env.hermes_agent.environments import agent_loop
 from hermes_env.hermes_agent.environments.agent_loop import AgentResult, HermesAgentLoop
@@ -87,6 +88,24 @@ def _key_local_servers(server_configs: Any) -> None:
         url = getattr(server, "base_url", None)
         if url and not getattr(server, "api_key", None) and urlparse(url).hostname in _LOOPBACK_HOSTS + ("::1",):
             server.api_key = "EMPTY"
+
+
+def _record_of(score: float, masks: list[int], messages: list[dict[str, Any]]) -> RolloutRecord:
+    """A statistics record for a rollout a subclass's own ``collect_trajectory`` made (from its messages)."""
+    assistant = [m for m in messages if m.get("role") == "assistant"]
+    last = assistant[-1] if assistant else {}
+    return RolloutRecord(
+        score=float(score),
+        turns=len(assistant),
+        tool_calls=sum(len(m.get("tool_calls") or []) for m in assistant),
+        tool_error_kinds=(),
+        trained_tokens=sum(1 for m in masks if m != -100),
+        total_tokens=len(masks),
+        finished_naturally=bool(assistant) and not last.get("tool_calls"),
+        budget_exhausted=False,
+        reward_failed=False,
+        end_reason="stop" if assistant and not last.get("tool_calls") else "turn_limit",
+    )
 
 
 class Phase2ChatServer:
@@ -286,6 +305,14 @@ class HermesAgentBaseEnv(_HermesEnv):
                     values = scored[key] if many else [scored[key]]
                     group.setdefault(key, []).extend(values)  # type: ignore[misc]
             backlog_all.extend(backlog or [])
+        # The run's statistics (summary table, wandb) count these rollouts too, from what they returned.
+        messages = group.get("messages") or []
+        self.rollout_stats.add_group(
+            [
+                _record_of(score, group["masks"][i], messages[i] if i < len(messages) else [])
+                for i, score in enumerate(group["scores"])
+            ]
+        )
         return group, backlog_all
 
     async def collect_trajectory(self, item: Any) -> tuple[dict[str, Any] | None, list[Any]]:
