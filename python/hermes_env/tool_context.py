@@ -202,7 +202,11 @@ class ToolContext:
     @awaitable_or_sync
     @_notes_backend_failure
     async def upload_file(self, local_path: str | os.PathLike[str], remote_path: str) -> ResultDict:
-        """Copy a host file into the workspace (binary safe): ``{"exit_code", "output"}``."""
+        """Copy a host file into the workspace (binary safe): ``{"exit_code", "output"}``.
+
+        ``remote_path`` may also be absolute outside the workspace (``/tests/x``) where the backend gives each
+        task a root of its own: the container's path on ``docker``, the task's root directory on ``bwrap``.
+        """
         return await self._upload_file(local_path, remote_path)
 
     async def _upload_file(self, local_path: str | os.PathLike[str], remote_path: str) -> ResultDict:
@@ -256,12 +260,14 @@ class ToolContext:
             files = []
         if not files:
             return ResultList([ResultDict(success=False, error=f"Remote directory is empty or missing: {remote_dir}")])
-        base = file_tools.workspace_path(self.run_context, remote_dir)
+        # Backends list absolute paths for a directory outside the workspace (/logs/verifier in the task's sandbox).
+        absolute = files[0].startswith("/")
+        base = posixpath.normpath(remote_dir) if absolute else file_tools.workspace_path(self.run_context, remote_dir)
         results = ResultList()
         for rel in files:
             sub = rel if base == "." else posixpath.relpath(rel, base)
             if sub.startswith(".."):
-                sub = rel  # remote_dir named a file: keep its own name
+                sub = posixpath.basename(rel) if absolute else rel  # remote_dir named a file: keep its own name
             results.append(await self._download_file(rel, Path(local_dir) / sub))
         return results
 

@@ -30,13 +30,19 @@ pytestmark = pytest.mark.e2e
         ),
         pytest.param(
             ["--env.dataset_name", "/nonexistent/tasks.jsonl"],
-            "dataset file '/nonexistent/tasks.jsonl' not found",
+            "dataset '/nonexistent/tasks.jsonl' not found",
             id="missing-dataset",
         ),
         pytest.param(
             ["--env.terminal_backend", "nope"],
             "terminal backend 'nope' cannot be used: unknown terminal backend 'nope'; valid backends:",
             id="unknown-backend",
+        ),
+        pytest.param(
+            ["--env.terminal_backend", "modal"],
+            "terminal backend 'modal' (Modal cloud sandboxes) is hermes-agent's and does not run here; pass "
+            "--env.terminal_backend docker",
+            id="remote-backend",
         ),
         pytest.param(
             ["--env.server_check_timeout", "0.5"],

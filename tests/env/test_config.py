@@ -69,7 +69,7 @@ def test_out_of_range_numbers(field: str, value: float) -> None:
 
 def test_missing_dataset_file_is_reported_at_config_time(tmp_path: Path) -> None:
     missing = tmp_path / "nope.jsonl"
-    with pytest.raises(ValidationError, match=r"dataset file .*nope.jsonl' not found.*--env.dataset_name"):
+    with pytest.raises(ValidationError, match=r"dataset .*nope.jsonl' not found.*--env.dataset_name"):
         HermesAgentEnvConfig(dataset_name=str(missing))
 
 
@@ -105,3 +105,17 @@ def test_unknown_tool_call_parser_lists_the_available_ones() -> None:
     with pytest.raises(ValidationError, match="unknown tool_call_parser 'hermess'; available parsers: .*hermes"):
         HermesAgentEnvConfig(tool_call_parser="hermess")
     assert HermesAgentEnvConfig(tool_call_parser="qwen3_xml").tool_call_parser == "qwen3_xml"
+
+
+def test_local_folder_and_parquet_datasets_load_as_datasets_reads_them(tmp_path: Path) -> None:
+    # A local copy of a Hub dataset (data/<split>-*.parquet) stands in for its name; so does one parquet file.
+    import pandas as pd
+
+    folder = tmp_path / "hub_copy"
+    (folder / "data").mkdir(parents=True)
+    pd.DataFrame([{"prompt": "a", "n": 1}, {"prompt": "b", "n": 2}]).to_parquet(folder / "data" / "test-0.parquet")
+    HermesAgentEnvConfig(dataset_name=str(folder))  # accepted at config time
+    assert [r["prompt"] for r in load_rows(str(folder), split="test")] == ["a", "b"]
+    assert load_rows(str(folder / "data" / "test-0.parquet"), split="train")[1]["n"] == 2
+    with pytest.raises(DatasetError, match="split 'train'"):
+        load_rows(str(folder), split="train")

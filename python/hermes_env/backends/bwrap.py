@@ -12,10 +12,18 @@ user, tasks run as that user and workspaces are plain directories (each file sti
 
 Ending a command (timeout, cleanup) freezes and kills its whole tree, the sandbox's PID
 namespace included; bwrap's ``--die-with-parent`` covers this process dying.
+
+Absolute paths: each task also has a root directory of its own (``<workspace>.root`` beside the workspace,
+created and destroyed with it, the same owner and quota), bound at ``/`` beneath the system mounts. So
+``mkdir -p /tests /logs/verifier`` in a command, ``ToolContext.upload_dir(..., "/tests")`` and
+``download_dir("/logs/verifier", ...)`` see the same per-task files, as they would in a container, while
+nothing of the host or of another task is reachable: the system directories stay read-only binds (or
+private per command: ``/tmp``, ``/run``), and host-side file methods refuse paths under them.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from collections import deque
@@ -23,9 +31,17 @@ from pathlib import Path
 from typing import Any
 
 from hermes_env.backends.host_workspace import HostWorkspaceBackend
-from hermes_env.errors import BackendUnavailableError
-from hermes_env.isolation import quota
-from hermes_env.isolation.bubblewrap import HOST_ENV, WORKSPACE_MOUNT, BwrapSpec, bwrap_problem, check_mount_point
+from hermes_env.errors import BackendUnavailableError, WorkspacePathError
+from hermes_env.isolation import paths, quota
+from hermes_env.isolation.bubblewrap import (
+    HOST_ENV,
+    SYSTEM_TOP_LEVEL,
+    WORKSPACE_MOUNT,
+    BwrapSpec,
+    bwrap_problem,
+    check_mount_point,
+    make_root_links,
+)
 from hermes_env.isolation.limits import ResourceLimits
 from hermes_env.isolation.process import run_limited
 from hermes_env.isolation.result import ExecResult
@@ -104,6 +120,85 @@ class BwrapBackend(HostWorkspaceBackend):
     def visible_roots(self, task_id: str) -> tuple[str, ...]:
         return (self.workspace_mount,)
 
+    # -- the task's own root directory (absolute paths outside the workspace) ---------------------------------
+    def root_path(self, task_id: str) -> Path:
+        """Host path of the directory the task's commands see as ``/`` (beneath the system mounts)."""
+        ws = self.workspace_path(task_id)
+        return ws.with_name(ws.name + ".root")
+
+    def _create(self, ws: Path, user: SandboxUser) -> None:
+        super()._create(ws, user)
+        root = ws.with_name(ws.name + ".root")
+        size = self._quota_bytes()
+        if size is not None:
+            quota.mount_workspace(root, size, user)
+        else:
+            root.mkdir(parents=True, exist_ok=True)
+            paths.empty_dir(root, user.owner, mode=0o700 if user.owner else 0o755)
+        make_root_links(root)
+
+    def _destroy(self, task_id: str, ws: Path) -> None:
+        super()._destroy(task_id, ws)
+        root = ws.with_name(ws.name + ".root")
+        quota.unmount(root)
+        paths.force_rmtree(root)
+
+    def _outside_workspace(self, path: str) -> str | None:
+        """For an absolute path outside the workspace mount: the path relative to the task's root; else None.
+
+        WorkspacePathError for a path under a system directory, which the host side cannot reach as the
+        sandbox sees it (read-only host binds, or ``/tmp`` and ``/run``, private to each command).
+        """
+        if not isinstance(path, str) or not path.startswith("/"):
+            return None
+        mount = self.workspace_mount
+        if path == mount or path.startswith(mount + "/"):
+            return None
+        rel = paths.root_relative(path)
+        top = rel.parts[0] if rel.parts else ""
+        if not top or top in SYSTEM_TOP_LEVEL:
+            raise WorkspacePathError(
+                f"path {path!r} is {'the root' if not top else 'under /' + top}: the sandbox's system directories "
+                f"are read-only host binds (/tmp and /run private to each command); use {mount} or an absolute "
+                "directory of the task's own such as /tests or /app"
+            )
+        return str(rel)
+
+    async def read_file(self, task_id: str, path: str) -> bytes:
+        rel = self._outside_workspace(path)
+        if rel is None:
+            return await super().read_file(task_id, path)
+        await self.start(task_id)
+        return await asyncio.to_thread(
+            paths.read_bytes, self.root_path(task_id), rel, (), int(self.limits.max_read_bytes)
+        )
+
+    async def write_file(self, task_id: str, path: str, data: bytes) -> None:
+        rel = self._outside_workspace(path)
+        if rel is None:
+            return await super().write_file(task_id, path, data)
+        if not isinstance(data, bytes | bytearray | memoryview):
+            raise TypeError(f"data must be bytes, got {type(data).__name__}")
+        await self.start(task_id)
+        await asyncio.to_thread(
+            paths.write_bytes,
+            self.root_path(task_id),
+            rel,
+            bytes(data),
+            (),
+            self.user(task_id).owner,
+            int(self.limits.max_file_bytes),
+        )
+
+    async def list_files(self, task_id: str, path: str = ".") -> list[str]:
+        """Workspace-relative paths, or absolute ones for a path outside the workspace (``/logs/verifier``)."""
+        rel = self._outside_workspace(path)
+        if rel is None:
+            return await super().list_files(task_id, path)
+        await self.start(task_id)
+        found = await asyncio.to_thread(paths.list_files, self.root_path(task_id), rel, ())
+        return ["/" + name for name in found]
+
     def user(self, task_id: str) -> SandboxUser:
         user = self._users.get(task_id)
         if user is None:
@@ -142,6 +237,7 @@ class BwrapBackend(HostWorkspaceBackend):
             ro_binds=self.extra_ro_binds,
             env=self.extra_env,
             tmp_bytes=int(self.limits.tmp_bytes),
+            root=str(self.root_path(task_id)),
         )
 
     def build_argv(self, task_id: str, command: str) -> list[str]:

@@ -11,7 +11,8 @@
   ``CONTAINER_HOST`` point elsewhere). Either way a command runs under ``timeout`` (the per-call limit) in its own
   process group, killed when the call returns (:mod:`hermes_env.containers.shell`).
 - File methods run in the container too (``readlink -f`` confines them to the workspace), so a task image's own
-  files are seen exactly as its commands see them.
+  files are seen exactly as its commands see them. An absolute path outside the workspace (``/tests``,
+  ``/logs/verifier``) is that path in the container: the container is the task's sandbox, as for its commands.
 - A container that dies, an engine that cannot start one, an image that fails to build and a command killed by
   the out-of-memory killer raise :class:`ContainerLostError`, a ``BackendFailure``: the rollout fails and its group
   is dropped. A failing or timed-out command is an :class:`ExecResult`, as on every backend.
@@ -48,7 +49,7 @@ from hermes_env.errors import (
     WorkspacePathError,
 )
 from hermes_env.isolation.limits import MiB, ResourceLimits
-from hermes_env.isolation.paths import workspace_relative
+from hermes_env.isolation.paths import root_relative, workspace_relative
 from hermes_env.isolation.process import TIMEOUT_EXIT_CODE, run_limited, truncation_note
 from hermes_env.isolation.roots import RunRoot, sweep_dead_runs
 
@@ -396,12 +397,19 @@ class DockerBackend(ExecutionBackend):
         return ExecResult(output=output, exit_code=code, timed_out=timed_out, truncated=truncated)
 
     # -- files --------------------------------------------------------------------------------------------------------
+    def _container_path(self, path: str) -> str:
+        """The path file_op gets: workspace-relative, or absolute (normalised) for one outside the workspace."""
+        if path.startswith("/") and not (path == self.workspace or path.startswith(self.workspace + "/")):
+            rel = root_relative(path)
+            return "/" + ("" if str(rel) == "." else str(rel))
+        return str(workspace_relative(path, self.visible_roots("")))
+
     async def _file_op(self, task_id: str, op: str, path: str, *, data: bytes | None = None) -> bytes:
-        rel = workspace_relative(path, self.visible_roots(task_id))
-        if op == "write" and str(rel) == ".":
-            raise IsADirectoryError(f"{path!r} is the workspace directory, not a file")
+        rel = self._container_path(path)
+        if op == "write" and rel in (".", "/"):
+            raise IsADirectoryError(f"{path!r} is a directory, not a file")
         box = await self._container(task_id)
-        inputs = {"path": str(rel).encode()}
+        inputs = {"path": rel.encode()}
         if data is not None:
             inputs["data"] = data
         try:
@@ -435,7 +443,9 @@ class DockerBackend(ExecutionBackend):
         await self._file_op(task_id, "write", path, data=bytes(data))
 
     async def list_files(self, task_id: str, path: str = ".") -> list[str]:
+        """Workspace-relative paths, or absolute ones for a path outside the workspace (``/logs/verifier``)."""
         raw = await self._file_op(task_id, "list", path)
         root, *found = [p.decode("utf-8", "surrogateescape") for p in raw.split(b"\0") if p]
         prefix = root.rstrip("/") + "/"
-        return sorted(p[len(prefix) :] for p in found if p.startswith(prefix))
+        lead = "/" if self._container_path(path).startswith("/") else ""
+        return sorted(lead + p[len(prefix) :] for p in found if p.startswith(prefix))

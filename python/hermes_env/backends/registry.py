@@ -40,8 +40,23 @@ def backend_names() -> list[str]:
     return sorted(_BACKENDS)
 
 
+#: hermes-agent's remote terminal backends, which need a cloud account or another machine: what each is.
+REMOTE_BACKENDS = {
+    "modal": "Modal cloud sandboxes",
+    "daytona": "Daytona cloud sandboxes",
+    "ssh": "a remote machine over ssh",
+    "singularity": "Singularity/Apptainer containers",
+}
+
+
 def _resolve(name: str) -> type[ExecutionBackend] | Callable[..., ExecutionBackend]:
     target = _BACKENDS.get(name)
+    if target is None and name in REMOTE_BACKENDS:
+        raise ValueError(
+            f"terminal backend {name!r} ({REMOTE_BACKENDS[name]}) is hermes-agent's and does not run here; pass "
+            "--env.terminal_backend docker (a container per rollout, task images built locally) or "
+            "--env.terminal_backend bwrap (a bubblewrap sandbox per rollout)"
+        )
     if target is None:
         raise ValueError(f"unknown terminal backend {name!r}; valid backends: {', '.join(backend_names())}")
     if not isinstance(target, str):

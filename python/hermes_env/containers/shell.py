@@ -17,12 +17,14 @@ from __future__ import annotations
 FILE_MISSING, FILE_OUTSIDE, FILE_IS_DIR, FILE_NOT_REGULAR, FILE_BAD_PARENT = 91, 92, 93, 95, 96
 
 #: ``file_op OP WORKSPACE PATH LIMIT``: read (the first LIMIT bytes to stdout), write (stdin to the file, parents
-#: made), list (the workspace's real path, then the regular files under PATH, NUL-separated). PATH is relative.
+#: made), list (the base's real path, then the regular files under PATH, NUL-separated). PATH is relative to the
+#: workspace, or absolute: then it may be anywhere in the container (the container is the task's sandbox).
 FILE_OP = r"""
 file_op() {
     op=$1; p=$3
-    W=$(readlink -f -- "$2") || exit 90
-    inside() { case "$1" in "$W"|"$W"/*) return 0;; *) return 1;; esac; }
+    case "$p" in /*) base=/; p=${p#/};; *) base=$2;; esac
+    W=$(readlink -f -- "$base") || exit 90
+    inside() { [ "$W" = / ] && return 0; case "$1" in "$W"|"$W"/*) return 0;; *) return 1;; esac; }
     case "$op" in
     read)
         [ -e "$W/$p" ] || exit 91

@@ -513,6 +513,11 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         kinds: list[RolloutFailureKind] = [
             f.kind if isinstance(f, RolloutFailed) else "rollout_error" for f in failures
         ]
+        from hermes_env.env.run_modes import GROUP_DROPPED
+
+        noted = GROUP_DROPPED.get()
+        if noted is not None:
+            noted.append(kinds[0])
         self.rollout_stats.drop_group(kinds[0])
         self.last_drop_reason = f"{kinds[0]}: {failures[0]}"  # the stop line of process quotes it
         label = item.get("id") if isinstance(item, dict) and "id" in item else None

@@ -19,8 +19,8 @@ from hermes_env.trajectory import DivergencePolicy
 
 Phase = Literal["auto", "openai", "managed"]
 
-# File suffixes read as local datasets; anything else is a Hugging Face dataset name.
-LOCAL_DATASET_SUFFIXES = (".jsonl", ".json")
+# File suffixes read as local datasets; anything else is a Hugging Face dataset name (or a local folder).
+LOCAL_DATASET_SUFFIXES = (".jsonl", ".json", ".parquet", ".csv")
 
 
 def is_local_dataset(name: str) -> bool:
@@ -123,7 +123,9 @@ class HermesAgentEnvConfig(BaseEnvConfig):
 
     # --- data ------------------------------------------------------------------------------
     dataset_name: str | None = Field(
-        default=None, description="A local .jsonl/.json file, or a Hugging Face dataset name."
+        default=None,
+        description="A local .jsonl/.json/.parquet/.csv file, a local folder of data files in a Hugging Face "
+        "dataset's layout (read by datasets.load_dataset), or a Hugging Face dataset name.",
     )
     dataset_split: str = Field(default="train", description="Split of a Hugging Face dataset.")
     prompt_field: str = Field(default="prompt", description="Field of each dataset row that holds the task prompt.")
@@ -199,9 +201,10 @@ class HermesAgentEnvConfig(BaseEnvConfig):
                 )
         if self.dataset_name is not None and is_local_dataset(self.dataset_name):
             path = Path(self.dataset_name).expanduser()
-            if not path.is_file():
+            if not path.is_file() and not path.is_dir():
                 raise ValueError(
-                    f"dataset file {self.dataset_name!r} not found (resolved to {path.resolve()}); "
-                    "pass --env.dataset_name with an existing .jsonl/.json file or a Hugging Face dataset name"
+                    f"dataset {self.dataset_name!r} not found (resolved to {path.resolve()}); pass "
+                    "--env.dataset_name with an existing .jsonl/.json/.parquet file, a folder of data files, "
+                    "or a Hugging Face dataset name"
                 )
         return self

@@ -1,4 +1,5 @@
-"""Loading task rows from a local .jsonl/.json file or a Hugging Face dataset.
+"""Loading task rows from a local .jsonl/.json/.parquet/.csv file, a local folder of data files, or a Hugging Face
+dataset.
 
 Every error names the file (and line) and says what to fix; nothing is silently skipped.
 """
@@ -38,9 +39,14 @@ def load_rows(name: str, split: str = "train", prompt_field: str = "prompt") -> 
 
 
 def _load_local(path: Path, split: str) -> list[dict[str, Any]]:
+    if path.is_dir() or path.suffix in (".parquet", ".csv"):
+        # A folder in a Hub dataset's layout (data/train-*.parquet, test.jsonl, ...) or a single parquet/csv
+        # file: read as `datasets.load_dataset` reads it, so a local copy stands in for the Hub name.
+        return _load_with_datasets(path, split)
     if not path.is_file():
         raise DatasetError(
-            f"dataset file {str(path)!r} not found; pass --env.dataset_name with an existing .jsonl or .json file"
+            f"dataset file {str(path)!r} not found; pass --env.dataset_name with an existing .jsonl/.json/.parquet "
+            "file or a folder of data files"
         )
     text = path.read_text(encoding="utf-8")
     if path.suffix == ".json":
@@ -73,6 +79,24 @@ def _load_local(path: Path, split: str) -> list[dict[str, Any]]:
                 "fix that line (one JSON object per line)"
             ) from None
     return rows
+
+
+def _load_with_datasets(path: Path, split: str) -> list[dict[str, Any]]:
+    try:
+        import datasets
+    except ImportError:
+        raise DatasetError(f"{str(path)!r} is read with the `datasets` package; pip install datasets") from None
+    try:
+        if path.is_dir():
+            ds = datasets.load_dataset(str(path), split=split)
+        else:
+            ds = datasets.load_dataset(path.suffix.lstrip("."), data_files={split: str(path)}, split=split)
+    except Exception as err:  # noqa: BLE001 - datasets raises many kinds; all mean "cannot load"
+        raise DatasetError(
+            f"could not read local dataset {str(path)!r} split {split!r} with datasets.load_dataset: {err}; "
+            "name its files by split (train.jsonl, data/test-00000-of-00001.parquet) or set --env.dataset_split"
+        ) from err
+    return [dict(row) for row in ds]
 
 
 def _load_hub(name: str, split: str) -> list[dict[str, Any]]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import os
 import signal
@@ -38,6 +39,13 @@ logger = logging.getLogger(__name__)
 
 #: Groups ``process`` writes when ``total_steps`` is -1 (the default of HermesAgentBaseEnv.config_init).
 PROCESS_DEFAULT_GROUPS = 8
+
+#: Set by ``process`` around each group's ``collect_trajectories``: the environment notes there that it dropped the
+#: group (a rollout failed). A group that comes back empty without that note was skipped by the environment's own
+#: ``collect_trajectories`` (an evaluation-only environment returns ``None, []``): not a failure.
+GROUP_DROPPED: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "hermes_env_group_dropped", default=None
+)
 
 # One evaluated item: (item, scored item or None, its record or None, why it failed or None).
 EvalOutcome = tuple[Any, dict[str, Any] | None, RolloutRecord | None, str | None]
@@ -261,12 +269,15 @@ class RunModesMixin:
         interrupted = False
         pending: set[asyncio.Task[tuple[Any, ScoredDataGroup | None]]] = set()
         out_of_items = False
+        self.groups_skipped = 0  # items the environment's collect_trajectories returned no group for, by design
 
-        async def one_group(item: Any) -> tuple[Any, ScoredDataGroup | None]:
+        async def one_group(item: Any) -> tuple[Any, ScoredDataGroup | None, bool]:
+            dropped: list[str] = []
+            GROUP_DROPPED.set(dropped)
             group, _ = await self.collect_trajectories(item)
             if group is not None:
                 group = await self.postprocess_histories(group)
-            return item, group
+            return item, group, bool(dropped) or group is not None
 
         main = asyncio.current_task()
         loop = asyncio.get_running_loop()
@@ -274,12 +285,12 @@ class RunModesMixin:
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(signal.SIGTERM, main.cancel if main is not None else lambda: None)
         try:
-            while self.curr_step < total and stop_reason is None:
+            while self.curr_step + self.groups_skipped < total and stop_reason is None:
                 # Keep up to process_concurrency groups in flight, never more than the groups still needed.
                 while (
                     not out_of_items
                     and len(pending) < self.config.process_concurrency
-                    and self.curr_step + len(pending) < total
+                    and self.curr_step + self.groups_skipped + len(pending) < total
                 ):
                     item = await self.get_next_item()
                     if item is None:
@@ -291,7 +302,10 @@ class RunModesMixin:
                     break
                 done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
                 for task in done:
-                    item, group = task.result()
+                    item, group, counted = task.result()
+                    if not group and not counted:
+                        self.groups_skipped += 1
+                        continue
                     if not group:
                         failures_in_a_row += 1
                         progress.dropped(self.rollout_stats.groups_dropped)
@@ -355,5 +369,13 @@ class RunModesMixin:
             held = f"{path} holds {written} whole groups" if path and written else "nothing was written"
             print(f"interrupted after {written} groups; {held}", file=sys.stderr, flush=True)
             raise SystemExit(130)
+        skipped = getattr(self, "groups_skipped", 0)
+        if skipped:
+            print(
+                f"{skipped} item(s) gave no group: {type(self).__name__}.collect_trajectories returned "
+                "none without a failed rollout (an evaluation-only environment? its `evaluate` command runs it)",
+                file=out,
+                flush=True,
+            )
         if stop_reason and summary["groups"] == 0:
             raise SystemExit(f"error: no groups were produced: {stop_reason}")

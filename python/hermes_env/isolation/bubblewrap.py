@@ -6,6 +6,8 @@ What a sandboxed command sees:
   secrets), extra read-only paths the environment names;
 - its workspace read-write at ``/workspace`` (cwd and ``HOME``), a private size-limited tmpfs
   ``/tmp`` and ``/run`` (not kept between calls), a fresh ``/proc`` and minimal ``/dev``;
+- with ``root``, the task's own host directory as ``/`` beneath all of that, so that absolute paths outside
+  the system directories (``/tests``, ``/logs/verifier``, ``/app``) are the task's and persist between calls;
 - new user, PID, IPC, UTS, cgroup and network namespaces: no network, not even loopback to the
   host's services, unless the policy allows it; no capabilities; a new session (no terminal
   to inject keystrokes into).
@@ -67,21 +69,42 @@ _ETC_ENTRIES = (
 _SYSTEM_DIRS = ("/usr", "/usr/bin", "/usr/lib", "/etc", "/proc", "/dev", "/tmp", "/run", "/opt")
 
 
-def _root_links() -> list[str]:
-    """Recreate /bin, /sbin, /lib* as on the host: symlinks into /usr (merged-usr) or read-only binds."""
+_ROOT_LINK_NAMES = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
+
+#: Top-level names under which a sandbox sees the host's system directories or per-command private mounts; every
+#: other absolute path (but the workspace's) lives in the task's own root directory when it has one.
+SYSTEM_TOP_LEVEL = frozenset({"usr", "etc", "proc", "dev", "tmp", "run", "opt", "sys", *_ROOT_LINK_NAMES})
+
+
+def _root_links(persistent_root: bool = False) -> list[str]:
+    """Recreate /bin, /sbin, /lib* as on the host: symlinks into /usr (merged-usr) or read-only binds.
+
+    In a persistent root the symlinks are made once on the host side (:func:`make_root_links`): bwrap
+    refuses to create a symlink that already exists.
+    """
     args: list[str] = []
-    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+    for name in _ROOT_LINK_NAMES:
         host = Path("/") / name
         if host.is_symlink():
-            args += ["--symlink", os.readlink(host), f"/{name}"]
+            if not persistent_root:
+                args += ["--symlink", os.readlink(host), f"/{name}"]
         elif host.is_dir():
             args += ["--ro-bind", str(host), f"/{name}"]
     return args
 
 
-@functools.lru_cache(maxsize=1)
-def _system_mounts() -> tuple[str, ...]:
-    args = ["--ro-bind", "/usr", "/usr", *_root_links()]
+def make_root_links(root: Path) -> None:
+    """The host's /bin, /lib*, ... symlinks inside a task's persistent root directory (idempotent)."""
+    for name in _ROOT_LINK_NAMES:
+        host = os.path.join("/", name)
+        link = os.path.join(root, name)
+        if os.path.islink(host) and not os.path.lexists(link):
+            os.symlink(os.readlink(host), link)
+
+
+@functools.lru_cache(maxsize=2)
+def _system_mounts(persistent_root: bool = False) -> tuple[str, ...]:
+    args = ["--ro-bind", "/usr", "/usr", *_root_links(persistent_root)]
     for entry in _ETC_ENTRIES:
         args += ["--ro-bind-try", f"/etc/{entry}", f"/etc/{entry}"]
     if os.path.isdir("/opt"):
@@ -112,6 +135,9 @@ class BwrapSpec:
     binds: tuple[tuple[str, str], ...] = ()  # (host path, path inside) read-write, e.g. a control socket dir
     env: tuple[tuple[str, str], ...] = ()  # added to (or overriding) the sandbox's small environment
     tmp_bytes: int | None = None  # size of the private /tmp and /run; None: the kernel's default
+    # Host directory bound read-write at ``/`` beneath the system mounts: absolute paths such as /tests or /app
+    # are the task's own and persist between its commands. None: a fresh, empty root for each command.
+    root: str | None = None
 
     def __post_init__(self) -> None:
         check_mount_point(self.mount_point)
@@ -130,7 +156,8 @@ class BwrapSpec:
             "--new-session",
             "--hostname",
             "sandbox",
-            *_system_mounts(),
+            *(["--bind", self.root, "/"] if self.root is not None else []),
+            *_system_mounts(self.root is not None),
         ]
         if self.allow_network:
             argv += ["--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"]

@@ -82,6 +82,16 @@ def workspace_relative(path: str, visible_roots: tuple[str, ...] = ()) -> PurePo
     return PurePosixPath(*parts) if parts else PurePosixPath(".")
 
 
+def root_relative(path: str) -> PurePosixPath:
+    """An absolute path as one relative to ``/`` (symlinks not resolved); ``..`` cannot climb above ``/``."""
+    if not path.startswith("/"):
+        raise ValueError(f"{path!r} is not an absolute path")
+    try:
+        return workspace_relative("./" + path.lstrip("/"))
+    except WorkspacePathError:
+        raise WorkspacePathError(f"path {path!r} climbs above / (too many '..')") from None
+
+
 def resolve_confined(root: Path, path: str, visible_roots: tuple[str, ...] = ()) -> Path:
     """Real path of ``path`` inside ``root``; :class:`WorkspacePathError` if its resolution leaves it."""
     real_root = Path(os.path.realpath(root))
