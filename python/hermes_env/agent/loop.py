@@ -32,11 +32,12 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from hermes_env.agent.reasoning import extract_reasoning, separated_reasoning
+from hermes_env.agent.steps import AgentStep, SequenceData, ToolResult, steps_from_messages
 from hermes_env.agent.tool_pool import ToolWorkerPool
 from hermes_env.env.errors import classify_policy_error, describe_error
 from hermes_env.errors import BackendFailure, RolloutFailureKind, ToolArgumentError, ToolErrorKind
@@ -141,6 +142,32 @@ class AgentResult:
     parse_issues: list[TurnParseIssue] = field(default_factory=list)
     repeated_tool_calls: int = 0  # calls identical (name and arguments) to the call just before them
     longest_repeat: int = 0  # most identical calls in a row (1 when any call was made and none repeated)
+    # Computes ``trajectory_data`` on first use (the environment sets it; rendering tokens costs time).
+    trajectory_loader: Callable[[], SequenceData | None] | None = field(default=None, repr=False, compare=False)
+    _trajectory: list[SequenceData | None] = field(default_factory=list, init=False, repr=False, compare=False)
+
+    @property
+    def steps(self) -> list[AgentStep]:
+        """One :class:`AgentStep` per model turn (hermes-agent's ``AtroposAgent`` result): the assistant's
+        text, its tool calls and their :class:`ToolResult` s, in call order."""
+        return steps_from_messages(self.messages)
+
+    @property
+    def num_steps(self) -> int:
+        return sum(1 for message in self.messages if message.get("role") == "assistant")
+
+    @property
+    def tool_results(self) -> list[ToolResult]:
+        """Every tool call's :class:`ToolResult`, in the order the calls were made."""
+        return [result for step in self.steps for result in step.tool_results]
+
+    @property
+    def trajectory_data(self) -> SequenceData | None:
+        """The rollout's tokens, masks and logprobs as trained (hermes-agent's ``SequenceData``), or None
+        where the environment did not provide them."""
+        if not self._trajectory:
+            self._trajectory.append(self.trajectory_loader() if self.trajectory_loader is not None else None)
+        return self._trajectory[0]
 
     @property
     def produced_output(self) -> bool:
