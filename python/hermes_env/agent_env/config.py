@@ -176,22 +176,48 @@ class AgentEnvConfig(HermesAgentEnvConfig):
         return self
 
     def _check_pool_mode(self) -> None:
+        problem = self.pool_mode_problem()
+        if problem is not None:
+            raise ValueError(problem)
+
+    def pool_mode_problem(self) -> str | None:
+        """Why the rollouts cannot run on ``tool_pool_mode`` here (None where they can)."""
+        if self.terminal_backend != "sandbox":
+            return None
         if self.tool_pool_mode in ("nomad", "modal"):
-            raise ValueError(
+            return (
                 f"tool_pool_mode {self.tool_pool_mode!r} (hermes-agent's {self.tool_pool_mode.capitalize()} backend) "
                 f"is not available in hermes_env; pass --env.tool_pool_mode with one of {', '.join(POOL_MODES)} "
                 "(the slot pool), or --env.terminal_backend bwrap|docker|local"
             )
         if self.tool_pool_mode not in POOL_MODES:
-            raise ValueError(
+            return (
                 f"unknown tool_pool_mode {self.tool_pool_mode!r}; use one of {', '.join(POOL_MODES)} (the slot pool), "
                 "or --env.terminal_backend bwrap|docker|local"
             )
+        return None
 
     @property
     def _worker_image_field(self) -> str | None:
-        """``sandbox_image`` where it names the container workers' image (upstream's Nomad job ran that image)."""
-        return "sandbox_image" if self.tool_pool_mode == "container" else None
+        """``sandbox_image`` where it names an image here: the container workers' (upstream's Nomad job ran that
+        image) or, on the docker backend, the rollouts' default image."""
+        uses_image = self.terminal_backend == "docker" or (
+            self.terminal_backend == "sandbox" and self.tool_pool_mode == "container"
+        )
+        return "sandbox_image" if uses_image else None
+
+    def backend_options(self) -> dict[str, Any]:
+        """``terminal_backend_options`` of the backend the rollouts run on: the slot pool's from the pool fields;
+        bwrap and docker get ``allow_network`` (and docker ``sandbox_image`` as its image, when set); explicit
+        ``terminal_backend_options`` win."""
+        if self.terminal_backend == "sandbox":
+            return self.pool_options()
+        if self.terminal_backend == "local":
+            return dict(self.terminal_backend_options)
+        options: dict[str, Any] = {"allow_network": self.allow_network}
+        if self._worker_image_field and self.sandbox_image != _NOMAD_FIELDS["sandbox_image"]:
+            options["image"] = self.sandbox_image
+        return {**options, **self.terminal_backend_options}
 
     def pool_options(self) -> dict[str, Any]:
         """``terminal_backend_options`` of the slot pool these fields describe."""

@@ -65,8 +65,7 @@ class AgentEnv(HermesAgentBaseEnv, Generic[ConfigT]):
             raise TypeError(
                 f"{type(self).__name__} needs an AgentEnvConfig (or a subclass), got {type(config).__name__}"
             )
-        if config.terminal_backend == "sandbox":
-            config.terminal_backend_options = config.pool_options()
+        config.terminal_backend_options = config.backend_options()
         super().__init__(config, server_configs, slurm=slurm, testing=testing)
 
     # ------------------------------------------------------------------ the AgentEnv hooks
@@ -238,25 +237,33 @@ class AgentEnv(HermesAgentBaseEnv, Generic[ConfigT]):
         return result
 
     def _trajectory_data(self, result: AgentResult, tool_schemas: list[dict[str, Any]]) -> SequenceData | None:
-        """``agent_result.trajectory_data``: the tokens this rollout is trained on, as hermes-agent shaped them."""
-        from hermes_env.env.phases import phase1_item, phase2_item
-        from hermes_env.trajectory import MASK, PROMPT_LOGPROB
+        return sequence_data(result, self.phase, self.tokenizer, tool_schemas)
 
-        if not result.produced_output:
+
+def sequence_data(
+    result: AgentResult, phase: str, tokenizer: Any, tool_schemas: list[dict[str, Any]]
+) -> SequenceData | None:
+    """``agent_result.trajectory_data``: the tokens a rollout is trained on, as hermes-agent shapes them
+    (Phase 2: the managed server's tokens and sampler logprobs; Phase 1: the rendered conversation, logprobs 0.0
+    on trained tokens as upstream's fallback); None for a rollout without output."""
+    from hermes_env.env.phases import phase1_item, phase2_item
+    from hermes_env.trajectory import MASK, PROMPT_LOGPROB
+
+    if not result.produced_output:
+        return None
+    if phase == "managed":
+        item = phase2_item(result.managed_state, 0.0)
+        if item is None:
             return None
-        if self.phase == "managed":
-            item = phase2_item(result.managed_state, 0.0)
-            if item is None:
-                return None
-            logprobs = [float(x) for x in item["inference_logprobs"]]
-        else:
-            item = phase1_item(self.tokenizer, result.messages, tool_schemas)
-            logprobs = [PROMPT_LOGPROB if m == MASK else 0.0 for m in item["masks"]]
-        tokens = list(item["tokens"])
-        return SequenceData(
-            full_text=self.tokenizer.decode(tokens),
-            tokens=tokens,
-            masked_tokens=list(item["masks"]),
-            logprobs=logprobs,
-            metadata={"phase": self.phase},
-        )
+        logprobs = [float(x) for x in item["inference_logprobs"]]
+    else:
+        item = phase1_item(tokenizer, result.messages, tool_schemas)
+        logprobs = [PROMPT_LOGPROB if m == MASK else 0.0 for m in item["masks"]]
+    tokens = list(item["tokens"])
+    return SequenceData(
+        full_text=tokenizer.decode(tokens),
+        tokens=tokens,
+        masked_tokens=list(item["masks"]),
+        logprobs=logprobs,
+        metadata={"phase": phase},
+    )

@@ -1,0 +1,129 @@
+"""hermes-agent's ``atropos.envs.agent_env``: ``AgentEnv`` and ``AgentEnvConfig`` with upstream's defaults.
+
+These subclass hermes_env's :class:`~hermes_env.agent_env.AgentEnv` / ``AgentEnvConfig`` (the same
+hooks, ``AgentEnv[MyConfig]``, upstream's ``verify_and_score_trajectory`` signature and
+``AgentResult`` fields) and add what upstream environment files reach for beyond the hooks:
+
+- ``tool_pool_mode`` defaults to upstream's ``nomad``, which is not available here: the run stops at
+  start naming the choices, ``--env.tool_pool_mode local|ray|container`` (the slot pool) or
+  ``--env.terminal_backend bwrap|docker|local``. ``docker_direct`` is the docker backend (a container
+  per trajectory, an image registered per trajectory; ``sandbox_image`` its default image).
+- ``tool_server_url: inprocess`` without ``tool_server_tools`` serves the skills readers
+  (:mod:`hermes_env.hermes_agent.atropos.api.tool_server`), as upstream's in-process server does offline.
+- toolsets with tools that cannot run here are offered without those tools, with a warning.
+- ``self.tools`` (a ``ToolRegistry``), ``self._tool_executor`` (``execute(trajectory_id, call)``,
+  ``release_trajectory``), ``self._backend`` (the docker-direct backend has ``register_image``),
+  ``self._start_tool_backend()``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Generic, TypeVar
+
+from pydantic import Field, model_validator
+
+from hermes_env.agent_env import AgentEnv as _AgentEnv
+from hermes_env.agent_env import AgentEnvConfig as _AgentEnvConfig
+from hermes_env.env.base_env import GroupTools
+from hermes_env.errors import ConfigError
+from hermes_env.hermes_agent.atropos.tools.base import ToolRegistry
+from hermes_env.hermes_agent.atropos.tools.build_registry import resolve_toolsets_leniently
+from hermes_env.hermes_agent.atropos.tools.tool_executor import ToolExecutor
+
+__all__ = ["AgentEnv", "AgentEnvConfig", "AgentEnvConfigT"]
+
+INPROCESS_TOOLS = "hermes_env.hermes_agent.atropos.api.tool_server:TOOLS"
+DOCKER_DIRECT = "docker_direct"
+
+
+class AgentEnvConfig(_AgentEnvConfig):
+    """hermes-agent's ``AgentEnvConfig`` (see the module docstring for what differs from hermes_env's)."""
+
+    tool_pool_mode: str = Field(
+        default="nomad",
+        description=(
+            "Tool execution backend: nomad/modal (not available here), local/ray/container (hermes_env's slot pool), "
+            "docker_direct (a container per trajectory)."
+        ),
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _upstream_modes(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        if data.get("tool_pool_mode") == DOCKER_DIRECT and data.get("terminal_backend", "sandbox") == "sandbox":
+            data["terminal_backend"] = "docker"
+        if data.get("tool_server_url") == "inprocess" and not data.get("tool_server_tools"):
+            data["tool_server_tools"] = INPROCESS_TOOLS
+        return data
+
+    def _check_pool_mode(self) -> None:
+        """Upstream's default (nomad) must load, so ``--env.*`` flags can replace it: the environment refuses it
+        when it starts (``pool_mode_problem``)."""
+
+
+AgentEnvConfigT = TypeVar("AgentEnvConfigT", bound=AgentEnvConfig)
+
+
+class AgentEnv(_AgentEnv[AgentEnvConfigT], Generic[AgentEnvConfigT]):
+    """hermes-agent's ``AgentEnv`` (see the module docstring)."""
+
+    env_config_cls: ClassVar[type[_AgentEnvConfig]] = AgentEnvConfig
+
+    def __init__(
+        self, config: AgentEnvConfigT, server_configs: Any, slurm: bool = False, testing: bool = False
+    ) -> None:
+        problem = config.pool_mode_problem()
+        if problem is not None:
+            raise ConfigError(problem)
+        super().__init__(config, server_configs, slurm=slurm, testing=testing)
+        self._tools_override: ToolRegistry | None = None
+        self._tool_executor: ToolExecutor | None = ToolExecutor(self)
+        self._trajectory_workspace_meta: dict[str, dict[str, Any]] = {}
+
+    @property
+    def backend(self) -> Any:
+        if self._backend is None:
+            from hermes_env.hermes_agent.atropos.backends import create_tool_backend
+
+            self._backend = create_tool_backend(self.config)
+        return self._backend
+
+    @property
+    def tools(self) -> ToolRegistry:
+        """The tools offered to the agent (``build_tools()``; an assignment replaces them)."""
+        return self._tools_override if self._tools_override is not None else self.build_tools()
+
+    @tools.setter
+    def tools(self, value: ToolRegistry) -> None:
+        self._tools_override = value
+
+    def build_tools(self) -> ToolRegistry:  # type: ignore[override]
+        return ToolRegistry(self.resolve_group_tools().tools)
+
+    def resolve_group_tools(self) -> GroupTools:
+        if self.config.distribution is not None:
+            return super().resolve_group_tools()
+        from hermes_env.tools.toolsets import tools_for_toolsets
+
+        disabled = self.config.disabled_toolsets
+        enabled = self.config.enabled_toolsets
+        names = [enabled] if isinstance(enabled, str) else enabled
+        disabled_names = [disabled] if isinstance(disabled, str) else disabled
+        toolsets = resolve_toolsets_leniently(names, disabled_names)
+        return GroupTools(toolsets=tuple(toolsets), tools=tools_for_toolsets(toolsets, disabled_names))
+
+    async def connect_tool_server(self) -> None:
+        # Upstream leaves out toolsets the server cannot complete (resolve_group_tools warns); no error here.
+        if self.config.tool_server_url is None or self.tool_server is not None:
+            return
+        enabled, self.config.enabled_toolsets = self.config.enabled_toolsets, None
+        try:
+            await super().connect_tool_server()
+        finally:
+            self.config.enabled_toolsets = enabled
+
+    async def _start_tool_backend(self) -> None:
+        await self.start_tool_backend()
