@@ -72,6 +72,7 @@ _MODAL_FIELDS: dict[str, Any] = {
     "modal_workspace_base": "/data",
 }
 UNUSED_FIELDS = {**_NOMAD_FIELDS, **_MODAL_FIELDS}
+_WARNED_UNUSED: set[tuple[str, ...]] = set()
 
 
 class AgentEnvConfig(HermesAgentEnvConfig):
@@ -167,7 +168,8 @@ class AgentEnvConfig(HermesAgentEnvConfig):
         ignored = sorted(
             k for k, default in UNUSED_FIELDS.items() if getattr(self, k) != default and k != self._worker_image_field
         )
-        if ignored:
+        if ignored and tuple(ignored) not in _WARNED_UNUSED:  # configs are built several times per run: warn once
+            _WARNED_UNUSED.add(tuple(ignored))
             logger.warning(
                 "AgentEnvConfig: %s configure hermes-agent's Nomad/Modal pools and have no effect here "
                 "(the slot pool uses tool_pool_mode, slots_per_container, min_containers, max_containers)",

@@ -18,7 +18,12 @@ hooks, ``AgentEnv[MyConfig]``, upstream's ``verify_and_score_trajectory`` signat
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
+from urllib.parse import unquote, urlparse
 
 from pydantic import Field, model_validator
 
@@ -26,11 +31,51 @@ from hermes_env.agent_env import AgentEnv as _AgentEnv
 from hermes_env.agent_env import AgentEnvConfig as _AgentEnvConfig
 from hermes_env.env.base_env import GroupTools
 from hermes_env.errors import ConfigError
+from hermes_env.isolation.bubblewrap import SANDBOX_PATH
 from hermes_env.hermes_agent.atropos.tools.base import ToolRegistry
 from hermes_env.hermes_agent.atropos.tools.build_registry import resolve_toolsets_leniently
 from hermes_env.hermes_agent.atropos.tools.tool_executor import ToolExecutor
 
 __all__ = ["AgentEnv", "AgentEnvConfig", "AgentEnvConfigT"]
+
+
+def url_path(value: str) -> str | None:
+    """The existing host folder a ``file://`` URL names, else None."""
+    if not value.startswith("file://"):
+        return None
+    path = Path(unquote(urlparse(value).path))
+    return str(path) if path.is_dir() else None
+
+
+def _shared_dir(name: str) -> Path:
+    """A folder under the temporary directory that the sandbox user can read (a home folder is often closed)."""
+    base = Path(tempfile.gettempdir()) / f"hermes_env-{name}-{os.getuid()}"
+    base.mkdir(mode=0o755, exist_ok=True)
+    return base
+
+
+def python_shim() -> Path | None:
+    """A folder holding ``python`` (python3), where the sandbox's PATH has no ``python``; None where it has."""
+    if shutil.which("python", path=SANDBOX_PATH) is not None:
+        return None
+    python3 = shutil.which("python3", path=SANDBOX_PATH)
+    if python3 is None:
+        return None
+    base = _shared_dir("python-shim")
+    link = base / "python"
+    if not link.is_symlink():
+        link.symlink_to(python3)
+    return base
+
+
+def git_trust_config() -> Path:
+    """A git config file trusting every repository (``safe.directory = *``), in a folder of its own."""
+    path = _shared_dir("git-trust") / "gitconfig"
+    if not path.is_file():
+        path.write_text("[safe]\n\tdirectory = *\n")
+        path.chmod(0o644)
+    return path
+
 
 INPROCESS_TOOLS = "hermes_env.hermes_agent.atropos.api.tool_server:TOOLS"
 DOCKER_DIRECT = "docker_direct"
@@ -58,6 +103,29 @@ class AgentEnvConfig(_AgentEnvConfig):
         if data.get("tool_server_url") == "inprocess" and not data.get("tool_server_tools"):
             data["tool_server_tools"] = INPROCESS_TOOLS
         return data
+
+    def backend_options(self) -> dict[str, Any]:
+        """hermes_env's, plus, on bwrap, what upstream's sandbox image (``python:3.11-slim``) and its GitHub clones
+        gave: a ``python`` command (python3), and every host folder a ``file://`` URL field names
+        (``--env.repo_base_url file:///srv/repos`` in place of GitHub) visible read-only, git trusting it."""
+        options = super().backend_options()
+        if self.terminal_backend != "bwrap":
+            return options
+        ro_paths = list(options.get("ro_paths", ()))
+        env = dict(options.get("env") or {})
+        shim = python_shim()
+        if shim is not None and "PATH" not in env:
+            ro_paths.append(str(shim))
+            env["PATH"] = f"{shim}:{SANDBOX_PATH}"
+        local = [url_path(value) for value in self.__dict__.values() if isinstance(value, str)]
+        mirrors = [p for p in local if p is not None and p not in ro_paths]
+        if mirrors:
+            # The sandbox user does not own the host's mirrors, and git refuses a repository owned by another
+            # user unless a global config trusts it (GIT_CONFIG_* variables do not reach upload-pack).
+            trust = git_trust_config()
+            ro_paths += [*mirrors, str(trust.parent)]
+            env.setdefault("GIT_CONFIG_GLOBAL", str(trust))
+        return {**options, "ro_paths": ro_paths, "env": env}
 
     def _check_pool_mode(self) -> None:
         """Upstream's default (nomad) must load, so ``--env.*`` flags can replace it: the environment refuses it

@@ -7,6 +7,7 @@ import logging
 from hermes_env.hermes_agent.atropos.tools.base import ToolRegistry
 
 logger = logging.getLogger(__name__)
+_WARNED: set[str] = set()
 
 
 def resolve_toolsets_leniently(enabled: list[str] | None, disabled: list[str] | None) -> list[str]:
@@ -21,7 +22,9 @@ def resolve_toolsets_leniently(enabled: list[str] | None, disabled: list[str] | 
         try:
             resolved = resolve_toolsets(None if name is None else [name], disabled)
         except ToolsetUnavailableError as err:
-            logger.warning("%s; its other tools are offered (as hermes-agent's requirement checks do)", err)
+            if str(err) not in _WARNED:  # once per process, not once per group
+                _WARNED.add(str(err))
+                logger.warning("%s; its other tools are offered (as hermes-agent's requirement checks do)", err)
             resolved = [] if name in (disabled or ()) else [name]
         kept += [ts for ts in resolved if ts not in kept]
     return kept
