@@ -30,11 +30,11 @@ from pydantic import Field, model_validator
 from hermes_env.agent_env import AgentEnv as _AgentEnv
 from hermes_env.agent_env import AgentEnvConfig as _AgentEnvConfig
 from hermes_env.env.base_env import GroupTools
-from hermes_env.errors import ConfigError
-from hermes_env.isolation.bubblewrap import SANDBOX_PATH
+from hermes_env.errors import ConfigError, EnvSetupError
 from hermes_env.hermes_agent.atropos.tools.base import ToolRegistry
 from hermes_env.hermes_agent.atropos.tools.build_registry import resolve_toolsets_leniently
 from hermes_env.hermes_agent.atropos.tools.tool_executor import ToolExecutor
+from hermes_env.isolation.bubblewrap import SANDBOX_PATH
 
 __all__ = ["AgentEnv", "AgentEnvConfig", "AgentEnvConfigT"]
 
@@ -192,6 +192,21 @@ class AgentEnv(_AgentEnv[AgentEnvConfigT], Generic[AgentEnvConfigT]):
             await super().connect_tool_server()
         finally:
             self.config.enabled_toolsets = enabled
+
+    async def preflight(self, *, wait_forever: bool = False) -> None:
+        image = self.config.terminal_backend_options.get("image") if self.config.terminal_backend == "docker" else None
+        if image:
+            from hermes_env.containers.images import ImageCache, ImageSpec
+            from hermes_env.errors import ContainerError
+
+            try:
+                await ImageCache(self.backend.engine).resolve(ImageSpec(image=image))
+            except ContainerError as err:
+                raise EnvSetupError(
+                    f"sandbox_image {image!r} (the containers' image where a task names none) cannot be had here: "
+                    f"{err}. Pass --env.sandbox_image with an image of the local store, e.g. hermes_env/base:bookworm"
+                ) from None
+        await super().preflight(wait_forever=wait_forever)
 
     async def _start_tool_backend(self) -> None:
         await self.start_tool_backend()
