@@ -181,7 +181,7 @@ class AgentResult:
 
     @property
     def final_response(self) -> str:
-        """The content of the last assistant message (seed 004's ``AgentResult.final_response``)."""
+        """The content of the last assistant message (``final_response`` of hermes-agent's atropos/ integration)."""
         for message in reversed(self.messages):
             if message.get("role") == "assistant":
                 return str(message.get("content") or "")
@@ -189,12 +189,12 @@ class AgentResult:
 
     @property
     def total_tool_calls(self) -> int:
-        """Seed 004's name for ``tool_calls_made``."""
+        """``tool_calls_made`` under the name hermes-agent's atropos/ integration (AgentEnv) uses."""
         return self.tool_calls_made
 
     @property
     def success(self) -> bool:
-        """Seed 004's ``AgentResult.success``: the loop ran without a failed model call."""
+        """``AgentResult.success`` of hermes-agent's atropos/ integration: the loop ran without a failed model call."""
         return self.error is None and self.produced_output
 
 
@@ -268,7 +268,7 @@ class HermesAgentLoop:
         self.rollout_timeout = rollout_timeout
         self.max_context_tokens = max_context_tokens
         self.max_repeated_tool_calls = max_repeated_tool_calls
-        self.tool_delay_s = tool_delay_s  # seed 004's agent_tool_delay_s: a pause before each tool call
+        self.tool_delay_s = tool_delay_s  # AgentEnv's agent_tool_delay_s: a pause before each tool call
         self.max_tokens = max_tokens
         self.sampling: dict[str, Any] = {"temperature": temperature, **(sampling or {})}
         if max_tokens is not None:
