@@ -1,4 +1,4 @@
-"""Toolsets: hermes-agent's named groups of tools (and the sandbox groups of its atropos/ integration), resolved to tools.
+"""Toolsets: hermes-agent's named groups of tools (and its atropos/ integration's sandbox groups), as tools.
 
 ``TOOLSETS`` is hermes-agent's table (``toolsets.py``: tools plus included toolsets, ``all``/``*``
 for every toolset) with the additions of hermes-agent's atropos/ integration (``filesystem``, ``terminal_stateful``,
