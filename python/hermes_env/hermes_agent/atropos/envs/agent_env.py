@@ -11,6 +11,7 @@ hooks, ``AgentEnv[MyConfig]``, upstream's ``verify_and_score_trajectory`` signat
 - ``tool_server_url: inprocess`` without ``tool_server_tools`` serves the skills readers
   (:mod:`hermes_env.hermes_agent.atropos.api.tool_server`), as upstream's in-process server does offline.
 - toolsets with tools that cannot run here are offered without those tools, with a warning.
+- ``max_token_length`` is not a context limit of the agent loop (upstream's agent never reads it).
 - ``self.tools`` (a ``ToolRegistry``), ``self._tool_executor`` (``execute(trajectory_id, call)``,
   ``release_trajectory``), ``self._backend`` (the docker-direct backend has ``register_image``),
   ``self._start_tool_backend()``.
@@ -182,6 +183,11 @@ class AgentEnv(_AgentEnv[AgentEnvConfigT], Generic[AgentEnvConfigT]):
         disabled_names = [disabled] if isinstance(disabled, str) else disabled
         toolsets = resolve_toolsets_leniently(names, disabled_names)
         return GroupTools(toolsets=tuple(toolsets), tools=tools_for_toolsets(toolsets, disabled_names))
+
+    def loop_settings(self, item: Any) -> dict[str, Any]:
+        # Upstream's agent never reads max_token_length (atroposlib's default 2048 would cut every tool-using rollout
+        # as soon as the tool schemas and one result fill it): no context limit, each turn bounded by its max_tokens.
+        return {**super().loop_settings(item), "max_context_tokens": None}
 
     async def connect_tool_server(self) -> None:
         # Upstream leaves out toolsets the server cannot complete (resolve_group_tools warns); no error here.
