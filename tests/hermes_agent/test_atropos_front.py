@@ -249,7 +249,7 @@ def test_tool_calls_parse_from_hermes_text_as_upstream_does() -> None:
 
 
 def test_front_config_maps_upstreams_modes_and_in_process_tools(tmp_path: Path) -> None:
-    from hermes_env.hermes_agent.atropos.envs.agent_env import INPROCESS_TOOLS, AgentEnvConfig
+    from hermes_env.hermes_agent.atropos.envs.agent_env import INPROCESS_TOOLS, AgentEnvConfig, python_shim
 
     direct = AgentEnvConfig(tool_pool_mode="docker_direct", sandbox_image="hermes_env/base:bookworm")
     assert direct.terminal_backend == "docker" and direct.backend_options()["image"] == "hermes_env/base:bookworm"
@@ -264,6 +264,10 @@ def test_front_config_maps_upstreams_modes_and_in_process_tools(tmp_path: Path) 
     trust = Path(options["env"]["GIT_CONFIG_GLOBAL"])
     assert trust.read_text() == "[safe]\n\tdirectory = *\n" and str(trust.parent) in options["ro_paths"]
     assert "GIT_CONFIG_GLOBAL" not in MirrorConfig(terminal_backend="bwrap").backend_options()["env"]
+    if python_shim() is not None:  # a host whose /usr has no `python`: the slot pool's bubblewrap gets one too
+        pool = AgentEnvConfig(tool_pool_mode="local").backend_options()
+        shim = pool["env"]["PATH"].split(":")[0]
+        assert shim in pool["ro_paths"] and Path(shim, "python").resolve().name.startswith("python3")
 
 
 def test_skills_list_reads_the_skills_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

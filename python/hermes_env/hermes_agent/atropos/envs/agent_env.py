@@ -106,11 +106,12 @@ class AgentEnvConfig(_AgentEnvConfig):
         return data
 
     def backend_options(self) -> dict[str, Any]:
-        """hermes_env's, plus, on bwrap, what upstream's sandbox image (``python:3.11-slim``) and its GitHub clones
-        gave: a ``python`` command (python3), and every host folder a ``file://`` URL field names
-        (``--env.repo_base_url file:///srv/repos`` in place of GitHub) visible read-only, git trusting it."""
+        """hermes_env's, plus what upstream's sandbox image (``python:3.11-slim``) and its GitHub clones gave: a
+        ``python`` command (python3) on bwrap and the slot pool, and on bwrap every host folder a ``file://`` URL
+        field names (``--env.repo_base_url file:///srv/repos`` in place of GitHub) visible read-only, git trusting
+        it."""
         options = super().backend_options()
-        if self.terminal_backend != "bwrap":
+        if self.terminal_backend not in ("bwrap", "sandbox"):
             return options
         ro_paths = list(options.get("ro_paths", ()))
         env = dict(options.get("env") or {})
@@ -118,6 +119,8 @@ class AgentEnvConfig(_AgentEnvConfig):
         if shim is not None and "PATH" not in env:
             ro_paths.append(str(shim))
             env["PATH"] = f"{shim}:{SANDBOX_PATH}"
+        if self.terminal_backend == "sandbox":  # the slot pool's bubblewrap (its container workers ignore these)
+            return {**options, "ro_paths": ro_paths, "env": env}
         local = [url_path(value) for value in self.__dict__.values() if isinstance(value, str)]
         mirrors = [p for p in local if p is not None and p not in ro_paths]
         if mirrors:

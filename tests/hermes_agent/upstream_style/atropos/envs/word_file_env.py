@@ -108,12 +108,15 @@ class WordFileEnv(AgentEnv[WordFileEnvConfig]):
             return 0.0, {"error": "missing agent_result or workspace_meta"}
         hint = await exec_tool(ToolCall(name="bash", arguments={"command": f"cat {workspace_meta['hint']}"}))
         written = await exec_tool(ToolCall(name="terminal", arguments={"command": "cat word.txt"}))
+        # Upstream's sandbox image (python:3.11-slim) has a `python` command; reward code relies on it.
+        python = await exec_tool(ToolCall(name="terminal", arguments={"command": "python -c 'print(6 * 7)'"}))
         data = agent_result.trajectory_data
         steps = agent_result.steps
         ok = (
             hint.success
             and written.success
             and written.output.strip() == item["word"]
+            and python.output.strip() == "42"
             and (final_response or "").strip() == item["word"]
             and steps[-1].assistant_message == final_response
             and all(res.success for res in agent_result.tool_results)
