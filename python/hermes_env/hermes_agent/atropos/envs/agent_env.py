@@ -187,6 +187,11 @@ class AgentEnv(_AgentEnv[AgentEnvConfigT], Generic[AgentEnvConfigT]):
         toolsets = resolve_toolsets_leniently(names, disabled_names)
         return GroupTools(toolsets=tuple(toolsets), tools=tools_for_toolsets(toolsets, disabled_names))
 
+    def task_image(self, item: Any) -> Any:
+        # Upstream items' ``image``/``dockerfile`` keys are the environment's own business: it builds and registers
+        # images itself (``DockerDirectBackend.register_image``); hermes_env's per-item image convention is off.
+        return None
+
     def loop_settings(self, item: Any) -> dict[str, Any]:
         # Upstream's agent never reads max_token_length (atroposlib's default 2048 would cut every tool-using rollout
         # as soon as the tool schemas and one result fill it): no context limit, each turn bounded by its max_tokens.
