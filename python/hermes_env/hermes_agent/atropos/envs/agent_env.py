@@ -107,9 +107,8 @@ class AgentEnvConfig(_AgentEnvConfig):
 
     def backend_options(self) -> dict[str, Any]:
         """hermes_env's, plus what upstream's sandbox image (``python:3.11-slim``) and its GitHub clones gave: a
-        ``python`` command (python3) on bwrap and the slot pool, and on bwrap every host folder a ``file://`` URL
-        field names (``--env.repo_base_url file:///srv/repos`` in place of GitHub) visible read-only, git trusting
-        it."""
+        ``python`` command (python3), and every host folder a ``file://`` URL field names (``--env.repo_base_url
+        file:///srv/repos`` in place of GitHub) visible read-only, git trusting it; on bwrap and the slot pool."""
         options = super().backend_options()
         if self.terminal_backend not in ("bwrap", "sandbox"):
             return options
@@ -119,8 +118,6 @@ class AgentEnvConfig(_AgentEnvConfig):
         if shim is not None and "PATH" not in env:
             ro_paths.append(str(shim))
             env["PATH"] = f"{shim}:{SANDBOX_PATH}"
-        if self.terminal_backend == "sandbox":  # the slot pool's bubblewrap (its container workers ignore these)
-            return {**options, "ro_paths": ro_paths, "env": env}
         local = [url_path(value) for value in self.__dict__.values() if isinstance(value, str)]
         mirrors = [p for p in local if p is not None and p not in ro_paths]
         if mirrors:
@@ -129,6 +126,7 @@ class AgentEnvConfig(_AgentEnvConfig):
             trust = git_trust_config()
             ro_paths += [*mirrors, str(trust.parent)]
             env.setdefault("GIT_CONFIG_GLOBAL", str(trust))
+        # On the slot pool these reach its bubblewrap (container workers have no host folders to show).
         return {**options, "ro_paths": ro_paths, "env": env}
 
     def _check_pool_mode(self) -> None:
