@@ -43,6 +43,19 @@ def test_nomad_and_modal_are_refused_and_their_fields_warned_about(caplog: pytes
     assert "Nomad/Modal" not in caplog.text
 
 
+def test_rollouts_run_on_the_pool_or_on_a_backend_named_by_terminal_backend() -> None:
+    bwrap = AgentEnvConfig(terminal_backend="bwrap", tool_pool_mode="nomad")  # the pool fields no longer matter
+    assert bwrap.backend_options() == {"allow_network": True}
+    docker = AgentEnvConfig(terminal_backend="docker", sandbox_image="tools:1", allow_network=False)
+    assert docker.backend_options() == {"allow_network": False, "image": "tools:1"}
+    assert AgentEnvConfig(
+        terminal_backend="local", terminal_backend_options={"shell": "/bin/sh"}
+    ).backend_options() == {"shell": "/bin/sh"}
+    assert AgentEnvConfig().backend_options()["launcher"] == "local"  # sandbox: the slot pool
+    with pytest.raises(ValidationError, match="unknown terminal_backend 'modal' for AgentEnv; use one of sandbox"):
+        AgentEnvConfig(terminal_backend="modal")
+
+
 def test_tool_pool_mode_names_one_of_the_pools_launchers() -> None:
     from hermes_env.sandbox.config import LAUNCHERS
 

@@ -151,7 +151,6 @@ class AgentEnv(_AgentEnv[AgentEnvConfigT], Generic[AgentEnvConfigT]):
         super().__init__(config, server_configs, slurm=slurm, testing=testing)
         self._tools_override: ToolRegistry | None = None
         self._tool_executor: ToolExecutor | None = ToolExecutor(self)
-        self._trajectory_workspace_meta: dict[str, dict[str, Any]] = {}
 
     @property
     def backend(self) -> Any:
