@@ -134,7 +134,7 @@ async def test_escapes_refused_through_context(backend: ExecutionBackend) -> Non
             await ctx.read_bytes("../../etc/passwd")
 
 
-async def test_seed_004_exec_tool(backend: ExecutionBackend) -> None:
+async def test_agent_env_exec_tool(backend: ExecutionBackend) -> None:
     async with ToolContext("r9", backend) as exec_tool:
         ok = await exec_tool(ToolCall(name="terminal", arguments={"command": "echo seed"}))
         assert ok.success and ok.output == "seed" and ok.metadata["exit_code"] == 0

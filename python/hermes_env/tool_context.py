@@ -14,7 +14,7 @@ Every method can be awaited or called directly (see :mod:`hermes_env.sync_bridge
 runs on the caller's loop; called directly, it blocks the caller while a helper loop runs it).
 Results are hermes-agent's dicts (``r["exit_code"]``, ``r["output"]``) that also read as objects
 (``r.exit_code``, ``r.ok``). hermes_env's extras: ``read_text``, ``read_bytes``, ``list_files``,
-``exists``, ``async with``, and calling the context with a seed-004 ``ToolCall`` (``exec_tool``).
+``exists``, ``async with``, and calling the context with a ``ToolCall`` (AgentEnv's ``exec_tool``).
 
 A backend that fails under a call (a sandbox worker died) raises :class:`BackendFailure` from that
 call, and the context keeps the first one in ``backend_failure``: the rollout then fails (its group
@@ -330,10 +330,10 @@ class ToolContext:
 
     @_notes_backend_failure
     async def __call__(self, call: Any) -> Any:
-        """Seed 004's ``exec_tool``: run a ``ToolCall`` (``.name``, ``.arguments``), answer a ``ToolResult``."""
-        from hermes_env.agent_env.calls import run_seed_call
+        """AgentEnv's ``exec_tool``: run a ``ToolCall`` (``.name``, ``.arguments``), answer a ``ToolResult``."""
+        from hermes_env.agent_env.calls import run_tool_call
 
-        return await run_seed_call(self, call)
+        return await run_tool_call(self, call)
 
     # -- lifecycle ---------------------------------------------------------------------------
     @awaitable_or_sync

@@ -62,8 +62,8 @@ def test_upstream_style_env_demo(tmp_path: Path) -> None:
     assert 0 < sum(scores) < len(scores)  # rewards vary within the run
 
 
-def test_agent_env_seed004_demo(tmp_path: Path) -> None:
-    groups = _demo("agent_env_seed004.py", tmp_path / "seed.jsonl")
+def test_upstream_agent_env_demo(tmp_path: Path) -> None:
+    groups = _demo("upstream_agent_env.py", tmp_path / "agent_env.jsonl")
     scores = []
     for group in groups:
         assert len(group["overrides"]) == 4

@@ -1,4 +1,4 @@
-"""Seed 004's AgentEnv on hermes_env: its config fields, hooks, signatures and return values, on the slot pool."""
+"""hermes-agent's AgentEnv (its atropos/ integration) on hermes_env: config fields, hooks, signatures, results."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from tests.sandbox.conftest import BWRAP_PROBLEM
 
 
-def test_seed_004_fields_map_onto_the_pool_and_loop() -> None:
+def test_agent_env_fields_map_onto_the_pool_and_loop() -> None:
     config = AgentEnvConfig(agent_max_steps=7, agent_max_tokens=256, slots_per_container=3, max_containers=2)
     assert (config.max_agent_turns, config.max_tokens_per_turn, config.agent_temperature) == (7, 256, 0.7)
     assert config.enabled_toolsets == ["default"] and config.terminal_backend == "sandbox"
@@ -29,18 +29,31 @@ def test_seed_004_fields_map_onto_the_pool_and_loop() -> None:
 
 def test_nomad_and_modal_are_refused_and_their_fields_warned_about(caplog: pytest.LogCaptureFixture) -> None:
     with pytest.raises(
-        ValidationError, match="tool_pool_mode 'nomad' .* not available in hermes_env; use one of local"
+        ValidationError, match="tool_pool_mode 'nomad' .* not available in hermes_env; pass --env.tool_pool_mode"
     ):
         AgentEnvConfig(tool_pool_mode="nomad")
     with pytest.raises(ValidationError, match="min_containers \\(5\\) is larger than max_containers \\(2\\)"):
         AgentEnvConfig(min_containers=5, max_containers=2)
     with caplog.at_level(logging.WARNING):
         AgentEnvConfig(nomad_address="http://nomad:4646", modal_gpu="A100")
-    assert "modal_gpu, nomad_address configure seed 004's Nomad/Modal pools" in caplog.text
+    assert "modal_gpu, nomad_address configure hermes-agent's Nomad/Modal pools" in caplog.text
     caplog.clear()
     with caplog.at_level(logging.WARNING):
         AgentEnvConfig(**AgentEnvConfig().model_dump())  # atroposlib's CLI passes every default explicitly
     assert "Nomad/Modal" not in caplog.text
+
+
+def test_rollouts_run_on_the_pool_or_on_a_backend_named_by_terminal_backend() -> None:
+    bwrap = AgentEnvConfig(terminal_backend="bwrap", tool_pool_mode="nomad")  # the pool fields no longer matter
+    assert bwrap.backend_options() == {"allow_network": True}
+    docker = AgentEnvConfig(terminal_backend="docker", sandbox_image="tools:1", allow_network=False)
+    assert docker.backend_options() == {"allow_network": False, "image": "tools:1"}
+    assert AgentEnvConfig(
+        terminal_backend="local", terminal_backend_options={"shell": "/bin/sh"}
+    ).backend_options() == {"shell": "/bin/sh"}
+    assert AgentEnvConfig().backend_options()["launcher"] == "local"  # sandbox: the slot pool
+    with pytest.raises(ValidationError, match="unknown terminal_backend 'modal' for AgentEnv; use one of sandbox"):
+        AgentEnvConfig(terminal_backend="modal")
 
 
 def test_tool_pool_mode_names_one_of_the_pools_launchers() -> None:
@@ -49,7 +62,7 @@ def test_tool_pool_mode_names_one_of_the_pools_launchers() -> None:
     assert set(LAUNCHERS) == {"local", "ray", "container"}
     for mode in LAUNCHERS:
         assert AgentEnvConfig(tool_pool_mode=mode).pool_options()["launcher"] == mode
-    with pytest.raises(ValidationError, match="unknown tool_pool_mode 'k8s'; use one of local, ray, container"):
+    with pytest.raises(ValidationError, match="unknown tool_pool_mode 'k8s'; use one of local, ray, container \\(the"):
         AgentEnvConfig(tool_pool_mode="k8s")
 
 
@@ -63,11 +76,11 @@ def test_sandbox_image_is_the_container_workers_image(caplog: pytest.LogCaptureF
     assert config.pool_options()["container_image"] == "mine:2"
     with caplog.at_level(logging.WARNING):
         local = AgentEnvConfig(tool_pool_mode="local", sandbox_image="tools:1").pool_options()
-    assert "container_image" not in local and "sandbox_image configure seed 004's Nomad/Modal" in caplog.text
+    assert "container_image" not in local and "sandbox_image configure hermes-agent's Nomad/Modal" in caplog.text
 
 
-class SeedEnv(AgentEnv):
-    name = "seed"
+class WordEnv(AgentEnv):
+    name = "word"
     calls: list[tuple[str, Any]]
 
     async def setup_agent_env(self) -> None:
@@ -80,9 +93,9 @@ class SeedEnv(AgentEnv):
         return f"Write the word {item['word']} to word.txt"
 
     async def setup_trajectory_workspace(self, item: Any, *, trajectory_id: str, exec_tool: Any) -> dict[str, Any]:
-        result = await exec_tool(ToolCall(name="write_file", arguments={"path": "seed.txt", "content": "s"}))
+        result = await exec_tool(ToolCall(name="write_file", arguments={"path": "setup.txt", "content": "s"}))
         self.calls.append(("setup_trajectory_workspace", trajectory_id))
-        return {"seeded": result.success}
+        return {"prepared": result.success}
 
     async def verify_and_score_trajectory(
         self,
@@ -116,7 +129,7 @@ def policy(messages: list[dict[str, Any]], call: int) -> Any:
         pytest.param("container", marks=pytest.mark.containers),  # the workers are containers of the base image
     ],
 )
-async def test_a_group_through_seed_004s_hooks(ws_root: Path, mode: str) -> None:
+async def test_a_group_through_the_agent_env_hooks(ws_root: Path, mode: str) -> None:
     config = AgentEnvConfig(
         tool_pool_mode=mode,
         tokenizer_name=str(qwen3_tokenizer_dir()),
@@ -129,18 +142,18 @@ async def test_a_group_through_seed_004s_hooks(ws_root: Path, mode: str) -> None
         terminal_backend_options={"root_dir": str(ws_root)},
     )
     server = APIServerConfig(base_url="http://127.0.0.1:9/v1", server_type="openai", api_key="x", model_name="m")
-    env = SeedEnv(config, [server])
+    env = WordEnv(config, [server])
     env.server = FakeChat(env.server.servers, policy)  # type: ignore[assignment]
     try:
         await env.setup()
         group, _ = await env.collect_trajectories(await env.get_next_item())
         assert group is not None and sorted(group["scores"]) == [0.0, 1.0]
         meta = [o["score_metadata"] for o in group["overrides"]]
-        assert sorted(m["seen"] for m in meta) == ["alpha", "beta"] and all(m["seeded"] for m in meta)
+        assert sorted(m["seen"] for m in meta) == ["alpha", "beta"] and all(m["prepared"] for m in meta)
         verifies = [args for name, args in env.calls if name == "verify"]
-        assert verifies and all(v == ("Wrote it.", {"seeded": True}, 1) for v in verifies)
+        assert verifies and all(v == ("Wrote it.", {"prepared": True}, 1) for v in verifies)
         assert env.calls[0] == ("setup_agent_env", None)
-        # Seed 004's default toolset: terminal (+ process) and the file read/write tools.
+        # AgentEnv's default toolset: terminal (+ process) and the file read/write tools.
         offered = {t["function"]["name"] for t in env.server.requests[0]["tools"]}
         assert offered == {"terminal", "process", "read_file", "write_file"}
         assert env.server.requests[0]["temperature"] == 0.7

@@ -66,7 +66,7 @@ async def async_reward_catching_everything(ctx: Any, item: dict[str, Any]) -> fl
     return 1.0 if check.ok else 0.0
 
 
-async def seed_004_exec_tool_reward(ctx: Any, item: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+async def agent_env_exec_tool_reward(ctx: Any, item: dict[str, Any]) -> tuple[float, dict[str, Any]]:
     try:
         answer = await ctx(ToolCall(name="terminal", arguments={"command": CHECKS[item["id"]]}))
     except Exception as exc:
@@ -80,7 +80,7 @@ REWARDS: list[Callable[..., Any]] = [
     sync_read_file_catching_everything,
     sync_reward_wrapping_the_error,
     async_reward_catching_everything,
-    seed_004_exec_tool_reward,
+    agent_env_exec_tool_reward,
 ]
 
 

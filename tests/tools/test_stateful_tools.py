@@ -1,4 +1,4 @@
-"""Seed 004's terminal_stateful toolset: the slot's long-lived bash and its tmux session, offered to the model."""
+"""terminal_stateful (hermes-agent's atropos/ integration): the slot's long-lived bash and tmux session, as tools."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tools served by the tool server are offered to the model by name (seed 004's tool_server_url, inprocess too)."""
+"""Tools served by the tool server are offered to the model by name (AgentEnv's tool_server_url, inprocess too)."""
 
 from __future__ import annotations
 

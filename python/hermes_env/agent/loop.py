@@ -32,11 +32,12 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from hermes_env.agent.reasoning import extract_reasoning, separated_reasoning
+from hermes_env.agent.steps import AgentStep, SequenceData, ToolResult, steps_from_messages
 from hermes_env.agent.tool_pool import ToolWorkerPool
 from hermes_env.env.errors import classify_policy_error, describe_error
 from hermes_env.errors import BackendFailure, RolloutFailureKind, ToolArgumentError, ToolErrorKind
@@ -141,6 +142,32 @@ class AgentResult:
     parse_issues: list[TurnParseIssue] = field(default_factory=list)
     repeated_tool_calls: int = 0  # calls identical (name and arguments) to the call just before them
     longest_repeat: int = 0  # most identical calls in a row (1 when any call was made and none repeated)
+    # Computes ``trajectory_data`` on first use (the environment sets it; rendering tokens costs time).
+    trajectory_loader: Callable[[], SequenceData | None] | None = field(default=None, repr=False, compare=False)
+    _trajectory: list[SequenceData | None] = field(default_factory=list, init=False, repr=False, compare=False)
+
+    @property
+    def steps(self) -> list[AgentStep]:
+        """One :class:`AgentStep` per model turn (hermes-agent's ``AtroposAgent`` result): the assistant's
+        text, its tool calls and their :class:`ToolResult` s, in call order."""
+        return steps_from_messages(self.messages)
+
+    @property
+    def num_steps(self) -> int:
+        return sum(1 for message in self.messages if message.get("role") == "assistant")
+
+    @property
+    def tool_results(self) -> list[ToolResult]:
+        """Every tool call's :class:`ToolResult`, in the order the calls were made."""
+        return [result for step in self.steps for result in step.tool_results]
+
+    @property
+    def trajectory_data(self) -> SequenceData | None:
+        """The rollout's tokens, masks and logprobs as trained (hermes-agent's ``SequenceData``), or None
+        where the environment did not provide them."""
+        if not self._trajectory:
+            self._trajectory.append(self.trajectory_loader() if self.trajectory_loader is not None else None)
+        return self._trajectory[0]
 
     @property
     def produced_output(self) -> bool:
@@ -154,7 +181,7 @@ class AgentResult:
 
     @property
     def final_response(self) -> str:
-        """The content of the last assistant message (seed 004's ``AgentResult.final_response``)."""
+        """The content of the last assistant message (``final_response`` of hermes-agent's atropos/ integration)."""
         for message in reversed(self.messages):
             if message.get("role") == "assistant":
                 return str(message.get("content") or "")
@@ -162,12 +189,12 @@ class AgentResult:
 
     @property
     def total_tool_calls(self) -> int:
-        """Seed 004's name for ``tool_calls_made``."""
+        """``tool_calls_made`` under the name hermes-agent's atropos/ integration (AgentEnv) uses."""
         return self.tool_calls_made
 
     @property
     def success(self) -> bool:
-        """Seed 004's ``AgentResult.success``: the loop ran without a failed model call."""
+        """``AgentResult.success`` of hermes-agent's atropos/ integration: the loop ran without a failed model call."""
         return self.error is None and self.produced_output
 
 
@@ -241,7 +268,7 @@ class HermesAgentLoop:
         self.rollout_timeout = rollout_timeout
         self.max_context_tokens = max_context_tokens
         self.max_repeated_tool_calls = max_repeated_tool_calls
-        self.tool_delay_s = tool_delay_s  # seed 004's agent_tool_delay_s: a pause before each tool call
+        self.tool_delay_s = tool_delay_s  # AgentEnv's agent_tool_delay_s: a pause before each tool call
         self.max_tokens = max_tokens
         self.sampling: dict[str, Any] = {"temperature": temperature, **(sampling or {})}
         if max_tokens is not None:

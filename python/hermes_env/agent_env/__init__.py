@@ -1,4 +1,4 @@
-"""Seed 004's front door: ``AgentEnv`` / ``AgentEnvConfig`` on hermes_env's framework and slot pool.
+"""hermes-agent's ``atropos/`` integration (AgentEnv): ``AgentEnv`` / ``AgentEnvConfig`` on hermes_env's framework.
 
 ``from hermes_env import AgentEnv, AgentEnvConfig``; ``ToolCall`` / ``ToolResult`` are what
 ``exec_tool`` takes and answers in ``setup_trajectory_workspace`` and ``verify_and_score_trajectory``.

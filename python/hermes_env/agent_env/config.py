@@ -1,7 +1,9 @@
-"""``AgentEnvConfig``: seed 004's fields, mapped onto hermes_env's slot pool and agent loop.
+"""``AgentEnvConfig``: the fields of hermes-agent's ``atropos/`` integration (AgentEnv), mapped onto hermes_env's
+slot pool and agent loop.
 
-Every field of seed 004's ``AgentEnvConfig`` (``atropos/envs/agent_env.py``) is accepted with its
-default. The ones with a meaning here map onto :class:`~hermes_env.env.config.HermesAgentEnvConfig`:
+Every field of hermes-agent's ``AgentEnvConfig`` (``atropos/envs/agent_env.py``) is accepted with its
+default (``tool_pool_mode`` excepted: ``local`` here). The ones with a meaning here map onto
+:class:`~hermes_env.env.config.HermesAgentEnvConfig`:
 
 - the slot pool: ``tool_pool_mode`` (``local`` worker processes, ``ray`` actors, ``container``
   containers on docker/podman) → the pool's launcher; ``slots_per_container`` /
@@ -9,17 +11,19 @@ default. The ones with a meaning here map onto :class:`~hermes_env.env.config.He
   ``acquire_timeout_s``; ``tool_batch_window_ms`` / ``tool_max_batch_size`` → the executor's
   batching; ``allow_network`` / ``require_sandbox`` / ``require_stateful_sandbox`` → the sandbox
   policy; with ``tool_pool_mode: container``, ``sandbox_image`` (when set) → the workers' image
-  (``container_image``; it needs python3). ``terminal_backend`` is always ``sandbox``.
+  (``container_image``; it needs python3). That is ``terminal_backend: sandbox`` (the default);
+  ``terminal_backend`` ``local``, ``bwrap`` or ``docker`` runs the rollouts on that backend instead
+  (``terminal_backend_options`` configure it; the pool fields are then unused).
 - the agent: ``agent_max_steps`` → ``max_agent_turns``, ``agent_max_tokens`` →
-  ``max_tokens_per_turn``, ``agent_temperature`` (0.7 here, as in seed 004),
+  ``max_tokens_per_turn``, ``agent_temperature`` (0.7, as upstream),
   ``agent_tool_delay_s`` (a pause before each tool call).
 - tools: ``enabled_toolsets`` (default ``["default"]``: terminal and the file read/write tools),
   ``disabled_toolsets``, ``tool_server_url`` (``inprocess`` runs the tool server in this process
   with ``tool_server_tools``), ``tool_server_token``.
 
 Nomad- and Modal-specific fields (``nomad_address``, ``sandbox_job_id``, ``modal_*``...) are
-accepted so seed-004 configs load, but they have no effect: setting one logs a warning, and
-``tool_pool_mode: nomad|modal`` is an error naming the modes that exist.
+accepted so upstream configs load, but they have no effect: setting one logs a warning, and
+``tool_pool_mode: nomad|modal`` on the slot pool is an error naming the modes that exist.
 """
 
 from __future__ import annotations
@@ -36,8 +40,10 @@ logger = logging.getLogger(__name__)
 
 # tool_pool_mode names one of the pool's launchers (local, ray, container).
 POOL_MODES = tuple(LAUNCHERS)
+# Where AgentEnv rollouts run: the slot pool, or one of the per-rollout backends.
+ROLLOUT_BACKENDS = ("sandbox", "local", "bwrap", "docker")
 
-# Seed 004's Nomad/Modal fields and defaults: accepted, without effect here.
+# hermes-agent's Nomad/Modal fields and defaults: accepted, without effect here.
 _NOMAD_FIELDS: dict[str, Any] = {
     "nomad_address": "http://localhost:4646",
     "sandbox_job_id": "atropos-sandbox-agent-env",
@@ -66,10 +72,11 @@ _MODAL_FIELDS: dict[str, Any] = {
     "modal_workspace_base": "/data",
 }
 UNUSED_FIELDS = {**_NOMAD_FIELDS, **_MODAL_FIELDS}
+_WARNED_UNUSED: set[tuple[str, ...]] = set()
 
 
 class AgentEnvConfig(HermesAgentEnvConfig):
-    """Seed 004's configuration (see the module docstring for how each field maps)."""
+    """The AgentEnv configuration (see the module docstring for how each field maps)."""
 
     tool_pool_mode: str = Field(
         default="local",
@@ -102,9 +109,12 @@ class AgentEnvConfig(HermesAgentEnvConfig):
     disabled_toolsets: list[str] | str | None = Field(
         default_factory=list, description="Toolsets to disable (applied after enabled_toolsets)."
     )
-    terminal_backend: str = Field(default="sandbox", description="Always the slot pool for AgentEnv.")
+    terminal_backend: str = Field(
+        default="sandbox",
+        description="sandbox (the slot pool the pool fields describe), or local, bwrap, docker (that backend).",
+    )
 
-    # Seed 004's Nomad/Modal settings: accepted, no effect (see the module docstring).
+    # hermes-agent's Nomad/Modal settings: accepted, no effect (see the module docstring).
     nomad_address: str = _NOMAD_FIELDS["nomad_address"]
     sandbox_job_id: str = _NOMAD_FIELDS["sandbox_job_id"]
     sandbox_image: str = _NOMAD_FIELDS["sandbox_image"]
@@ -131,8 +141,8 @@ class AgentEnvConfig(HermesAgentEnvConfig):
 
     @model_validator(mode="before")
     @classmethod
-    def _seed_names(cls, data: Any) -> Any:
-        """Seed 004's agent_* fields decide the loop settings unless the hermes_env names are set."""
+    def _agent_fields(cls, data: Any) -> Any:
+        """The agent_* fields decide the loop settings unless the hermes_env names are set."""
         if not isinstance(data, dict):
             return data
         data = dict(data)
@@ -144,18 +154,13 @@ class AgentEnvConfig(HermesAgentEnvConfig):
 
     @model_validator(mode="after")
     def _check_pool(self) -> AgentEnvConfig:
-        if self.tool_pool_mode in ("nomad", "modal"):
+        if self.terminal_backend not in ROLLOUT_BACKENDS:
             raise ValueError(
-                f"tool_pool_mode {self.tool_pool_mode!r} (seed 004's {self.tool_pool_mode.capitalize()} backend) is "
-                f"not available in hermes_env; use one of {', '.join(POOL_MODES)}"
+                f"unknown terminal_backend {self.terminal_backend!r} for AgentEnv; use one of "
+                f"{', '.join(ROLLOUT_BACKENDS)} (sandbox is the slot pool)"
             )
-        if self.tool_pool_mode not in POOL_MODES:
-            raise ValueError(f"unknown tool_pool_mode {self.tool_pool_mode!r}; use one of {', '.join(POOL_MODES)}")
-        if self.terminal_backend != "sandbox":
-            raise ValueError(
-                "AgentEnv runs its tools on the slot pool (terminal_backend 'sandbox'), got "
-                f"{self.terminal_backend!r}; use HermesAgentBaseEnv for the local or bwrap backends"
-            )
+        if self.terminal_backend == "sandbox":
+            self._check_pool_mode()
         if self.min_containers > self.max_containers:
             raise ValueError(
                 f"min_containers ({self.min_containers}) is larger than max_containers ({self.max_containers})"
@@ -163,18 +168,58 @@ class AgentEnvConfig(HermesAgentEnvConfig):
         ignored = sorted(
             k for k, default in UNUSED_FIELDS.items() if getattr(self, k) != default and k != self._worker_image_field
         )
-        if ignored:
+        if ignored and tuple(ignored) not in _WARNED_UNUSED:  # configs are built several times per run: warn once
+            _WARNED_UNUSED.add(tuple(ignored))
             logger.warning(
-                "AgentEnvConfig: %s configure seed 004's Nomad/Modal pools and have no effect here "
+                "AgentEnvConfig: %s configure hermes-agent's Nomad/Modal pools and have no effect here "
                 "(the slot pool uses tool_pool_mode, slots_per_container, min_containers, max_containers)",
                 ", ".join(ignored),
             )
         return self
 
+    def _check_pool_mode(self) -> None:
+        problem = self.pool_mode_problem()
+        if problem is not None:
+            raise ValueError(problem)
+
+    def pool_mode_problem(self) -> str | None:
+        """Why the rollouts cannot run on ``tool_pool_mode`` here (None where they can)."""
+        if self.terminal_backend != "sandbox":
+            return None
+        if self.tool_pool_mode in ("nomad", "modal"):
+            return (
+                f"tool_pool_mode {self.tool_pool_mode!r} (hermes-agent's {self.tool_pool_mode.capitalize()} backend) "
+                f"is not available in hermes_env; pass --env.tool_pool_mode with one of {', '.join(POOL_MODES)} "
+                "(the slot pool), or --env.terminal_backend bwrap|docker|local"
+            )
+        if self.tool_pool_mode not in POOL_MODES:
+            return (
+                f"unknown tool_pool_mode {self.tool_pool_mode!r}; use one of {', '.join(POOL_MODES)} (the slot pool), "
+                "or --env.terminal_backend bwrap|docker|local"
+            )
+        return None
+
     @property
     def _worker_image_field(self) -> str | None:
-        """``sandbox_image`` where it names the container workers' image (seed 004's Nomad job ran that image)."""
-        return "sandbox_image" if self.tool_pool_mode == "container" else None
+        """``sandbox_image`` where it names an image here: the container workers' (upstream's Nomad job ran that
+        image) or, on the docker backend, the rollouts' default image."""
+        uses_image = self.terminal_backend == "docker" or (
+            self.terminal_backend == "sandbox" and self.tool_pool_mode == "container"
+        )
+        return "sandbox_image" if uses_image else None
+
+    def backend_options(self) -> dict[str, Any]:
+        """``terminal_backend_options`` of the backend the rollouts run on: the slot pool's from the pool fields;
+        bwrap and docker get ``allow_network`` (and docker ``sandbox_image`` as its image, when set); explicit
+        ``terminal_backend_options`` win."""
+        if self.terminal_backend == "sandbox":
+            return self.pool_options()
+        if self.terminal_backend == "local":
+            return dict(self.terminal_backend_options)
+        options: dict[str, Any] = {"allow_network": self.allow_network}
+        if self._worker_image_field and self.sandbox_image != _NOMAD_FIELDS["sandbox_image"]:
+            options["image"] = self.sandbox_image
+        return {**options, **self.terminal_backend_options}
 
     def pool_options(self) -> dict[str, Any]:
         """``terminal_backend_options`` of the slot pool these fields describe."""

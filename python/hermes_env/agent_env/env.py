@@ -1,25 +1,34 @@
-"""``AgentEnv``: seed 004's environment API as a front door to :class:`HermesAgentBaseEnv`.
+"""``AgentEnv``: the environment API of hermes-agent's ``atropos/`` integration, on :class:`HermesAgentBaseEnv`.
 
-A seed-004 environment subclasses ``AgentEnv`` and implements ``build_task(item) -> str``,
+An environment subclasses ``AgentEnv`` (or ``AgentEnv[MyConfig]``) and implements ``build_task(item) -> str``,
 ``score_trajectory(item, final_response) -> float``, ``setup_agent_env()`` and ``get_next_item()``;
 optionally ``setup_trajectory_workspace(item, *, trajectory_id, exec_tool) -> dict`` and
 ``verify_and_score_trajectory(item, final_response, *, trajectory_id, exec_tool, agent_result,
 workspace_meta) -> (score, metadata)``. Everything else is the base environment's machinery
 (the same rollout, loop, phases, group handling and statistics): ``build_task`` is the prompt,
 ``verify_and_score_trajectory`` is the reward, ``exec_tool`` is the rollout's ToolContext (which
-takes seed 004's ``ToolCall``), and the tools run on the slot pool described by
-:class:`AgentEnvConfig`. Score metadata is kept with the group (``overrides[i]["score_metadata"]``)
-and its numbers are logged to wandb.
+takes a ``ToolCall``), and the tools run on the slot pool described by :class:`AgentEnvConfig`
+(or on ``terminal_backend`` local, bwrap or docker when that is set). Score metadata is kept with
+the group (``overrides[i]["score_metadata"]``) and its numbers are logged to wandb.
+
+``verify_and_score_trajectory`` is called with the keywords its override accepts: hermes-agent's
+signatures differ in whether they take ``agent_result`` and ``workspace_meta``, so each is passed
+only where the override names it (or takes ``**kwargs``); the signature is read once per class.
+The ``agent_result`` it gets is hermes_env's ``AgentResult``, which also has hermes-agent's
+``steps``, ``tool_results`` and ``trajectory_data``.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import uuid
 from abc import abstractmethod
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from hermes_env.agent.loop import AgentResult
+from hermes_env.agent.steps import SequenceData
 from hermes_env.agent_env.config import AgentEnvConfig
 from hermes_env.env.base_env import HermesAgentBaseEnv
 from hermes_env.env.errors import EnvSetupError
@@ -27,7 +36,7 @@ from hermes_env.env.errors import EnvSetupError
 
 @dataclass
 class AgentConfig:
-    """Per-trajectory agent settings (seed 004's ``atropos.agent.AgentConfig``)."""
+    """Per-trajectory agent settings (hermes-agent's ``atropos.agent.AgentConfig``)."""
 
     temperature: float | None = 0.7
     max_tokens: int | None = None
@@ -37,21 +46,29 @@ class AgentConfig:
     working_dir: str | None = None
 
 
-class AgentEnv(HermesAgentBaseEnv):
-    """Seed 004's ``AgentEnv`` on hermes_env's framework (see the module docstring)."""
+ConfigT = TypeVar("ConfigT", bound=AgentEnvConfig)
+
+# Keywords of verify_and_score_trajectory that some overrides leave out: passed only where accepted.
+_OPTIONAL_VERIFY_KEYWORDS = ("agent_result", "workspace_meta")
+
+
+class AgentEnv(HermesAgentBaseEnv, Generic[ConfigT]):
+    """hermes-agent's ``AgentEnv`` on hermes_env's framework (see the module docstring); ``AgentEnv[MyConfig]``
+    types ``self.config`` as ``MyConfig``."""
 
     env_config_cls: ClassVar[type[AgentEnvConfig]] = AgentEnvConfig
-    config: AgentEnvConfig
+    config: ConfigT
+    _verify_keywords_by_class: ClassVar[dict[type, frozenset[str]]] = {}
 
-    def __init__(self, config: AgentEnvConfig, server_configs: Any, slurm: bool = False, testing: bool = False) -> None:
+    def __init__(self, config: ConfigT, server_configs: Any, slurm: bool = False, testing: bool = False) -> None:
         if not isinstance(config, AgentEnvConfig):
             raise TypeError(
                 f"{type(self).__name__} needs an AgentEnvConfig (or a subclass), got {type(config).__name__}"
             )
-        config.terminal_backend_options = config.pool_options()
+        config.terminal_backend_options = config.backend_options()
         super().__init__(config, server_configs, slurm=slurm, testing=testing)
 
-    # ------------------------------------------------------------------ seed 004's hooks
+    # ------------------------------------------------------------------ the AgentEnv hooks
     @abstractmethod
     def build_task(self, item: Any) -> str:
         """The user-facing task for the agent."""
@@ -96,7 +113,7 @@ class AgentEnv(HermesAgentBaseEnv):
         )
 
     def build_tools(self) -> list[Any]:
-        """The tools the agent is offered (resolved from the toolsets, as seed 004's ``build_tools``)."""
+        """The tools the agent is offered (resolved from the toolsets)."""
         return self.resolve_group_tools().tools
 
     async def setup(self) -> None:
@@ -107,7 +124,7 @@ class AgentEnv(HermesAgentBaseEnv):
         await self.setup_agent_env()
 
     async def evaluate(self, *args: Any, **kwargs: Any) -> dict[str, float]:
-        """Default evaluation: none (seed 004's is a no-op too)."""
+        """Default evaluation: none (hermes-agent's is a no-op too)."""
         return {}
 
     async def run_agent(self, task: str, *, trajectory_id: str | None = None) -> tuple[str, dict[str, Any]]:
@@ -144,11 +161,11 @@ class AgentEnv(HermesAgentBaseEnv):
         await self.connect_tool_server()
 
     async def shutdown_tool_backend(self) -> None:
-        """Stop the slot pool and the tool server connection (seed 004's name; ``close`` does the same)."""
+        """Stop the slot pool and the tool server connection (``close`` does the same)."""
         await self.close()
 
     def _configure_server_concurrency(self) -> None:
-        """Let at least ``group_size`` model calls run at once (seed 004's fix for serialized groups)."""
+        """Let at least ``group_size`` model calls run at once (else a group's rollouts would wait on each other)."""
         from atroposlib.envs.server_handling.server_baseline import AsyncSemWithAdaptiveWeight
 
         desired = int(self.config.group_size or 1)
@@ -185,14 +202,68 @@ class AgentEnv(HermesAgentBaseEnv):
     async def compute_reward(self, item: Any, result: AgentResult, ctx: Any) -> float:
         return await self.score_trajectory(item, result.final_response)
 
+    @classmethod
+    def verify_keywords(cls) -> frozenset[str]:
+        """Which of ``agent_result`` / ``workspace_meta`` this class's ``verify_and_score_trajectory`` accepts."""
+        known = AgentEnv._verify_keywords_by_class.get(cls)
+        if known is None:
+            params = inspect.signature(cls.verify_and_score_trajectory).parameters.values()
+            if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+                known = frozenset(_OPTIONAL_VERIFY_KEYWORDS)
+            else:
+                named = {p.name for p in params if p.kind is not inspect.Parameter.POSITIONAL_ONLY}
+                known = frozenset(k for k in _OPTIONAL_VERIFY_KEYWORDS if k in named)
+            AgentEnv._verify_keywords_by_class[cls] = known
+        return known
+
     async def score_rollout(
         self, item: Any, result: AgentResult, ctx: Any, *, trajectory_id: str, workspace_meta: dict[str, Any]
     ) -> float | tuple[float, dict[str, Any]]:
+        optional = {"agent_result": result, "workspace_meta": workspace_meta}
+        accepted = self.verify_keywords()
         return await self.verify_and_score_trajectory(
             item,
             result.final_response,
             trajectory_id=trajectory_id,
             exec_tool=ctx,
-            agent_result=result,
-            workspace_meta=workspace_meta,
+            **{k: v for k, v in optional.items() if k in accepted},
         )
+
+    async def run_agent_loop(
+        self, messages: list[dict[str, Any]], group: Any, ctx: Any, split: str = "train", item: Any = None
+    ) -> AgentResult:
+        result = await super().run_agent_loop(messages, group, ctx, split, item)
+        result.trajectory_loader = functools.partial(self._trajectory_data, result, group.schemas)
+        return result
+
+    def _trajectory_data(self, result: AgentResult, tool_schemas: list[dict[str, Any]]) -> SequenceData | None:
+        return sequence_data(result, self.phase, self.tokenizer, tool_schemas)
+
+
+def sequence_data(
+    result: AgentResult, phase: str, tokenizer: Any, tool_schemas: list[dict[str, Any]]
+) -> SequenceData | None:
+    """``agent_result.trajectory_data``: the tokens a rollout is trained on, as hermes-agent shapes them
+    (Phase 2: the managed server's tokens and sampler logprobs; Phase 1: the rendered conversation, logprobs 0.0
+    on trained tokens as upstream's fallback); None for a rollout without output."""
+    from hermes_env.env.phases import phase1_item, phase2_item
+    from hermes_env.trajectory import MASK, PROMPT_LOGPROB
+
+    if not result.produced_output:
+        return None
+    if phase == "managed":
+        item = phase2_item(result.managed_state, 0.0)
+        if item is None:
+            return None
+        logprobs = [float(x) for x in item["inference_logprobs"]]
+    else:
+        item = phase1_item(tokenizer, result.messages, tool_schemas)
+        logprobs = [PROMPT_LOGPROB if m == MASK else 0.0 for m in item["masks"]]
+    tokens = list(item["tokens"])
+    return SequenceData(
+        full_text=tokenizer.decode(tokens),
+        tokens=tokens,
+        masked_tokens=list(item["masks"]),
+        logprobs=logprobs,
+        metadata={"phase": phase},
+    )

@@ -73,7 +73,7 @@ class GroupTools:
 
 
 def split_score(scored: Any) -> tuple[float, dict[str, Any]]:
-    """``(score, metadata)`` from a reward hook's answer: a number, or seed 004's ``(score, metadata)``."""
+    """``(score, metadata)`` from a reward hook's answer: a number, or AgentEnv's ``(score, metadata)``."""
     if isinstance(scored, tuple):
         if len(scored) != 2 or not isinstance(scored[1], dict | type(None)):
             raise TypeError(f"a reward hook returned {scored!r}; return a number or (score, metadata dict)")
@@ -161,11 +161,11 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
     async def setup_trajectory_workspace(self, item: Any, trajectory_id: str, exec_tool: Any) -> dict[str, Any] | None:
         """Prepare a rollout's workspace before the model's first turn (default: nothing).
 
-        Called with keyword arguments (``trajectory_id=..., exec_tool=...``), so seed 004's
+        Called with keyword arguments (``trajectory_id=..., exec_tool=...``), so AgentEnv's
         keyword-only signature works too. ``exec_tool`` is the rollout's ToolContext:
         ``exec_tool.upload_dir(...)``, ``exec_tool.terminal(...)``, ``exec_tool.call_tool(name, args)``,
-        or called with a seed-004 ``ToolCall``. A dict returned here is the rollout's workspace
-        metadata (seed 004's ``workspace_meta``).
+        or called with a ``ToolCall``. A dict returned here is the rollout's workspace
+        metadata (AgentEnv's ``workspace_meta``).
         """
         return None
 

@@ -23,6 +23,7 @@ from pydantic import ValidationError
 
 from hermes_env.env.dataset import DatasetError
 from hermes_env.env.phases import PhaseError
+from hermes_env.errors import ConfigError
 from hermes_env.resources import TokenizerUnavailable
 
 VERBOSE_FLAG = "--verbose"
@@ -111,7 +112,7 @@ def run_cli(env_cls: Any, extra_commands: Mapping[str, str] | None = None) -> No
         BaseEnv.cli.__func__(env_cls)  # type: ignore[attr-defined]
     except ValidationError as err:
         sys.exit(f"error: {format_validation_error(err)}")
-    except (DatasetError, PhaseError, TokenizerUnavailable) as err:
+    except (ConfigError, DatasetError, PhaseError, TokenizerUnavailable) as err:
         sys.exit(f"error: {err}")
     except KeyboardInterrupt:
         # Ctrl-C outside process mode's own handling (start-up, a second Ctrl-C): no traceback.

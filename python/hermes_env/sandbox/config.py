@@ -30,6 +30,15 @@ class SandboxPolicy(BaseModel):
     limits: ResourceLimits = Field(default_factory=ResourceLimits)
     # Extra host paths mounted read-only inside the sandbox (e.g. a toolchain outside /usr).
     ro_paths: tuple[str, ...] = ()
+    # Variables added to (or overriding) the sandboxed commands' environment, e.g. a PATH reaching such a toolchain.
+    env: tuple[tuple[str, str], ...] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _env_pairs(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("env"), dict):
+            data = {**data, "env": tuple((str(k), str(v)) for k, v in data["env"].items())}
+        return data
 
 
 class PoolConfig(BaseModel):

@@ -153,6 +153,7 @@ class SlotHost:
             allow_network=self.policy.allow_network,
             ro_paths=self.policy.ro_paths,
             binds=tuple(binds or ()),
+            env=self.policy.env,
             tmp_bytes=int(self.policy.limits.tmp_bytes),
         )
         return prefix + spec.argv(command)

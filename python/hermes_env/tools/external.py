@@ -1,4 +1,4 @@
-"""Tools served by the tool server, offered to the model by name (seed 004's ``tool_server_url``).
+"""Tools served by the tool server, offered to the model by name (AgentEnv's ``tool_server_url``).
 
 :func:`connect_tool_server` asks the server for its tools (``GET /tools``) and registers one
 :class:`ServedTool` per tool: the model sees the server's schema; a call goes to ``POST /execute``

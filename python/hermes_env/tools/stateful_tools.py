@@ -1,10 +1,11 @@
-"""Seed 004's stateful terminal toolset (``terminal_stateful``): ``terminal_stateful`` and ``tmux``.
+"""The stateful terminal toolset ``terminal_stateful`` of hermes-agent's atropos/ integration: ``terminal_stateful``
+and ``tmux``.
 
 Both run in the slot pool's per-slot shells (``terminal_backend: sandbox``): ``terminal_stateful``
 is the slot's long-lived bash (``cd``, variables and background processes persist across calls),
-``tmux`` drives the slot's tmux session for TUI-style work. The schemas are seed 004's
+``tmux`` drives the slot's tmux session for TUI-style work. The schemas are that integration's
 (``atropos/tools/terminal_stateful_tool.py``, ``tmux_tool.py``); answers have the terminal's shape
-``{"output", "exit_code", "error"}``. Seed 004's tmux actions map onto the sandbox's: ``start``
+``{"output", "exit_code", "error"}``. Its tmux actions map onto the sandbox's: ``start``
 and ``stop`` restart the session (a stopped session is started again by the next call),
 ``send_keys`` types the keys (a list whose last element is ``Enter`` presses it; ``C-c`` alone
 interrupts), ``stream`` and ``capture`` return the screen; ``pane_width``/``pane_height``,
@@ -117,7 +118,7 @@ class TmuxTool(_PoolTool):
     }
 
     def sandbox_args(self, args: dict[str, Any]) -> dict[str, Any] | str:
-        """The sandbox tmux call for seed 004's arguments, or why there is none."""
+        """The sandbox tmux call for the upstream tmux tool's arguments, or why there is none."""
         action = args["action"]
         if action in ("start", "stop"):
             return {"action": "restart", "wait_ms": 100}

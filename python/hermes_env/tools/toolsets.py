@@ -1,8 +1,8 @@
-"""Toolsets: hermes-agent's named groups of tools (and seed 004's sandbox groups), resolved to tools.
+"""Toolsets: hermes-agent's named groups of tools (and its atropos/ integration's sandbox groups), as tools.
 
 ``TOOLSETS`` is hermes-agent's table (``toolsets.py``: tools plus included toolsets, ``all``/``*``
-for every toolset) with seed 004's additions (``filesystem``, ``terminal_stateful``, ``sandbox``,
-``default``, ``full``). A registered tool also belongs to the toolset named by its ``toolset``
+for every toolset) with the additions of hermes-agent's atropos/ integration (``filesystem``, ``terminal_stateful``,
+``sandbox``, ``default``, ``full``). A registered tool also belongs to the toolset named by its ``toolset``
 attribute, so a new tool with a new toolset name forms a new toolset.
 
 Many of hermes-agent's tools need the network or a service a rollout does not have (web search,
@@ -28,7 +28,7 @@ class Toolset:
     description: str
     tools: tuple[str, ...] = ()
     includes: tuple[str, ...] = ()
-    #: hermes-agent's own table (``None`` enables these); seed 004's groups are opt-in.
+    #: hermes-agent's own table (``None`` enables these); the atropos/ integration's groups are opt-in.
     upstream: bool = True
 
 
@@ -105,7 +105,7 @@ TOOLSETS: dict[str, Toolset] = {
         (),
         ("hermes-telegram", "hermes-discord", "hermes-whatsapp", "hermes-slack", "hermes-homeassistant"),
     ),
-    # seed 004 (atropos/tools/toolset_resolver.py)
+    # hermes-agent's atropos/ integration (atropos/tools/toolset_resolver.py)
     "filesystem": Toolset("Read/write files in the sandbox workspace.", ("read_file", "write_file"), upstream=False),
     "terminal_stateful": Toolset(
         "Stateful terminal execution (tmux/TUI support) inside the sandbox.",

@@ -1,5 +1,6 @@
-"""Sandbox workers in containers (seed 004's model): each worker is one container running the sandbox server, and
-its ``slots_per_worker`` slots share that container; the pool scales containers between its min and max.
+"""Sandbox workers in containers (as in hermes-agent's atropos/ integration): each worker is one container running the
+sandbox server, and its ``slots_per_worker`` slots share that container; the pool scales containers between its min
+and max.
 
 The container is the isolation boundary: its own filesystem (the worker image), no network unless the policy
 allows it, memory / process / CPU limits for the whole worker; inside it the slots are separated as the server

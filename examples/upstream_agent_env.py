@@ -1,15 +1,15 @@
-"""A seed-004 ``AgentEnv`` (hermes-agent's ``atropos/`` branch) running on hermes_env's slot pool.
+"""An ``AgentEnv`` as hermes-agent's ``atropos/`` integration writes them, running on hermes_env's slot pool.
 
-Written as seed 004's environments are: ``build_task`` gives the prompt, ``setup_trajectory_workspace``
+Written as that integration's environments are: ``build_task`` gives the prompt, ``setup_trajectory_workspace``
 prepares each trajectory's workspace through ``exec_tool(ToolCall(...))`` and returns metadata,
 ``verify_and_score_trajectory`` runs the tests in the same workspace before it is reset and returns
-``(score, metadata)``, and the pool is configured with seed 004's fields (``tool_pool_mode``,
+``(score, metadata)``, and the pool is configured with its fields (``tool_pool_mode``,
 ``slots_per_container``, ``min_containers``, ``max_containers``). The model fixes a small bug with
 hermes-agent's file tools (``read_file``, ``patch``) or the terminal. The score metadata (tests
 passed, exit code, test output) travels with each group as ``overrides[i]["score_metadata"]``.
 
-    python examples/agent_env_seed004.py demo --out data/agent_env_seed004.jsonl   # scripted policy, no model
-    python examples/agent_env_seed004.py process --openai.base_url http://localhost:9000/v1 ...
+    python examples/upstream_agent_env.py demo --out data/upstream_agent_env.jsonl   # scripted policy, no model
+    python examples/upstream_agent_env.py process --openai.base_url http://localhost:9000/v1 ...
 """
 
 from __future__ import annotations
@@ -75,13 +75,13 @@ TASKS = [
 
 
 class BugFixEnvConfig(AgentEnvConfig):
-    """Seed 004's fields with this environment's defaults."""
+    """AgentEnv's fields with this environment's defaults."""
 
 
 class BugFixEnv(AgentEnv):
     """Fix a one-line bug; the hidden tests run in the trajectory's workspace."""
 
-    name = "agent-env-seed004"
+    name = "upstream-agent-env"
     env_config_cls = BugFixEnvConfig
 
     @classmethod
@@ -173,10 +173,10 @@ def main() -> None:
         run_demo(
             BugFixEnv,
             sys.argv[2:],
-            prog="python examples/agent_env_seed004.py demo",
+            prog="python examples/upstream_agent_env.py demo",
             description="Run `process` against a SCRIPTED vLLM /generate policy (no model) and write scored groups.",
             tasks=[{**t, "prompt": f"Fix the bug in {t['module']}: {t['issue']}"} for t in TASKS],
-            default_out="data/agent_env_seed004_demo.jsonl",
+            default_out="data/upstream_agent_env_demo.jsonl",
             default_backend=None,
             default_groups=6,
             policy_options={"prefer_tool_calls": True},

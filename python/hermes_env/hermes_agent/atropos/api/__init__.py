@@ -1,0 +1,1 @@
+"""hermes-agent's ``atropos.api``: the in-process tool server's tools."""

@@ -1,0 +1,1 @@
+"""hermes-agent's ``atropos.envs``: ``AgentEnv`` / ``AgentEnvConfig`` (``atropos.envs.agent_env``)."""
