@@ -181,22 +181,30 @@ class ImageCache:
         base_id = await self.base() if uses_base_image(spec.dockerfile) else None
         digest = await asyncio.to_thread(recipe_hash, spec.dockerfile, base_id)
         tag = f"{TASK_REPOSITORY}:{digest[:24]}"
+        await self.build_recipe(spec.dockerfile, spec.context, tag, digest, base_id)
+        return tag
+
+    async def build_recipe(
+        self, dockerfile: Path, context: Path, tag: str, digest: str, base_id: str | None = None
+    ) -> None:
+        """Build ``dockerfile`` (in ``context``) as ``tag`` unless the engine has it; one build per tag at a time
+        across processes (a file lock: another process building it is waited for, then its image is used)."""
         if await self.engine.image_id(tag) is not None:
-            return tag
+            return
         cache = cache_dir()
         cache.mkdir(parents=True, exist_ok=True)
         lock_fd = os.open(cache / f"{digest[:24]}.lock", os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            # Another process may be building the same recipe: wait for it, then use its image.
             await asyncio.to_thread(fcntl.flock, lock_fd, fcntl.LOCK_EX)
             if await self.engine.image_id(tag) is not None:
-                return tag
-            await self._build(spec.dockerfile, tag, digest, base_id, cache / f"{digest[:24]}.log")
+                return
+            await self._build(dockerfile, tag, digest, base_id, cache / f"{digest[:24]}.log", context=context)
         finally:
             os.close(lock_fd)  # drops the flock
-        return tag
 
-    async def _build(self, dockerfile: Path, tag: str, digest: str, base_id: str | None, log_path: Path) -> None:
+    async def _build(
+        self, dockerfile: Path, tag: str, digest: str, base_id: str | None, log_path: Path, *, context: Path
+    ) -> None:
         args = [
             "build",
             "--label", f"{LABEL}=task",
@@ -206,7 +214,7 @@ class ImageCache:
         ]  # fmt: skip
         if base_id is not None:
             args += ["--build-arg", f"{BASE_ARG}={base_id}"]
-        args.append(str(dockerfile.parent))
+        args.append(str(context))
         started = time.monotonic()
         with log_path.open("wb") as log:
             proc = await asyncio.create_subprocess_exec(
