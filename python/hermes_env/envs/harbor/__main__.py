@@ -5,6 +5,36 @@ from __future__ import annotations
 import sys
 
 
+def demo(argv: list[str]) -> None:
+    """``demo TASKS_DIR [flags]``: ``process`` end to end with the SCRIPTED policy that sends each task's
+    solution as a terminal call (sometimes a wrong command instead, so rewards vary); no model."""
+    from hermes_env.envs.harbor.env import HarborEnv
+    from hermes_env.envs.harbor.scripted import scripted_rows
+    from hermes_env.envs.harbor.task import HarborTaskError, load_tasks
+    from hermes_env.testing.demo import run_demo
+
+    if not argv or argv[0].startswith("-"):
+        sys.exit("usage: python -m hermes_env.envs.harbor demo TASKS_DIR [--groups N] [--group-size N] [...]")
+    try:
+        rows = scripted_rows(load_tasks(argv[0]))
+    except HarborTaskError as exc:
+        sys.exit(f"error: {exc}")
+    if not rows:
+        sys.exit(f"error: no task in {argv[0]} has a solution/ for the scripted policy to run")
+    names = ",".join(row["id"] for row in rows)
+    run_demo(
+        HarborEnv,
+        [*argv[1:], "--env.tasks_dir", argv[0], "--env.task_names", names],
+        prog="python -m hermes_env.envs.harbor demo TASKS_DIR",
+        description=demo.__doc__,
+        tasks=rows,
+        default_out="data/harbor_demo.jsonl",
+        default_backend=None,
+        default_groups=4,
+        default_group_size=2,
+    )
+
+
 def main() -> None:
     command = sys.argv[1] if len(sys.argv) > 1 else ""
     if command == "oracle":
@@ -19,11 +49,15 @@ def main() -> None:
     from hermes_env.envs.harbor.env import HarborEnv
 
     configure_logging()
+    if command == "demo":
+        demo(sys.argv[2:])
+        return
     run_cli(
         HarborEnv,
         extra_commands={
             "oracle": "check a folder of Harbor tasks with their reference solutions (JSON + HTML report)",
             "export-tb2": "write Harbor tasks as the rows upstream's Terminal-Bench 2 environment loads",
+            "demo": "run process on a folder of Harbor tasks against a scripted policy that runs their solutions",
         },
     )
 
