@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import gzip
 import io
 import os
 import sys
@@ -31,7 +32,7 @@ def tar_b64(directory: Path | None) -> str:
     if directory is None or not directory.is_dir():
         return ""
     buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=9) as tar:
+    with tarfile.open(fileobj=buf, mode="w") as tar:
         for path in sorted(directory.rglob("*")):
             info = tar.gettarinfo(str(path), arcname=path.relative_to(directory).as_posix())
             info.uid = info.gid = 0
@@ -42,7 +43,8 @@ def tar_b64(directory: Path | None) -> str:
                     tar.addfile(info, f)
             else:
                 tar.addfile(info)
-    return base64.b64encode(buf.getvalue()).decode()
+    # gzip's header carries a time unless told otherwise: mtime 0 keeps the bytes a function of the files alone.
+    return base64.b64encode(gzip.compress(buf.getvalue(), compresslevel=9, mtime=0)).decode()
 
 
 def task_row(task: HarborTask) -> dict[str, Any]:

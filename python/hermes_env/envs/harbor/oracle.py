@@ -93,14 +93,23 @@ async def check_task(runner: HarborRunner, backend: DockerBackend, task: HarborT
         return row
     row.build_s = round(prepared.build_seconds, 1)
     row.notes = "; ".join(prepared.notes)
+    before = asyncio.ensure_future(_verify_fresh(runner, backend, prepared))
     try:
-        before = asyncio.ensure_future(_verify_fresh(runner, backend, prepared))
         if task.solution_dir is not None:
             await _solve_and_verify(runner, backend, prepared, row)
-        reward, seconds, output, error = await before
     except ContainerError as exc:
-        row.status, row.reason, row.log_tail = FAIL, "container failed", tail(str(exc))
+        row.status, row.reason, row.log_tail = FAIL, "the container failed", tail(str(exc))
+    finally:
+        (checked,) = await asyncio.gather(before, return_exceptions=True)
+    if isinstance(checked, BaseException):
+        if not isinstance(checked, ContainerError):
+            raise checked
+        row.status, row.reason, row.log_tail = FAIL, "the container failed", tail(str(checked))
         return row
+    if row.reason == "the container failed":
+        row.reward_before, row.test_before_s = checked[0], round(checked[1], 1)
+        return row
+    reward, seconds, output, error = checked
     row.test_before_s = round(seconds, 1)
     row.reward_before = reward
     if error is not None and reward is None:
