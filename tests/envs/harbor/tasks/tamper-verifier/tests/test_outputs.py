@@ -8,3 +8,10 @@ def test_python_is_the_requested_one():
 
 def test_count():
     assert Path("/app/count.txt").read_text() == "10\n"
+
+
+def test_the_image_has_what_its_dockerfile_installed():
+    import subprocess
+
+    shown = subprocess.run(["pip", "show", "iniconfig"], capture_output=True, text=True)
+    assert "Version: 2.0.0" in shown.stdout
