@@ -6,8 +6,8 @@ made from the distribution mirrors, for machines that reach no container registr
 - ``hermes_env/python:<X.Y>-<suite>``: that release with Python X.Y where the official ``python`` images put it
   (``/usr/local/bin/python``, ``python3``, ``pip``, ``pip3``). The release's own Python is used when its version
   is X.Y (bookworm 3.11, trixie 3.13, noble 3.12; pip may install system-wide, as in the official images);
-  any other version is built once from CPython's source, taken from the Debian archive's ``python3.X`` orig
-  tarball (checked against the archive's sha256).
+  any other version is built once from CPython's source, the ``python3.X`` orig tarball of a Debian or Ubuntu
+  suite that ships it (checked against the archive's sha256): 3.9, 3.10, 3.12, 3.13, 3.14 and newer.
 
 The machine's CA bundle (``$SSL_CERT_FILE``, else ``/etc/ssl/certs/ca-certificates.crt``) is in every one of them,
 as the system bundle and as a local certificate that ``update-ca-certificates`` keeps, and ``SSL_CERT_FILE``,
@@ -15,9 +15,9 @@ as the system bundle and as a local certificate that ``update-ca-certificates`` 
 TLS-intercepting proxy, ``pip``, ``uv`` and ``curl`` work in the images as on the host.
 
 Each image carries the label ``hermes_env=base`` and ``hermes_env.recipe=<digest>`` (recipe, CA bundle, mirror);
-it is made once and made again only when that digest changes. A CPython build also leaves a relocatable copy
-(``relocatable_python``): the interpreter with the shared libraries it needs beside it, which runs in any
-image with glibc 2.36 or newer. The Harbor verifier toolbox runs tests with it.
+it is made once and made again only when that digest changes. :func:`ensure_relocatable_python` builds CPython the
+same way into a directory that runs from anywhere (the interpreter with its shared libraries beside it) in any
+image with glibc 2.36 or newer; the Harbor verifier toolbox runs tests with it.
 """
 
 from __future__ import annotations
@@ -236,7 +236,13 @@ def ensure_os_image(engine: ContainerEngine, suite: str, *, log: Path | None = N
 
 # -- CPython from the Debian archive ----------------------------------------------------------------------------------
 
-_SOURCE_SUITES = ("sid", "trixie", "bookworm")
+#: Where CPython's source is looked for, in order: (distribution, suite). Each archive keeps the versions its current
+#: releases ship: Debian 3.9 (bullseye) 3.11 3.13 3.14 ..., Ubuntu 3.8 (focal) 3.10 (jammy) 3.12 (noble).
+_SOURCE_SUITES = (
+    ("debian", "sid"), ("debian", "trixie"), ("debian", "bookworm"), ("debian", "bullseye"),
+    ("ubuntu", "noble-updates"), ("ubuntu", "noble"), ("ubuntu", "jammy-updates"), ("ubuntu", "jammy"),
+    ("ubuntu", "focal-updates"), ("ubuntu", "focal"),
+)  # fmt: skip
 
 
 def _fetch(url: str, timeout: float = 300) -> bytes:
@@ -245,21 +251,21 @@ def _fetch(url: str, timeout: float = 300) -> bytes:
 
 
 def cpython_source(version: str) -> Path:
-    """CPython ``version``'s source tarball from the Debian archive (``python<version>``'s orig tarball, the
-    newest any of sid, trixie, bookworm has), cached and checked against the archive's sha256."""
+    """CPython ``version``'s source tarball: the ``python<version>`` orig tarball of the first Debian or Ubuntu
+    suite that has it (:data:`_SOURCE_SUITES`), cached, and checked against the archive's sha256."""
     sources_dir = cache_dir().parent / "sources"
     sources_dir.mkdir(parents=True, exist_ok=True)
     cached = sorted(sources_dir.glob(f"python{version}_{version}.*.orig.tar.xz"))
     if cached:
         return cached[-1]
-    mirror = _mirror("debian")
     package = f"python{version}"
     problems = []
-    for suite in _SOURCE_SUITES:
+    for distro, suite in _SOURCE_SUITES:
+        mirror = _mirror(distro)
         try:
             index = lzma.decompress(_fetch(f"{mirror}/dists/{suite}/main/source/Sources.xz")).decode("utf-8", "replace")
         except (OSError, lzma.LZMAError) as exc:
-            problems.append(f"{suite}: {exc}")
+            problems.append(f"{distro} {suite}: {exc}")
             continue
         for stanza in index.split("\n\n"):
             if not stanza.startswith(f"Package: {package}\n"):
@@ -276,9 +282,9 @@ def cpython_source(version: str) -> Path:
             target.with_suffix(".part").write_bytes(data)
             target.with_suffix(".part").replace(target)
             return target
-        problems.append(f"{suite}: no {package}")
     raise ImageBuildError(
-        f"CPython {version}'s source is not in the Debian archive at {mirror} ({'; '.join(problems)}); "
+        f"CPython {version}'s source is in none of the Debian and Ubuntu suites searched "
+        f"({', '.join(f'{d} {s}' for d, s in _SOURCE_SUITES)}{'; ' + '; '.join(problems) if problems else ''}); "
         f"map this image to a release that ships Python {version}, or to an image you have ('image:REF')"
     )
 
