@@ -285,8 +285,11 @@ class UpstreamImageBuilder:
             raise ImageBuildError(f"the local base {ref} vanished from {self.engine.name} while in use")
         return image_id
 
-    async def build(self, environment_dir: Path, *, extra_packages: Sequence[str] = ()) -> str:
-        """The tag of ``environment_dir/Dockerfile`` built (once per content) on local bases."""
+    async def build(
+        self, environment_dir: Path, *, extra_packages: Sequence[str] = (), timeout_s: float | None = None
+    ) -> str:
+        """The tag of ``environment_dir/Dockerfile`` built (once per content) on local bases; ``timeout_s`` bounds
+        the build of this recipe (its local bases, made once, are not counted)."""
         dockerfile = environment_dir / "Dockerfile"
         if not dockerfile.is_file():
             raise ImageBuildError(f"{environment_dir} has no Dockerfile; a task's environment/ needs one")
@@ -316,7 +319,7 @@ class UpstreamImageBuilder:
             rewritten.write_text(text)
             async with self._slots:
                 try:
-                    await self.cache.build_recipe(rewritten, environment_dir, tag, digest)
+                    await self.cache.build_recipe(rewritten, environment_dir, tag, digest, timeout_s=timeout_s)
                 except ImageBuildError as exc:
                     raise ImageBuildError(f"{dockerfile} (rewritten to {rewritten}): {exc}") from None
         return tag
@@ -328,8 +331,9 @@ async def build_environment_image(
     engine: ContainerEngine | None = None,
     image_map: ImageMap | None = None,
     extra_packages: Sequence[str] = (),
+    timeout_s: float | None = None,
 ) -> str:
     """Build a Harbor/Terminal-Bench ``environment/`` directory (Dockerfile + context) into a cached local image
     and return its tag; upstream base images are replaced per ``image_map`` (see the module doc)."""
     builder = UpstreamImageBuilder(engine, image_map=image_map)
-    return await builder.build(Path(environment_dir), extra_packages=extra_packages)
+    return await builder.build(Path(environment_dir), extra_packages=extra_packages, timeout_s=timeout_s)

@@ -3,6 +3,32 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hermes_env.testing.demo import DemoPolicy
+
+#: ``demo --policy gguf``: SmolLM2-135M on this CPU gets the terminal tool only, short turns and few of them.
+GGUF_ARGS: tuple[str, ...] = (
+    "--env.enabled_toolsets", "terminal",
+    "--env.tool_call_parser", "hermes",
+    "--env.max_agent_turns", "4",
+    "--env.max_tokens_per_turn", "128",
+    "--env.agent_temperature", "1.0",
+    "--openai.timeout", "900",
+)  # fmt: skip
+
+
+@contextmanager
+def _gguf_policy(seed: int) -> Iterator[DemoPolicy]:
+    """terminal_tasks' GGUF policy server (SmolLM2-135M-Instruct on this CPU), with harbor's settings."""
+    from hermes_env.envs.terminal_tasks.__main__ import _gguf_policy as serve_gguf
+
+    with serve_gguf(seed) as policy:
+        yield replace(policy, process_args=GGUF_ARGS)
 
 
 def demo(argv: list[str]) -> None:
@@ -11,7 +37,7 @@ def demo(argv: list[str]) -> None:
     from hermes_env.envs.harbor.env import HarborEnv
     from hermes_env.envs.harbor.scripted import scripted_rows
     from hermes_env.envs.harbor.task import HarborTaskError, load_tasks
-    from hermes_env.testing.demo import run_demo
+    from hermes_env.testing.demo import DemoPolicyOption, run_demo
 
     if not argv or argv[0].startswith("-"):
         sys.exit("usage: python -m hermes_env.envs.harbor demo TASKS_DIR [--groups N] [--group-size N] [...]")
@@ -32,6 +58,7 @@ def demo(argv: list[str]) -> None:
         default_backend=None,
         default_groups=4,
         default_group_size=2,
+        other_policies={"gguf": DemoPolicyOption("SmolLM2-135M sampled on this CPU by llama.cpp", start=_gguf_policy)},
     )
 
 

@@ -89,9 +89,10 @@ class HarborRunner:
         ToolboxError (the task fails, not the run)."""
         started = time.monotonic()
         needs = read_needs(task.test_sh)
-        image = await asyncio.wait_for(
-            self.builder.build(task.environment_dir, extra_packages=needs.apt_packages),
-            timeout=max(task.config.environment.build_timeout_sec, 60) * 4,  # a cold base image comes first
+        image = await self.builder.build(
+            task.environment_dir,
+            extra_packages=needs.apt_packages,
+            timeout_s=task.config.environment.build_timeout_sec,
         )
         async with self._toolbox_lock:  # provisioning shares one directory (and pip's downloads)
             toolbox = await asyncio.to_thread(provision, self.engine, needs)
