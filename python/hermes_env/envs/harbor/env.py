@@ -12,12 +12,13 @@ A task whose image does not build is left out at start, with the end of its buil
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import random
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from hermes_env.agent.loop import AgentResult
 from hermes_env.containers.upstream_images import ImageMap
@@ -46,11 +47,28 @@ class HarborEnvConfig(HermesAgentEnvConfig):
     terminal_backend: str = Field(default="docker", description="Must be docker: each task runs in its image.")
     terminal_timeout: float = Field(default=600.0, gt=0, description="Time limit of one tool call, in seconds.")
     reward_timeout: float = Field(default=1800.0, gt=0, description="Time limit of the verifier, at most.")
-    image_map: dict[str, str] = Field(
+    # `| str`: atroposlib's command line passes it as one JSON string, parsed below.
+    image_map: dict[str, str] | str = Field(
         default_factory=dict, description="Upstream image pattern -> local base (debian:bookworm, python:3.13-"
         "bookworm, image:<ref>, ...), tried before the defaults."
     )  # fmt: skip
     max_parallel_builds: int = Field(default=2, ge=1, description="Task images built at once at start.")
+
+    @field_validator("image_map", mode="before")
+    @classmethod
+    def _parse_image_map(cls, value: Any) -> Any:
+        # atroposlib's command line passes a dict as one JSON string.
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"image_map must be a JSON object of pattern -> target ({err})") from None
+        if isinstance(value, dict):
+            ImageMap(entries=value)  # each target must parse
+        return value
+
+    def image_map_entries(self) -> dict[str, str]:
+        return self._parse_image_map(self.image_map) if isinstance(self.image_map, str) else dict(self.image_map)
 
 
 class HarborEnv(TaskFileEnv):
@@ -75,7 +93,7 @@ class HarborEnv(TaskFileEnv):
         names = [n.strip() for n in (self.config.task_names or "").split(",") if n.strip()] or None
         tasks = load_tasks(self.config.tasks_dir, names)
         runner = HarborRunner(
-            self.backend.engine, image_map=ImageMap(entries=self.config.image_map),
+            self.backend.engine, image_map=ImageMap(entries=self.config.image_map_entries()),
             max_parallel_builds=self.config.max_parallel_builds,
         )  # fmt: skip
         self.runner = runner
