@@ -45,3 +45,49 @@ def test_demo_scores_rollouts_with_the_tasks_verifiers(tmp_path: Path) -> None:
             assert score == (1.0 if expected_success(task, messages) else 0.0), (task.id, messages)
             scores.append(score)
     assert 1.0 in scores
+
+
+def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO / "python"), "WANDB_MODE": "disabled"}
+    return subprocess.run(
+        [sys.executable, "-m", "hermes_env.envs.harbor", *args],
+        capture_output=True, text=True, env=env, timeout=900, check=False, cwd=cwd,
+    )  # fmt: skip
+
+
+def test_process_phase1_and_evaluate_phase2(tmp_path: Path) -> None:
+    from hermes_env.testing import qwen3_tokenizer, qwen3_tokenizer_dir
+    from hermes_env.testing.policies import SolutionPolicy
+    from hermes_env.testing.scripted_openai import ScriptedOpenAIServer
+    from hermes_env.testing.scripted_vllm import ScriptedVLLMServer
+
+    names = "offline-note,wrong-solution"
+    rows = scripted_rows(load_tasks(TASKS, names.split(",")))
+    always_solve = SolutionPolicy(rows, weights={"solve": 1.0})
+    out = tmp_path / "groups.jsonl"
+    with ScriptedOpenAIServer(always_solve.respond_to_messages) as server:
+        proc = _run(
+            "process", "--openai.base_url", server.base_url, "--openai.server_type", "openai",
+            "--openai.model_name", "scripted-policy", "--env.tasks_dir", str(TASKS), "--env.task_names", names,
+            "--env.total_steps", "2", "--env.group_size", "2", "--env.data_path_to_save_groups", str(out),
+            cwd=tmp_path,
+        )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    groups = [json.loads(line) for line in out.read_text().splitlines()]
+    by_task = {g["rollout_info"][0]["task_id"]: g["scores"] for g in groups}
+    # The reference solution of offline-note passes its verifier; wrong-solution's does not.
+    assert by_task == {"offline-note": [1.0, 1.0], "wrong-solution": [0.0, 0.0]}
+    assert all(g.get("inference_logprobs") is None for g in groups)  # Phase 1: no token logprobs from the server
+
+    evals = tmp_path / "evals"
+    with ScriptedVLLMServer(qwen3_tokenizer(), always_solve.vllm_responder) as server:
+        proc = _run(
+            "evaluate", "--openai.base_url", server.base_url, "--openai.server_type", "vllm",
+            "--openai.tokenizer_name", str(qwen3_tokenizer_dir()), "--env.tasks_dir", str(TASKS),
+            "--env.task_names", names, "--env.data_dir_to_save_evals", str(evals), cwd=tmp_path,
+        )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    samples = {s["id"]: s for s in (json.loads(x) for x in (evals / "samples.jsonl").read_text().splitlines())}
+    assert {k: v["score"] for k, v in samples.items()} == {"offline-note": 1.0, "wrong-solution": 0.0}
+    metrics = json.loads((evals / "metrics.json").read_text())["results"]["all"]
+    assert metrics["eval/accuracy"] == 0.5
