@@ -18,7 +18,7 @@ from hermes_env.containers.engine import ContainerEngine
 from hermes_env.containers.images import ImageSpec
 from hermes_env.containers.upstream_images import ImageMap, UpstreamImageBuilder
 from hermes_env.envs.harbor.task import HarborTask
-from hermes_env.envs.harbor.toolbox import Toolbox, provision, read_needs
+from hermes_env.envs.harbor.toolbox import TOOLBOX_MOUNT, Toolbox, provision, read_needs
 
 TESTS_DIR = "/tests"
 SOLUTION_DIR = "/solution"
@@ -163,7 +163,7 @@ class HarborRunner:
         env = {**task.config.verifier.env}
         exports = "".join(f"export {k}={_quote(v)}; " for k, v in env.items())
         command = (
-            f"export PATH={prepared.toolbox.shims}:\"$PATH\"; "
+            f"export PATH={prepared.toolbox.shims}:\"$PATH\" PIP_NO_INDEX=1 PIP_FIND_LINKS={TOOLBOX_MOUNT}/wheels; "
             'export HERMES_VERIFIER_CACHE="$(mktemp -d /tmp/hermes-verifier.XXXXXX)"; '
             f"{exports}bash {TESTS_DIR}/test.sh 2>&1 | tee {VERIFIER_LOGS}/test-stdout.txt; "
             'rm -rf "$HERMES_VERIFIER_CACHE"'

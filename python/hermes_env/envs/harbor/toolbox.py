@@ -15,7 +15,9 @@ the verifier has no network, and the task's files are not edited. Instead:
   the agent left there; ``apt-get update`` succeeds and ``apt-get install`` succeeds for packages the image has
   (other ``curl`` calls go to the image's curl); ``uv``/``uvx`` run offline (``UV_OFFLINE``, no configuration
   files, a fresh cache) with ``-p X.Y`` pointed at the toolbox's Python. So a pytest, python or site-packages the
-  agent rewrites in the image, and an ``env`` file it plants, are never what runs the tests.
+  agent rewrites in the image, and an ``env`` file it plants, are never what runs the tests. ``pip install`` of
+  a pinned wheel also works offline (``PIP_NO_INDEX``, ``PIP_FIND_LINKS`` at the toolbox's wheels), into the
+  image's own Python as the script asks.
 """
 
 from __future__ import annotations
@@ -306,6 +308,9 @@ def provision(engine: ContainerEngine, needs: VerifierNeeds) -> Toolbox:
         python_dir = ensure_relocatable_python(engine, version)
         (root / "python" / version).mkdir(parents=True, exist_ok=True)  # the mount point
         python_mounts.append((str(python_dir), f"{TOOLBOX_MOUNT}/python/{version}"))
+    # Pins installed with pip into the image's own Python (no -p to read) are fetched for DEFAULT_PYTHON; pure
+    # wheels, pytest's among them, serve any version.
+    for version in needs.pythons or [DEFAULT_PYTHON]:
         _ensure_wheels(root, version, needs.wheels)
     # Shims name one uv version; a toolbox per uv version keeps tasks pinning different ones apart.
     shims = root / "shims" / uv_version
