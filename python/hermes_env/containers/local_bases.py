@@ -432,3 +432,78 @@ def ensure_relocatable_python(engine: ContainerEngine, version: str) -> Path:
         shutil.rmtree(target, ignore_errors=True)
         staging.replace(target)
     return target
+
+
+# -- uv (astral's ghcr.io/astral-sh/uv images hold /uv and /uvx; PyPI's uv wheel holds the same binaries) ---------
+
+
+class UvUnavailableError(ImageBuildError):
+    """uv's wheel could not be fetched from PyPI."""
+
+
+@dataclass(frozen=True, slots=True)
+class UvImage:
+    """A stand-in for ``ghcr.io/astral-sh/uv:<version>``: ``/uv`` and ``/uvx`` from PyPI's ``uv`` wheel."""
+
+    version: str
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"\d+\.\d+\.\d+", self.version):
+            raise ValueError(f"a uv version looks like 0.9.5, got {self.version!r}")
+
+    @property
+    def ref(self) -> str:
+        return f"hermes_env/uv:{self.version}"
+
+    def describe(self) -> str:
+        return f"uv {self.version} from PyPI"
+
+
+def uv_binaries(version: str) -> Path:
+    """A directory holding ``uv`` and ``uvx`` of ``version``, from PyPI's manylinux x86-64 wheel (cached)."""
+    import sys
+    import zipfile
+
+    target = cache_dir().parent / "uv" / version
+    if (target / "uv").is_file() and (target / "uvx").is_file():
+        return target
+    with tempfile.TemporaryDirectory(prefix="hermes-uv-") as tmp:
+        proc = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--dest", tmp,
+             "--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64", f"uv=={version}"],
+            capture_output=True, text=True, timeout=900, check=False,
+        )  # fmt: skip
+        wheels = list(Path(tmp).glob("uv-*.whl"))
+        if proc.returncode != 0 or not wheels:
+            raise UvUnavailableError(f"uv {version}'s wheel is not available from PyPI: {proc.stderr[-500:]}")
+        staging = target.with_name(version + ".part")
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        with zipfile.ZipFile(wheels[0]) as wheel:
+            for name in ("uv", "uvx"):
+                member = next((m for m in wheel.namelist() if m.endswith(f".data/scripts/{name}")), None)
+                if member is None:
+                    raise UvUnavailableError(f"uv {version}'s wheel has no {name} binary")
+                (staging / name).write_bytes(wheel.read(member))
+                (staging / name).chmod(0o755)
+        shutil.rmtree(target, ignore_errors=True)
+        staging.replace(target)
+    return target
+
+
+def ensure_uv_image(engine: ContainerEngine, uv: UvImage) -> str:
+    """``hermes_env/uv:<version>`` (``/uv``, ``/uvx``), made once; its reference."""
+    digest = _digest("uv", uv.version)
+    if _label(engine, uv.ref, RECIPE_LABEL) == digest:
+        return uv.ref
+    binaries = uv_binaries(uv.version)
+    with _locked(f"uv-{uv.version}"), tempfile.TemporaryDirectory(prefix="hermes-uv-", dir="/var/tmp") as tmp:
+        context = Path(tmp)
+        for name in ("uv", "uvx"):
+            shutil.copy2(binaries / name, context / name)
+        (context / "Dockerfile").write_text("FROM scratch\nCOPY uv uvx /\n")
+        log = cache_dir() / f"uv-{uv.version}.log"
+        log.write_bytes(b"")
+        _build(engine, context, uv.ref, labels={RECIPE_LABEL: digest}, args={}, target=None, log=log)
+    return uv.ref
+

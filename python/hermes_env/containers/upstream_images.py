@@ -5,24 +5,18 @@ maps such names to local bases (:mod:`hermes_env.containers.local_bases`), made 
 :func:`build_environment_image` rewrites the ``FROM`` lines (and ``COPY --from=<image>``) of a copy of the
 Dockerfile to them, and builds it with the task's own directory as context: the task's files are never edited.
 
-The default map (``DEFAULT_IMAGE_MAP``, first match wins, ``*`` matches anything):
+The default map (``DEFAULT_IMAGE_MAP`` and two rules; first match wins, ``*`` matches anything):
 
-==============================================  ===============================================================
-upstream name                                    local base
-==============================================  ===============================================================
-``debian:bookworm*``, ``debian:12*``            ``debian:bookworm`` (``hermes_env/os:bookworm``)
-``debian:trixie*``, ``debian:13*``,              ``debian:trixie``
-``debian:stable*``, ``debian:latest``, ``debian``
-``ubuntu:24.04*``, ``ubuntu:noble*``,            ``ubuntu:noble``
-``ubuntu:latest``, ``ubuntu``
-``python:3.X[.Y][-slim]-bookworm``               ``python:3.X-bookworm`` (Debian 12 with Python 3.X)
-``python:3.X[.Y][-slim]-trixie``, ``python:3.X[.Y][-slim]``  ``python:3.X-trixie`` (the official tags' default
-                                                 release since August 2025)
-==============================================  ===============================================================
+- ``debian:bookworm*``, ``debian:12*`` -> ``debian:bookworm`` (``hermes_env/os:bookworm``);
+- ``debian:trixie*``, ``debian:13*``, ``debian:stable*``, ``debian:latest``, ``debian`` -> ``debian:trixie``;
+- ``ubuntu:24.04*``, ``ubuntu:noble*``, ``ubuntu:latest``, ``ubuntu`` -> ``ubuntu:noble``;
+- ``python:3.X[.Y][-slim|-full][-bookworm|-trixie]`` -> ``python:3.X-<release>``, the release the tag names, else
+  trixie (the official tags' default release since August 2025);
+- ``ghcr.io/astral-sh/uv:X.Y.Z`` (``COPY --from=`` it) -> ``uv:X.Y.Z``: ``/uv`` and ``/uvx`` from PyPI's ``uv`` wheel.
 
 A ``docker.io/`` or ``library/`` prefix is ignored. User entries (``pattern = target``) come first; a target is a
-local base (``debian:<suite>``, ``ubuntu:<suite>``, ``python:<X.Y>-<suite>``) or ``image:<ref>``, an image the
-engine already has, used as is (its CA set-up is then its own).
+local base (``debian:<suite>``, ``ubuntu:<suite>``, ``python:<X.Y>-<suite>``, ``uv:<X.Y.Z>``) or ``image:<ref>``, an
+image the engine already has, used as is (its CA set-up is then its own).
 
 Builds are cached by content: the tag ``hermes_env/task:<hash>`` covers the rewritten Dockerfile, every file of the
 context and the ids of the base images, so an unchanged task is never rebuilt. At most ``max_parallel`` builds
@@ -45,7 +39,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from hermes_env.containers.engine import ContainerEngine, detect_engine
 from hermes_env.containers.images import ImageCache, _context_files, cache_dir
-from hermes_env.containers.local_bases import RELEASES, LocalBase, ensure_base_image
+from hermes_env.containers.local_bases import RELEASES, LocalBase, UvImage, ensure_base_image, ensure_uv_image
 from hermes_env.errors import ImageBuildError
 
 DEFAULT_IMAGE_MAP: dict[str, str] = {
@@ -63,6 +57,7 @@ DEFAULT_IMAGE_MAP: dict[str, str] = {
 }
 #: The release of a ``python:3.X`` tag that names none (the official images' default).
 DEFAULT_PYTHON_SUITE = "trixie"
+_UV_TAG = re.compile(r"ghcr\.io/astral-sh/uv:(\d+\.\d+\.\d+)")
 _PYTHON_TAG = re.compile(r"python:(3\.\d{1,2})(?:\.\d+)?(?:-(?:slim|full))?(?:-(bookworm|trixie))?")
 _HASH_VERSION = b"hermes_env upstream image v1\0"
 TASK_REPOSITORY = "hermes_env/task"
@@ -79,10 +74,16 @@ def normalize_image_name(name: str) -> str:
     return name
 
 
-def parse_target(target: str) -> LocalBase | str:
-    """A map target: a :class:`LocalBase`, or an image reference (``image:<ref>``) as a string."""
+Target = LocalBase | UvImage | str
+
+
+def parse_target(target: str) -> Target:
+    """A map target: a :class:`LocalBase`, a :class:`UvImage` (``uv:<version>``), or an image reference
+    (``image:<ref>``) as a string."""
     if target.startswith("image:") and target[len("image:") :].strip():
         return target[len("image:") :].strip()
+    if target.startswith("uv:"):
+        return UvImage(target[len("uv:") :])
     match = re.fullmatch(r"(debian|ubuntu):([a-z]+)", target)
     if match and match.group(2) in RELEASES and RELEASES[match.group(2)].distro == match.group(1):
         return LocalBase(match.group(2))
@@ -91,7 +92,8 @@ def parse_target(target: str) -> LocalBase | str:
         return LocalBase(match.group(2), match.group(1))
     known = ", ".join(f"{r.distro}:{s}" for s, r in RELEASES.items())
     raise ValueError(
-        f"image map target {target!r} is neither a local base ({known}, python:3.X-<release>) nor image:<ref>"
+        f"image map target {target!r} is neither a local base ({known}, python:3.X-<release>), uv:<version> "
+        "nor image:<ref>"
     )
 
 
@@ -108,7 +110,7 @@ class ImageMap(BaseModel):
             parse_target(target)
         return value
 
-    def lookup(self, name: str) -> LocalBase | str | None:
+    def lookup(self, name: str) -> Target | None:
         """The local base (or image) standing in for ``name``, None when nothing maps it."""
         bare = normalize_image_name(name)
         for pattern, target in self.entries.items():
@@ -120,6 +122,9 @@ class ImageMap(BaseModel):
         match = _PYTHON_TAG.fullmatch(bare)
         if match:
             return LocalBase(match.group(2) or DEFAULT_PYTHON_SUITE, match.group(1))
+        match = _UV_TAG.fullmatch(bare)
+        if match:
+            return UvImage(match.group(1))
         return None
 
 
@@ -130,7 +135,7 @@ class ImageMap(BaseModel):
 class RewrittenRecipe:
     text: str
     #: Upstream name -> what stands in for it.
-    bases: dict[str, LocalBase | str] = field(default_factory=dict)
+    bases: dict[str, Target] = field(default_factory=dict)
     #: The last ``USER`` of the final stage (None: root).
     final_user: str | None = None
 
@@ -180,7 +185,7 @@ def rewrite_dockerfile(text: str, image_map: ImageMap, *, source: str = "Dockerf
                 "'image:<a local image>') to the image map"
             )
         recipe.bases[name] = target
-        return target.ref if isinstance(target, LocalBase) else target
+        return target if isinstance(target, str) else target.ref
 
     for line in _logical_lines(text):
         stripped = line.strip()
@@ -270,14 +275,15 @@ class UpstreamImageBuilder:
         self.image_map = image_map or ImageMap()
         self.cache = ImageCache(self.engine, build_timeout_s=build_timeout_s)
         self._slots = asyncio.Semaphore(max_parallel)
-        self._bases: dict[LocalBase, asyncio.Future[str]] = {}
+        self._bases: dict[LocalBase | UvImage, asyncio.Future[str]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
-    async def _base(self, base: LocalBase) -> str:
+    async def _base(self, base: LocalBase | UvImage) -> str:
         """A local base's image id, made once per process (and per machine: its label is checked)."""
         future = self._bases.get(base)
         if future is None:
-            future = asyncio.ensure_future(asyncio.to_thread(ensure_base_image, self.engine, base))
+            make = ensure_uv_image if isinstance(base, UvImage) else ensure_base_image
+            future = asyncio.ensure_future(asyncio.to_thread(make, self.engine, base))  # type: ignore[arg-type]
             self._bases[base] = future
         ref = await asyncio.shield(future)
         image_id = await self.engine.image_id(ref)
@@ -300,7 +306,7 @@ class UpstreamImageBuilder:
             raise ImageBuildError(str(exc)) from None
         base_ids = []
         for target in recipe.bases.values():
-            if isinstance(target, LocalBase):
+            if not isinstance(target, str):
                 base_ids.append(await self._base(target))
             else:
                 image_id = await self.engine.image_id(target)

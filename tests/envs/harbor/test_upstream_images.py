@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hermes_env.containers.local_bases import LocalBase
+from hermes_env.containers.local_bases import LocalBase, UvImage
 from hermes_env.containers.upstream_images import ImageMap, rewrite_dockerfile, with_packages
 from hypothesis import given
 from hypothesis import strategies as st
@@ -23,12 +23,14 @@ from hypothesis import strategies as st
         ("ubuntu:24.04", LocalBase("noble")),
         ("library/ubuntu:noble-20240801", LocalBase("noble")),
         ("ubuntu@sha256:" + "a" * 64, LocalBase("noble")),
+        ("ghcr.io/astral-sh/uv:0.9.5", UvImage("0.9.5")),
+        ("ghcr.io/astral-sh/uv:latest", None),
         ("ghcr.io/someone/tool:1", None),
         ("ubuntu:22.04", None),
         ("alpine:3.20", None),
     ],
 )
-def test_default_map(name: str, expected: LocalBase | None) -> None:
+def test_default_map(name: str, expected: LocalBase | UvImage | None) -> None:
     assert ImageMap().lookup(name) == expected
 
 

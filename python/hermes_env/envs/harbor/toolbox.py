@@ -30,14 +30,13 @@ import shlex
 import shutil
 import subprocess
 import sys
-import tempfile
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from hermes_env.containers.engine import ContainerEngine
 from hermes_env.containers.images import cache_dir
-from hermes_env.containers.local_bases import ensure_relocatable_python
+from hermes_env.containers.local_bases import ensure_relocatable_python, uv_binaries
+from hermes_env.errors import ImageBuildError
 
 TOOLBOX_MOUNT = "/opt/hermes-verifier"
 DEFAULT_UV_VERSION = "0.9.5"
@@ -148,24 +147,15 @@ def _ensure_uv(root: Path, version: str) -> None:
     target = root / "uv" / version
     if (target / "uv").is_file() and (target / "uvx").is_file():
         return
-    with tempfile.TemporaryDirectory(prefix="hermes-uv-") as tmp:
-        _pip("download", "--no-deps", "--only-binary=:all:", "--dest", tmp, "--platform", "manylinux_2_17_x86_64",
-             "--platform", "manylinux2014_x86_64", f"uv=={version}")  # fmt: skip
-        wheels = list(Path(tmp).glob("uv-*.whl"))
-        if not wheels:
-            raise ToolboxError(f"PyPI has no manylinux x86-64 wheel of uv {version}")
-        staging = target.with_name(version + ".part")
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
-        with zipfile.ZipFile(wheels[0]) as wheel:
-            for name in ("uv", "uvx"):
-                member = next((m for m in wheel.namelist() if m.endswith(f".data/scripts/{name}")), None)
-                if member is None:
-                    raise ToolboxError(f"uv {version}'s wheel has no {name} binary")
-                (staging / name).write_bytes(wheel.read(member))
-                (staging / name).chmod(0o755)
-        shutil.rmtree(target, ignore_errors=True)
-        staging.replace(target)
+    try:
+        source = uv_binaries(version)
+    except ImageBuildError as exc:
+        raise ToolboxError(str(exc)) from None
+    staging = target.with_name(version + ".part")
+    shutil.rmtree(staging, ignore_errors=True)
+    shutil.copytree(source, staging)
+    shutil.rmtree(target, ignore_errors=True)
+    staging.replace(target)
 
 
 def _ensure_wheels(root: Path, python: str, specs: list[str]) -> None:

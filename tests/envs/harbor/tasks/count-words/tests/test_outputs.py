@@ -15,3 +15,9 @@ def test_the_image_has_what_its_dockerfile_installed():
 
     shown = subprocess.run(["pip", "show", "iniconfig"], capture_output=True, text=True)
     assert "Version: 2.0.0" in shown.stdout
+
+
+def test_the_image_has_the_uv_its_dockerfile_copied():
+    import subprocess
+
+    assert subprocess.run(["/bin/uv", "--version"], capture_output=True, text=True).stdout.startswith("uv 0.9.5")
