@@ -48,3 +48,12 @@ def test_other_spellings() -> None:
 def test_a_script_without_uv_needs_no_python() -> None:
     needs = read_needs((TASKS / "offline-note" / "tests" / "test.sh").read_text())
     assert (needs.uses_uv, needs.pythons, needs.wheels, needs.apt_packages) == (False, [], [], [])
+
+
+def test_network_failures_are_recognised() -> None:
+    from hermes_env.envs.harbor.runner import network_failure
+
+    line = "fatal: unable to access 'https://github.com/x/y/': Could not resolve host: github.com"
+    assert network_failure(f"Cloning into 'ocaml'...\n{line}\n") == line
+    assert network_failure("E: Failed to fetch http://deb.debian.org/x  Temporary failure resolving 'deb.debian.org'")
+    assert network_failure("FAILED test_outputs.py::test_count - assert 11 == 10") is None

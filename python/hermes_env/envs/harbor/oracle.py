@@ -22,7 +22,7 @@ from pathlib import Path
 from hermes_env.backends.docker import DockerBackend
 from hermes_env.containers.engine import detect_engine
 from hermes_env.containers.upstream_images import ImageMap
-from hermes_env.envs.harbor.runner import HarborRunner, PreparedTask, tail
+from hermes_env.envs.harbor.runner import HarborRunner, PreparedTask, network_failure, tail
 from hermes_env.envs.harbor.task import HarborTask, HarborTaskError, load_tasks
 from hermes_env.errors import ContainerError
 
@@ -63,9 +63,12 @@ async def _solve_and_verify(runner: HarborRunner, backend: DockerBackend, prepar
         row.solve_s = round(solved.seconds, 1)
         if not solved.ok:
             row.status = FAIL
-            why = "the solution needs the network, which cannot reach it here" if solved.needs_network else (
-                f"solution/solve.sh exited {solved.exit_code}")
-            row.reason = why
+            if solved.timed_out:
+                row.reason = f"solution/solve.sh ran past the agent timeout ({task.config.agent.timeout_sec:g}s)"
+            elif solved.network_failure:
+                row.reason = f"the solution needs a host this machine cannot reach: {solved.network_failure}"
+            else:
+                row.reason = f"solution/solve.sh exited {solved.exit_code}"
             row.log_tail = tail(solved.output)
             return
         after = await runner.verify(backend, task_id, task, prepared)
@@ -74,6 +77,9 @@ async def _solve_and_verify(runner: HarborRunner, backend: DockerBackend, prepar
         if after.error or after.reward is None or after.reward < 1.0:
             row.status = FAIL
             row.reason = after.error or f"reward {after.reward} after the solution (must be 1)"
+            unreachable = network_failure(after.output)
+            if unreachable:
+                row.reason += f"; the verifier needs a host it cannot reach at verify time: {unreachable}"
             row.log_tail = tail(after.output)
         else:
             row.status = PASS

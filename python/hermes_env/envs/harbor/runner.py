@@ -34,6 +34,14 @@ _NETWORK_ERRORS = re.compile(
 )
 
 
+def network_failure(output: str) -> str | None:
+    """The line of ``output`` that shows a host could not be reached, None when there is none."""
+    for line in output.splitlines():
+        if _NETWORK_ERRORS.search(line):
+            return line.strip()[:200]
+    return None
+
+
 def host_cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
@@ -64,7 +72,9 @@ class SolveResult:
     seconds: float
     output: str
     exit_code: int
-    needs_network: bool = False
+    timed_out: bool = False
+    #: The output line showing that a host could not be reached, when the solution failed.
+    network_failure: str | None = None
 
 
 class HarborRunner:
@@ -138,8 +148,8 @@ class HarborRunner:
         output = result.output or ""
         ok = result.exit_code == 0
         return SolveResult(
-            ok, time.monotonic() - started, output, result.exit_code,
-            needs_network=not ok and bool(_NETWORK_ERRORS.search(output)),
+            ok, time.monotonic() - started, output, result.exit_code, timed_out=result.timed_out,
+            network_failure=None if ok else network_failure(output),
         )  # fmt: skip
 
     async def verify(
