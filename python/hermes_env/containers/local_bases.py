@@ -32,6 +32,7 @@ import shutil
 import subprocess
 import tempfile
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -180,7 +181,7 @@ def _label(engine: ContainerEngine, ref: str, label: str) -> str | None:
 
 
 @contextlib.contextmanager
-def _locked(name: str):  # type: ignore[no-untyped-def]
+def locked(name: str) -> Iterator[None]:
     """A file lock across processes, so two runs never make the same base at once."""
     directory = cache_dir()
     directory.mkdir(parents=True, exist_ok=True)
@@ -210,7 +211,7 @@ def ensure_os_image(engine: ContainerEngine, suite: str, *, log: Path | None = N
         )
     from hermes_env.containers.setup import debootstrap_image
 
-    with _locked(f"os-{suite}"):
+    with locked(f"os-{suite}"):
         if _label(engine, base.ref, RECIPE_LABEL) == digest:
             return base.ref
         mirror = _mirror(release.distro)
@@ -365,7 +366,7 @@ def ensure_base_image(engine: ContainerEngine, base: LocalBase) -> str:
     digest = _python_digest(base)
     if _label(engine, base.ref, RECIPE_LABEL) == digest:
         return base.ref
-    with _locked(f"python-{base.python}-{base.suite}"):
+    with locked(f"python-{base.python}-{base.suite}"):
         if _label(engine, base.ref, RECIPE_LABEL) == digest:
             return base.ref
         log = cache_dir() / f"python-{base.python}-{base.suite}.log"
@@ -402,7 +403,7 @@ def ensure_relocatable_python(engine: ContainerEngine, version: str) -> Path:
     if marker.is_file() and marker.read_text() == digest:
         return target
     os_ref = ensure_os_image(engine, TOOLBOX_SUITE)
-    with _locked(f"relocatable-{version}"):
+    with locked(f"relocatable-{version}"):
         if marker.is_file() and marker.read_text() == digest:
             return target
         log = cache_dir() / f"python-relocatable-{version}.log"
@@ -497,7 +498,7 @@ def ensure_uv_image(engine: ContainerEngine, uv: UvImage) -> str:
     if _label(engine, uv.ref, RECIPE_LABEL) == digest:
         return uv.ref
     binaries = uv_binaries(uv.version)
-    with _locked(f"uv-{uv.version}"), tempfile.TemporaryDirectory(prefix="hermes-uv-", dir="/var/tmp") as tmp:
+    with locked(f"uv-{uv.version}"), tempfile.TemporaryDirectory(prefix="hermes-uv-", dir="/var/tmp") as tmp:
         context = Path(tmp)
         for name in ("uv", "uvx"):
             shutil.copy2(binaries / name, context / name)

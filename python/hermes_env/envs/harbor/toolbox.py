@@ -35,7 +35,7 @@ from pathlib import Path
 
 from hermes_env.containers.engine import ContainerEngine
 from hermes_env.containers.images import cache_dir
-from hermes_env.containers.local_bases import ensure_relocatable_python, uv_binaries
+from hermes_env.containers.local_bases import ensure_relocatable_python, locked, uv_binaries
 from hermes_env.errors import ImageBuildError
 
 TOOLBOX_MOUNT = "/opt/hermes-verifier"
@@ -288,7 +288,13 @@ class Toolbox:
 
 
 def provision(engine: ContainerEngine, needs: VerifierNeeds) -> Toolbox:
-    """Make the toolbox hold what ``needs`` asks for (idempotent, shared by all tasks); its mounts."""
+    """Make the toolbox hold what ``needs`` asks for (idempotent, shared by all tasks and, under a file lock, by
+    every process on this machine); its mounts."""
+    with locked("harbor-toolbox"):
+        return _provision(engine, needs)
+
+
+def _provision(engine: ContainerEngine, needs: VerifierNeeds) -> Toolbox:
     root = toolbox_dir()
     root.mkdir(parents=True, exist_ok=True)
     uv_version = needs.uv_version or DEFAULT_UV_VERSION
