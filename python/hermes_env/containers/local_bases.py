@@ -215,6 +215,7 @@ def ensure_os_image(engine: ContainerEngine, suite: str, *, log: Path | None = N
         if _label(engine, base.ref, RECIPE_LABEL) == digest:
             return base.ref
         mirror = _mirror(release.distro)
+        replaced = engine.image_id_sync(base.ref)
         packages = ("ca-certificates", *(("ubuntu-keyring",) if release.distro == "ubuntu" else ()))
         try:
             debootstrap_image(
@@ -232,6 +233,7 @@ def ensure_os_image(engine: ContainerEngine, suite: str, *, log: Path | None = N
             )
         except Exception as exc:  # debootstrap's errors are EngineUnavailableError; a base is an image here
             raise ImageBuildError(f"making the local base {base.ref} failed: {exc}") from exc
+        _drop_replaced(engine, replaced, base.ref)
     return base.ref
 
 
@@ -317,9 +319,14 @@ RUN mkdir -p /opt/python/bin /opt/python/lib && cp -a /usr/local/bin/python{v} /
     | sort -u | grep -v -E '/(libc|libm|libpthread|libdl|librt|libutil|ld-linux[^/]*)\\.so' \\
     | xargs -r -I{{}} cp -L {{}} /opt/python/lib/
 
+# What the image gets: the install without its static library and bytecode (as the official images drop them).
+FROM build AS installed
+RUN rm -f /usr/local/lib/libpython{v}.a /usr/local/lib/python{v}/config-{v}-*/libpython{v}.a \
+ && find /usr/local/lib/python{v} -depth -type d -name __pycache__ -exec rm -rf {{}} +
+
 FROM ${{HERMES_OS}}
 RUN {apt} {runtime} >/dev/null && rm -rf /var/lib/apt/lists/*
-COPY --from=build /usr/local /usr/local
+COPY --from=installed /usr/local /usr/local
 RUN ldconfig && cd /usr/local/bin && ln -sf python{v} python3 && ln -sf python3 python \\
  && ln -sf pip{v} pip3 && ln -sf pip3 pip && python --version
 """
@@ -344,6 +351,7 @@ def _build(engine: ContainerEngine, context: Path, tag: str, *, labels: dict[str
     if target:
         argv += ["--target", target]
     argv.append(str(context))
+    replaced = engine.image_id_sync(tag)
     with log.open("ab") as out:
         proc = subprocess.run(
             engine.argv(*argv), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=dict(engine.env),
@@ -352,10 +360,25 @@ def _build(engine: ContainerEngine, context: Path, tag: str, *, labels: dict[str
     if proc.returncode != 0:
         tail = log.read_text(errors="replace")[-1500:].strip()
         raise ImageBuildError(f"building the local base {tag} failed (exit {proc.returncode}; log {log}):\n{tail}")
+    _drop_replaced(engine, replaced, tag)
+
+
+def _drop_replaced(engine: ContainerEngine, replaced: str | None, tag: str) -> None:
+    """Remove the image an earlier recipe left under ``tag``, unless something still uses it: no ``--force``, so
+    the engine refuses while a container runs from it or an image is built on it (task images keep their base)."""
+    if replaced is not None and replaced != engine.image_id_sync(tag):
+        engine.run_sync("rmi", replaced, check=False, timeout=120)
+
+
+def _python_recipe(base: LocalBase) -> str:
+    if base.builds_python:
+        runtime = " ".join(base.release.python_runtime)
+        return _CPYTHON_RECIPE.format(apt=_APT, deps=_BUILD_DEPS, runtime=runtime, v=base.python)
+    return _SYSTEM_PYTHON_RECIPE.format(apt=_APT)
 
 
 def _python_digest(base: LocalBase) -> str:
-    return _digest("python", base.suite, base.python or "", _os_digest(base.release))
+    return _digest("python", base.suite, base.python or "", _os_digest(base.release), _python_recipe(base))
 
 
 def ensure_base_image(engine: ContainerEngine, base: LocalBase) -> str:
@@ -375,12 +398,7 @@ def ensure_base_image(engine: ContainerEngine, base: LocalBase) -> str:
             context = Path(tmp)
             if base.builds_python:
                 shutil.copyfile(cpython_source(base.python or ""), context / "python.tar.xz")
-                recipe = _CPYTHON_RECIPE.format(
-                    apt=_APT, deps=_BUILD_DEPS, runtime=" ".join(base.release.python_runtime), v=base.python
-                )
-            else:
-                recipe = _SYSTEM_PYTHON_RECIPE.format(apt=_APT)
-            (context / "Dockerfile").write_text(recipe)
+            (context / "Dockerfile").write_text(_python_recipe(base))
             _build(
                 engine, context, base.ref, labels={RECIPE_LABEL: digest}, args={"HERMES_OS": os_ref}, target=None,
                 log=log,
@@ -397,7 +415,9 @@ def ensure_relocatable_python(engine: ContainerEngine, version: str) -> Path:
     on bookworm once (the release's own Python is not relocatable); the directory holding ``bin/python<version>``.
     The build shares its cached layers with ``hermes_env/python:<version>-bookworm``."""
     base = LocalBase(TOOLBOX_SUITE, version)
-    digest = _digest("relocatable", version, _os_digest(base.release))
+    runtime = " ".join(base.release.python_runtime)
+    recipe = _CPYTHON_RECIPE.format(apt=_APT, deps=_BUILD_DEPS, runtime=runtime, v=version)
+    digest = _digest("relocatable", version, _os_digest(base.release), recipe)
     target = relocatable_dir(version)
     marker = target / ".recipe"
     if marker.is_file() and marker.read_text() == digest:
@@ -412,9 +432,6 @@ def ensure_relocatable_python(engine: ContainerEngine, version: str) -> Path:
         with tempfile.TemporaryDirectory(prefix="hermes-python-", dir="/var/tmp") as tmp:
             context = Path(tmp)
             shutil.copyfile(cpython_source(version), context / "python.tar.xz")
-            recipe = _CPYTHON_RECIPE.format(
-                apt=_APT, deps=_BUILD_DEPS, runtime=" ".join(base.release.python_runtime), v=version
-            )
             (context / "Dockerfile").write_text(recipe)
             _build(
                 engine, context, tag, labels={RECIPE_LABEL: digest}, args={"HERMES_OS": os_ref},
