@@ -29,7 +29,8 @@ def test_reads_a_tb2_style_script() -> None:
     assert needs.apt_packages == ["curl"]
     assert needs.uv_version == "0.9.5"
     assert needs.pythons == ["3.12"]
-    assert needs.wheels == ["pytest==8.4.1", "rdflib==7.1.4", "pytest-json-ctrf==0.3.5"]
+    # the -w pins, and the tool uvx runs (any version: uv resolves it with the pin)
+    assert needs.wheels == ["pytest==8.4.1", "rdflib==7.1.4", "pytest-json-ctrf==0.3.5", "pytest"]
 
 
 def test_other_spellings() -> None:
@@ -43,6 +44,18 @@ def test_other_spellings() -> None:
     assert needs.uv_version == "0.9.5"  # the installer names no version: the default
     assert needs.pythons == ["3.11"]
     assert needs.wheels == ["numpy==2.1.0", "pytest==8.3.0"]
+
+
+def test_packages_uv_and_pip_fetch() -> None:
+    script = (
+        "uvx -p 3.13 --with numpy --with=pandas==2.2.3 pytest@8.3.0 /tests/t.py -k 'not slow'\n"
+        "uv run --with pytest==8.0.0 pytest /tests\n"
+        'python3 -m pip install -q "pytest==8.4.1" requests -r /tests/requirements.txt\n'
+        "uv tool run --from black==24.1.0 black --check .\n"
+    )
+    assert read_needs(script).wheels == [
+        "numpy", "pandas==2.2.3", "pytest==8.3.0", "pytest==8.0.0", "pytest==8.4.1", "requests", "black==24.1.0"
+    ]  # fmt: skip
 
 
 def test_a_script_without_uv_needs_no_python() -> None:

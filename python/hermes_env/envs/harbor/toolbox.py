@@ -79,8 +79,70 @@ def _words(script: str) -> list[list[str]]:
     return commands
 
 
+_REQUIREMENT = re.compile(
+    r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]+\])?((==|>=|<=|~=|!=|<|>)[A-Za-z0-9._+!*,<>=~-]+)?$"
+)
+#: uv / uvx options that take a value (the value is not the tool's name).
+_UV_VALUE_OPTIONS = frozenset(
+    {"-p", "--python", "-w", "--with", "--from", "--with-requirements", "--with-editable", "--index-url",
+     "--extra-index-url", "--index", "--default-index", "-f", "--find-links", "--cache-dir", "--directory",
+     "--project", "--env-file", "--constraint", "-c", "--override", "--config-file"}
+)  # fmt: skip
+
+
+def _requirements(program: str, words: list[str]) -> list[str]:
+    """The packages a uv, uvx or pip command line fetches: ``-w``/``--with``/``--from`` values, the tool uvx runs,
+    and ``pip install`` arguments (``pkg@1.0`` is read as ``pkg==1.0``)."""
+    found: list[str] = []
+    pip_install = "pip" in words and "install" in words and (
+        program in ("pip", "pip3", "uv") or program.startswith("python")
+    )
+    if program not in ("uv", "uvx") and not pip_install:
+        return found
+    args = words[1:]
+    if program == "uvx" or (program == "uv" and (args[:1] == ["run"] or args[:2] == ["tool", "run"])):
+        args = args[2:] if args[:2] == ["tool", "run"] else args[1:] if args[:1] == ["run"] else args
+        tool_seen = program == "uv" and words[1:2] == ["run"]  # uv run runs a script or command, not a package
+        i = 0
+        while i < len(args):
+            arg = args[i]
+            if arg in _UV_VALUE_OPTIONS and i + 1 < len(args):
+                if arg in ("-w", "--with", "--from"):
+                    found.extend(a for a in args[i + 1].split(",") if a)
+                i += 2
+                continue
+            if arg.startswith(("--with=", "--from=")):
+                found.extend(a for a in arg.split("=", 1)[1].split(",") if a)
+            elif not arg.startswith("-") and not tool_seen:
+                tool_seen = True
+                if "--from" not in args:
+                    found.append(arg)
+            elif not arg.startswith("-"):
+                break  # the tool's own arguments
+            i += 1
+    elif pip_install:
+        rest = words[words.index("install") + 1 :]
+        skip = False
+        for arg in rest:
+            if skip:
+                skip = False
+            elif arg in ("-r", "--requirement", "-c", "--constraint", "-e", "--editable", "-i", "--index-url",
+                         "--extra-index-url", "-f", "--find-links", "--target", "-t", "--prefix", "-p", "--python"):
+                skip = True  # fmt: skip
+            elif not arg.startswith("-"):
+                found.append(arg)
+    out = []
+    for requirement in found:
+        if re.fullmatch(r"[\w.-]+@[\w.+!-]+", requirement):
+            requirement = requirement.replace("@", "==", 1)
+        if _REQUIREMENT.match(requirement):
+            out.append(requirement)
+    return out
+
+
 def read_needs(test_sh: str) -> VerifierNeeds:
-    """What ``test_sh`` would download: apt packages, the uv installer's version, ``-p`` Pythons, pinned wheels."""
+    """What ``test_sh`` would download: apt packages, the uv installer's version, ``-p`` Pythons, and the packages
+    uv, uvx and pip fetch (pinned or not)."""
     needs = VerifierNeeds()
     url = _UV_URL.search(test_sh)
     if url:
@@ -115,10 +177,9 @@ def read_needs(test_sh: str) -> VerifierNeeds:
                     version = None
                 if version and re.fullmatch(r"3\.\d{1,2}", version) and version not in needs.pythons:
                     needs.pythons.append(version)
-        if program in ("uv", "uvx", "pip", "pip3") or (program.startswith("python") and "pip" in words):
-            for arg in words:
-                if _PIN.match(arg) and arg not in needs.wheels:
-                    needs.wheels.append(arg)
+        for requirement in _requirements(program, words):
+            if requirement not in needs.wheels:
+                needs.wheels.append(requirement)
     if needs.uses_uv and not needs.pythons:
         needs.pythons.append(DEFAULT_PYTHON)
     if needs.uses_uv and needs.uv_version is None:
@@ -159,23 +220,24 @@ def _ensure_uv(root: Path, version: str) -> None:
 
 
 def _ensure_wheels(root: Path, python: str, specs: list[str]) -> None:
-    if not specs:
-        return
+    """Each requirement's wheels (and its dependencies') for ``python`` in the toolbox's wheel directory; one pip
+    download per requirement, since a script may pin one package differently in two places."""
     wheels = root / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
     done_file = root / "wheels.done.json"
     done = set(json.loads(done_file.read_text())) if done_file.is_file() else set()
-    key = f"{python}:{' '.join(sorted(specs))}"
-    if key in done:
-        return
     abi = "cp" + python.replace(".", "")
-    args = ["download", "--only-binary=:all:", "--dest", str(wheels), "--python-version", python,
-            "--implementation", "cp", "--abi", abi, "--abi", "abi3", "--abi", "none"]  # fmt: skip
-    for platform in _PLATFORMS:
-        args += ["--platform", platform]
-    _pip(*args, *specs)
-    done.add(key)
-    done_file.write_text(json.dumps(sorted(done)))
+    for spec in specs:
+        key = f"{python}:{spec}"
+        if key in done:
+            continue
+        args = ["download", "--only-binary=:all:", "--dest", str(wheels), "--python-version", python,
+                "--implementation", "cp", "--abi", abi, "--abi", "abi3", "--abi", "none"]  # fmt: skip
+        for platform in _PLATFORMS:
+            args += ["--platform", platform]
+        _pip(*args, spec)
+        done.add(key)
+        done_file.write_text(json.dumps(sorted(done)))
 
 
 _UV_SHIM = r"""#!/bin/sh
