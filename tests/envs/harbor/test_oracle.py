@@ -83,7 +83,7 @@ def test_memory_mb_is_honoured(report: dict[str, Any]) -> None:
 
     row = asyncio.run(capped())
     assert row["status"] == "fail" and row["reward_after"] is None, row
-    assert "capped at 2048" in row["notes"]
+    assert "out-of-memory killer" in row["reason"] and "capped at 2048" in row["notes"]
 
 
 def test_an_unchanged_task_reuses_its_image(report: dict[str, Any]) -> None:

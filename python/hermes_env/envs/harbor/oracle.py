@@ -27,6 +27,12 @@ from hermes_env.envs.harbor.task import HarborTask, HarborTaskError, load_tasks
 from hermes_env.errors import ContainerError
 
 PASS, FAIL, NO_SOLUTION = "pass", "fail", "no-solution"
+CONTAINER_FAILED = "the container failed"
+
+
+def _container_failed(exc: BaseException) -> str:
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return f"{CONTAINER_FAILED}: {first[:240]}"
 
 
 @dataclass
@@ -104,15 +110,15 @@ async def check_task(runner: HarborRunner, backend: DockerBackend, task: HarborT
         if task.solution_dir is not None:
             await _solve_and_verify(runner, backend, prepared, row)
     except ContainerError as exc:
-        row.status, row.reason, row.log_tail = FAIL, "the container failed", tail(str(exc))
+        row.status, row.reason, row.log_tail = FAIL, _container_failed(exc), tail(str(exc))
     finally:
         (checked,) = await asyncio.gather(before, return_exceptions=True)
     if isinstance(checked, BaseException):
         if not isinstance(checked, ContainerError):
             raise checked
-        row.status, row.reason, row.log_tail = FAIL, "the container failed", tail(str(checked))
+        row.status, row.reason, row.log_tail = FAIL, _container_failed(checked), tail(str(checked))
         return row
-    if row.reason == "the container failed":
+    if row.reason.startswith(CONTAINER_FAILED):
         row.reward_before, row.test_before_s = checked[0], round(checked[1], 1)
         return row
     reward, seconds, output, error = checked
@@ -128,10 +134,17 @@ async def check_task(runner: HarborRunner, backend: DockerBackend, task: HarborT
 
 
 async def run_oracle(
-    tasks: list[HarborTask], *, jobs: int, image_map: ImageMap | None = None, progress: bool = True
+    tasks: list[HarborTask],
+    *,
+    jobs: int,
+    image_map: ImageMap | None = None,
+    memory_mb_cap: int | None = None,
+    progress: bool = True,
 ) -> list[OracleRow]:
     engine = detect_engine(None)
-    runner = HarborRunner(engine, image_map=image_map, max_parallel_builds=max(1, min(jobs, 4)))
+    runner = HarborRunner(
+        engine, image_map=image_map, max_parallel_builds=max(1, min(jobs, 4)), memory_mb_cap=memory_mb_cap
+    )
     backend = DockerBackend(engine=engine.program, start_timeout_s=300)
     slots = asyncio.Semaphore(jobs)
 
@@ -197,9 +210,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="tasks checked at once (default 2)")
     parser.add_argument("--out", default="data/harbor_oracle", help="writes OUT.json and OUT.html")
     parser.add_argument("--image-map", default=None, help="a JSON or TOML file of image map entries (pattern = target)")
+    parser.add_argument("--memory-cap", type=int, default=None, metavar="MB",
+                        help="hold every task's memory_mb to at most MB (said in the task's notes)")  # fmt: skip
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")
+    if args.memory_cap is not None and args.memory_cap < 64:
+        parser.error("--memory-cap must be at least 64 (MB)")
     try:
         tasks = load_tasks(args.tasks_dir, args.tasks or None)
         image_map = load_image_map(args.image_map) if args.image_map else None
@@ -209,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     print(" ".join([c[:32].ljust(32) if i == 0 else c.ljust(11) if i == 1 else c[:8].rjust(8)
                     for i, c in enumerate(_COLUMNS)]))  # fmt: skip
     try:
-        rows = asyncio.run(run_oracle(tasks, jobs=args.jobs, image_map=image_map))
+        rows = asyncio.run(run_oracle(tasks, jobs=args.jobs, image_map=image_map, memory_mb_cap=args.memory_cap))
     except ContainerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

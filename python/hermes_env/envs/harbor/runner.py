@@ -118,20 +118,22 @@ class HarborRunner:
             memory = self.memory_mb_cap
         notes.append(f"storage_mb = {env_cfg.storage_mb} not enforced (no per-container storage quota here)")
         workdir = await self._workdir(image)
+        if workdir is None:
+            notes.append(f"the image sets no WORKDIR: commands and the verifier run in {FALLBACK_WORKDIR}, not /")
         options = ContainerOptions(
             memory_mib=memory,
             cpus=cpus,
             allow_network=env_cfg.allow_internet,
-            workspace=workdir,
+            workspace=workdir or FALLBACK_WORKDIR,
             mounts=toolbox.mounts,
             env=tuple(env_cfg.env.items()),
         )
         return PreparedTask(task, image, toolbox, options, time.monotonic() - started, notes)
 
-    async def _workdir(self, image: str) -> str:
+    async def _workdir(self, image: str) -> str | None:
+        """The image's WORKDIR; None when it sets none (or ``/``, which cannot be a workspace)."""
         result = await self.engine.run("image", "inspect", "--format", "{{.Config.WorkingDir}}", image, check=False)
-        workdir = result.text.strip().rstrip("/")
-        return workdir if workdir else FALLBACK_WORKDIR
+        return result.text.strip().rstrip("/") or None
 
     @staticmethod
     def use(backend: DockerBackend, task_id: str, prepared: PreparedTask) -> None:
