@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 import hashlib
+import os
 import re
 import shlex
 from collections.abc import Mapping, Sequence
@@ -59,7 +60,7 @@ DEFAULT_IMAGE_MAP: dict[str, str] = {
 DEFAULT_PYTHON_SUITE = "trixie"
 _UV_TAG = re.compile(r"ghcr\.io/astral-sh/uv:(\d+\.\d+\.\d+)")
 _PYTHON_TAG = re.compile(r"python:(3\.\d{1,2})(?:\.\d+)?(?:-(?:slim|full))?(?:-(bookworm|trixie))?")
-_HASH_VERSION = b"hermes_env upstream image v1\0"
+_HASH_VERSION = b"hermes_env upstream image v2\0"
 TASK_REPOSITORY = "hermes_env/task"
 
 
@@ -255,6 +256,7 @@ def _content_hash(text: str, context: Path, base_ids: Sequence[str]) -> str:
         data = path.read_bytes()
         h.update(path.relative_to(context).as_posix().encode() + b"\0")
         h.update(len(data).to_bytes(8, "big") + data)
+        h.update(b"\1" if os.access(path, os.X_OK) else b"\0")  # COPY keeps the mode
     return h.hexdigest()
 
 
