@@ -82,9 +82,27 @@ def _remote_engine() -> bool:
     return False
 
 
+@dataclass(frozen=True, slots=True)
+class ContainerOptions:
+    """What one task's container needs beyond the backend's settings (``None``: the backend's value).
+
+    ``mounts``: ``(host path, container path)`` pairs, mounted read-only (the container cannot change them).
+    ``workspace``: where commands run and file paths are relative to (e.g. the image's ``WORKDIR``).
+    """
+
+    memory_mib: int | None = None
+    cpus: float | None = None
+    allow_network: bool | None = None
+    workspace: str | None = None
+    mounts: tuple[tuple[str, str], ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+
+
 @dataclass
 class _Container:
     name: str
+    workspace: str = "/workspace"
+    memory_mib: int = 0
     image: str = ""
     cid: str = ""
     channel: Channel | None = None
@@ -157,6 +175,7 @@ class DockerBackend(ExecutionBackend):
         self.max_read_bytes = int(self.limits.max_read_bytes)
         self.start_timeout_s = start_timeout_s
         self._images: dict[str, ImageSpec] = {}
+        self._options: dict[str, ContainerOptions] = {}
         self._containers: dict[str, _Container] = {}
         self._names = itertools.count()
         self._run_id = uuid.uuid4().hex[:8]
@@ -177,17 +196,51 @@ class DockerBackend(ExecutionBackend):
         )
 
     def visible_roots(self, task_id: str) -> tuple[str, ...]:
-        return (self.workspace,)
+        options = self._options.get(task_id)
+        return ((options.workspace if options and options.workspace else self.workspace),)
 
     # -- container lifecycle ------------------------------------------------------------------------------------------
-    def use_image(self, task_id: str, spec: ImageSpec | None) -> None:
-        """Run ``task_id``'s container from ``spec`` (None: the backend's default image); before its first use."""
+    def use_image(self, task_id: str, spec: ImageSpec | None, options: ContainerOptions | None = None) -> None:
+        """Run ``task_id``'s container from ``spec`` (None: the backend's default image), with ``options`` over the
+        backend's settings; before its first use."""
         if task_id in self._containers:
             raise RuntimeError(f"task {task_id!r} already has a container; name its image before its first use")
+        if options is not None and options.workspace is not None:
+            ws = options.workspace.rstrip("/")
+            if not options.workspace.startswith("/") or ws in ("", "/proc", "/dev", "/sys"):
+                raise ValueError(f"workspace must be an absolute path outside system dirs, got {options.workspace!r}")
         if spec is None:
             self._images.pop(task_id, None)
         else:
             self._images[task_id] = spec
+        if options is None:
+            self._options.pop(task_id, None)
+        else:
+            self._options[task_id] = options
+
+    async def copy_in(self, task_id: str, source: str | os.PathLike[str], target: str) -> None:
+        """Copy a host directory's contents into the container at ``target`` (an absolute path, made if missing),
+        outside the workspace's confinement: for the harness (a verifier's files), never for the model's tools."""
+        box = await self._container(task_id)
+        made = await self.engine.run("exec", box.cid, "mkdir", "-p", "--", target, check=False, timeout=60)
+        if made.returncode != 0:
+            raise OSError(f"cannot make {target} in the container of task {task_id!r}: {made.err[-300:]}")
+        result = await self.engine.run("cp", f"{os.fspath(source)}/.", f"{box.cid}:{target}", check=False, timeout=600)
+        if result.returncode != 0:
+            raise OSError(f"copying {os.fspath(source)} to {target} in task {task_id!r} failed: {result.err[-300:]}")
+
+    async def disconnect_network(self, task_id: str) -> None:
+        """Take the network away from a running container (a verifier that must run offline); a no-op where it has
+        none. OSError where the engine cannot (then the caller must not go on as if it were offline)."""
+        box = await self._container(task_id)
+        fmt = "{{range $k, $v := .NetworkSettings.Networks}}{{$k}} {{end}}"
+        found = await self.engine.run("inspect", "--type", "container", "--format", fmt, box.cid, check=False)
+        for network in found.text.split():
+            if network in ("none", "host"):
+                continue
+            result = await self.engine.run("network", "disconnect", network, box.cid, check=False, timeout=60)
+            if result.returncode != 0:
+                raise OSError(f"cannot take network {network!r} from task {task_id!r}'s container: {result.err[-300:]}")
 
     async def start(self, task_id: str) -> None:
         await self._container(task_id)
@@ -224,26 +277,32 @@ class DockerBackend(ExecutionBackend):
             await asyncio.to_thread(sweep_leftovers, self.engine)
             await asyncio.to_thread(sweep_dead_runs)
         spec = self._images.get(task_id, self.default_image)
+        options = self._options.get(task_id, ContainerOptions())
+        box.workspace = (options.workspace or self.workspace).rstrip("/")
+        box.memory_mib = options.memory_mib or self.memory_mib
+        network = self.allow_network if options.allow_network is None else options.allow_network
         try:
             box.image = await self.images.resolve(spec)
         except ContainerError as exc:
             raise ContainerLostError(f"no image for task {task_id!r}: {exc}") from exc
         args = ["run", "-d", "--init", "--security-opt", "no-new-privileges"]
         args += sandbox_run_args(
-            box.name, "rollout", memory_mib=self.memory_mib, max_processes=self.max_processes, cpus=self.cpus,
-            allow_network=self.allow_network,
+            box.name, "rollout", memory_mib=box.memory_mib, max_processes=self.max_processes,
+            cpus=options.cpus or self.cpus, allow_network=network,
         )  # fmt: skip
-        for key, value in {**_DEFAULT_ENV, **self.extra_env}.items():
+        for key, value in {**_DEFAULT_ENV, **self.extra_env, **dict(options.env)}.items():
             args += ["--env", f"{key}={value}"]
+        for host, inside in options.mounts:
+            args += ["--volume", f"{host}:{inside}:ro"]
         root = self._run_root()
         if self.transport == "channel":
             channel = box.channel = Channel(root.path / box.name)
             args += ["--volume", f"{channel.dir}:{MOUNT}:z", "--entrypoint", "/bin/sh", box.image]
-            args += [f"{MOUNT}/{LOOP_SCRIPT}", self.workspace]
+            args += [f"{MOUNT}/{LOOP_SCRIPT}", box.workspace]
             flood = self.kill_output_bytes - self.max_output_bytes  # bytes counted past the kept ones, then SIGPIPE
             args += [str(self.max_output_bytes), str(flood), str(self.max_read_bytes + 1)]
         else:
-            args += ["--entrypoint", "/bin/sh", box.image, "-c", _KEEPALIVE, self.workspace]
+            args += ["--entrypoint", "/bin/sh", box.image, "-c", _KEEPALIVE, box.workspace]
         try:
             result = await self.engine.run(*args, timeout=self.start_timeout_s, cwd=root.path)
             box.cid = result.text.strip().splitlines()[-1] if result.text.strip() else box.name
@@ -265,6 +324,7 @@ class DockerBackend(ExecutionBackend):
 
     async def cleanup(self, task_id: str) -> None:
         self._images.pop(task_id, None)
+        self._options.pop(task_id, None)
         box = self._containers.pop(task_id, None)
         if box is not None:
             box.removed = True
@@ -275,6 +335,7 @@ class DockerBackend(ExecutionBackend):
         boxes = list(self._containers.values())
         self._containers.clear()
         self._images.clear()
+        self._options.clear()
         for box in boxes:
             box.removed = True
         if boxes:
@@ -302,7 +363,7 @@ class DockerBackend(ExecutionBackend):
             box.oom_kills = kills
             box.lost = (
                 f"a command of task {task_id!r} was killed by the out-of-memory killer: the container's memory limit "
-                f"is {self.memory_mib} MiB (the limit memory_bytes)"
+                f"is {box.memory_mib} MiB (the limit memory_bytes)"
             )
             await self._remove(box)
             raise ContainerLostError(box.lost)
@@ -326,7 +387,7 @@ class DockerBackend(ExecutionBackend):
             return _Outcome(answer.exit_code, answer.output, answer.more_bytes, answer.oom_kills)
         if op == "run":
             argv = self.engine.argv("exec", *(["-i"] if "in" in inputs else []), box.cid, "/bin/sh", "-c")
-            argv += [shell.EXEC_WRAPPER, "hermes_env", self.workspace, arg, inputs["cmd"].decode()]
+            argv += [shell.EXEC_WRAPPER, "hermes_env", box.workspace, arg, inputs["cmd"].decode()]
             result = await run_limited(
                 argv,
                 cwd="/",
@@ -341,7 +402,7 @@ class DockerBackend(ExecutionBackend):
         script = shell.FILE_OP + 'file_op "$@"'
         result = await self.engine.run(
             "exec", *(["-i"] if op == "write" else []), box.cid, "/bin/sh", "-c", script,
-            "hermes_env", op, self.workspace, inputs["path"].decode(), str(self.max_read_bytes + 1),
+            "hermes_env", op, box.workspace, inputs["path"].decode(), str(self.max_read_bytes + 1),
             input=inputs.get("data"), check=False, timeout=timeout,
         )  # fmt: skip
         return _Outcome(result.returncode, result.stdout if result.returncode == 0 else result.stderr)

@@ -181,22 +181,49 @@ class ImageCache:
         base_id = await self.base() if uses_base_image(spec.dockerfile) else None
         digest = await asyncio.to_thread(recipe_hash, spec.dockerfile, base_id)
         tag = f"{TASK_REPOSITORY}:{digest[:24]}"
+        await self.build_recipe(spec.dockerfile, spec.context, tag, digest, base_id)
+        return tag
+
+    async def build_recipe(
+        self,
+        dockerfile: Path,
+        context: Path,
+        tag: str,
+        digest: str,
+        base_id: str | None = None,
+        *,
+        timeout_s: float | None = None,
+    ) -> None:
+        """Build ``dockerfile`` (in ``context``) as ``tag`` unless the engine has it; one build per tag at a time
+        across processes (a file lock: another process building it is waited for, then its image is used).
+        ``timeout_s`` replaces the cache's ``build_timeout_s`` for this build."""
         if await self.engine.image_id(tag) is not None:
-            return tag
+            return
         cache = cache_dir()
         cache.mkdir(parents=True, exist_ok=True)
         lock_fd = os.open(cache / f"{digest[:24]}.lock", os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            # Another process may be building the same recipe: wait for it, then use its image.
             await asyncio.to_thread(fcntl.flock, lock_fd, fcntl.LOCK_EX)
             if await self.engine.image_id(tag) is not None:
-                return tag
-            await self._build(spec.dockerfile, tag, digest, base_id, cache / f"{digest[:24]}.log")
+                return
+            await self._build(
+                dockerfile, tag, digest, base_id, cache / f"{digest[:24]}.log", context=context, timeout_s=timeout_s
+            )
         finally:
             os.close(lock_fd)  # drops the flock
-        return tag
 
-    async def _build(self, dockerfile: Path, tag: str, digest: str, base_id: str | None, log_path: Path) -> None:
+    async def _build(
+        self,
+        dockerfile: Path,
+        tag: str,
+        digest: str,
+        base_id: str | None,
+        log_path: Path,
+        *,
+        context: Path,
+        timeout_s: float | None = None,
+    ) -> None:
+        limit = self.build_timeout_s if timeout_s is None else timeout_s
         args = [
             "build",
             "--label", f"{LABEL}=task",
@@ -206,7 +233,7 @@ class ImageCache:
         ]  # fmt: skip
         if base_id is not None:
             args += ["--build-arg", f"{BASE_ARG}={base_id}"]
-        args.append(str(dockerfile.parent))
+        args.append(str(context))
         started = time.monotonic()
         with log_path.open("wb") as log:
             proc = await asyncio.create_subprocess_exec(
@@ -218,13 +245,13 @@ class ImageCache:
                 start_new_session=True,
             )
             try:
-                await asyncio.wait_for(proc.wait(), self.build_timeout_s)
+                await asyncio.wait_for(proc.wait(), limit)
             except (TimeoutError, asyncio.CancelledError) as exc:
                 await _stop_build(proc)
                 if isinstance(exc, asyncio.CancelledError):
                     raise
                 raise ImageBuildError(
-                    f"building {dockerfile} did not finish within {self.build_timeout_s:g}s (log: {log_path}); "
+                    f"building {dockerfile} did not finish within {limit:g}s (log: {log_path}); "
                     "make the recipe faster or raise image_build_timeout_s"
                 ) from None
         if proc.returncode != 0:

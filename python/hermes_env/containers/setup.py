@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from hermes_env.containers.config import podman_conf_path, write_podman_conf
@@ -48,15 +49,18 @@ def _say(quiet: bool, message: str) -> None:
 # -- base image -------------------------------------------------------------------------------------------------------
 
 
-def _import_rootfs(engine: ContainerEngine, rootfs: Path, ref: str) -> None:
-    changes = [
+def import_rootfs(engine: ContainerEngine, rootfs: Path, ref: str, *, changes: tuple[str, ...] = ()) -> None:
+    """Import a root filesystem directory as the image ``ref`` (labelled ``hermes_env=base``), with ``changes``
+    (Dockerfile instructions such as ``ENV`` or ``LABEL``) applied after the defaults."""
+    all_changes = [
         f"LABEL {LABEL}=base",
         f"ENV PATH={ENV_PATH}",
         "ENV LANG=C.UTF-8",
         'CMD ["/bin/bash"]',
+        *changes,
     ]
     args = ["import"]
-    for change in changes:
+    for change in all_changes:
         args += ["--change", change]
     args += ["-", ref]
     tar = subprocess.Popen(["tar", "--numeric-owner", "-C", str(rootfs), "-cf", "-", "."], stdout=subprocess.PIPE)
@@ -70,44 +74,62 @@ def _import_rootfs(engine: ContainerEngine, rootfs: Path, ref: str) -> None:
         tar.wait()
     if imported.returncode != 0 or tar.returncode != 0:
         raise EngineUnavailableError(
-            f"importing the base image failed (tar exit {tar.returncode}, {engine.name} import exit "
+            f"importing the image {ref} failed (tar exit {tar.returncode}, {engine.name} import exit "
             f"{imported.returncode}): {imported.stderr.decode(errors='replace')[-800:]}"
         )
 
 
-def _debootstrap(engine: ContainerEngine, ref: str, mirror: str, quiet: bool) -> None:
+def debootstrap_image(
+    engine: ContainerEngine,
+    ref: str,
+    *,
+    suite: str,
+    mirror: str,
+    packages: tuple[str, ...],
+    sources_line: str,
+    script: str | None = None,
+    check_gpg: bool = True,
+    prepare: Callable[[Path], None] | None = None,
+    changes: tuple[str, ...] = (),
+) -> None:
+    """``debootstrap --variant=minbase`` of ``suite`` from ``mirror`` (with ``script``, debootstrap's script for
+    a suite it does not know by name), then imported as ``ref``. ``prepare`` may add files to the root
+    filesystem before the import; ``sources_line`` becomes its ``/etc/apt/sources.list``."""
     work = Path(tempfile.mkdtemp(prefix="hermes-base-", dir="/var/tmp"))
     rootfs = work / "rootfs"
     log = work / "debootstrap.log"
+    argv = ["debootstrap", "--variant=minbase"]
+    if packages:
+        argv.append(f"--include={','.join(packages)}")
+    if not check_gpg:
+        argv.append("--no-check-gpg")
+    argv += [suite, str(rootfs), mirror]
+    if script is not None:
+        argv.append(script)
     try:
         with log.open("wb") as out:
-            proc = subprocess.run(
-                [
-                    "debootstrap",
-                    "--variant=minbase",
-                    f"--include={','.join(BASE_PACKAGES)}",
-                    SUITE,
-                    str(rootfs),
-                    mirror,
-                ],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                timeout=1800,
-                check=False,
-            )
+            proc = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, timeout=1800, check=False)
         if proc.returncode != 0:
             raise EngineUnavailableError(
-                f"debootstrap {SUITE} from {mirror} failed (exit {proc.returncode}); set ${MIRROR_ENV} to a "
-                f"reachable Debian mirror. Its log ends with:\n{log.read_text(errors='replace')[-1500:]}"
+                f"debootstrap {suite} from {mirror} failed (exit {proc.returncode}); set ${MIRROR_ENV} to a "
+                f"reachable mirror. Its log ends with:\n{log.read_text(errors='replace')[-1500:]}"
             )
         # Downloaded packages are not needed in the image; the package lists are kept so task images build
         # without downloading them again (their recipes still run apt-get update, which is then quick).
         for deb in (rootfs / "var/cache/apt/archives").glob("*.deb"):
             deb.unlink()
-        (rootfs / "etc/apt/sources.list").write_text(f"deb {mirror} {SUITE} main\n")
-        _import_rootfs(engine, rootfs, ref)
+        (rootfs / "etc/apt/sources.list").write_text(sources_line + "\n")
+        if prepare is not None:
+            prepare(rootfs)
+        import_rootfs(engine, rootfs, ref, changes=changes)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _debootstrap(engine: ContainerEngine, ref: str, mirror: str, quiet: bool) -> None:
+    debootstrap_image(
+        engine, ref, suite=SUITE, mirror=mirror, packages=BASE_PACKAGES, sources_line=f"deb {mirror} {SUITE} main"
+    )
 
 
 def _from_registry(engine: ContainerEngine, ref: str) -> None:

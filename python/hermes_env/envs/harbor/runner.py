@@ -1,0 +1,223 @@
+"""Running Harbor tasks in local containers: the image, the container's settings, the reference solution, and the
+task's own verifier run as Harbor runs it (offline; see :mod:`hermes_env.envs.harbor.toolbox`).
+
+Shared by the ``oracle`` command and the environment, so both run a task exactly the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import time
+from dataclasses import dataclass, field
+
+from hermes_env.backends.docker import ContainerOptions, DockerBackend
+from hermes_env.containers.engine import ContainerEngine
+from hermes_env.containers.images import ImageSpec
+from hermes_env.containers.upstream_images import ImageMap, UpstreamImageBuilder
+from hermes_env.envs.harbor.task import HarborTask
+from hermes_env.envs.harbor.toolbox import TOOLBOX_MOUNT, Toolbox, provision, read_needs
+
+TESTS_DIR = "/tests"
+SOLUTION_DIR = "/solution"
+VERIFIER_LOGS = "/logs/verifier"
+AGENT_LOGS = "/logs/agent"
+#: Where commands run when the image sets no WORKDIR (Harbor would use ``/``, which the workspace cannot be).
+FALLBACK_WORKDIR = "/root"
+_NETWORK_ERRORS = re.compile(
+    r"Could not resolve host|Temporary failure (in name resolution|resolving)|Network is unreachable|"
+    r"Failed to establish a new connection|Name or service not known|getaddrinfo failed|"
+    r"Could not connect to|Connection refused.*(github|huggingface|cran)|unable to access 'https?://",
+    re.I,
+)
+
+
+def network_failure(output: str) -> str | None:
+    """The line of ``output`` that shows a host could not be reached, None when there is none."""
+    for line in output.splitlines():
+        if _NETWORK_ERRORS.search(line):
+            return line.strip()[:200]
+    return None
+
+
+def host_cpus() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+@dataclass
+class PreparedTask:
+    """A task ready to run: its image, its toolbox, and its containers' settings."""
+
+    task: HarborTask
+    image: str
+    toolbox: Toolbox
+    options: ContainerOptions
+    build_seconds: float
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class VerifyResult:
+    reward: float | None
+    seconds: float
+    output: str
+    error: str | None = None
+
+
+@dataclass
+class SolveResult:
+    ok: bool
+    seconds: float
+    output: str
+    exit_code: int
+    timed_out: bool = False
+    #: The output line showing that a host could not be reached, when the solution failed.
+    network_failure: str | None = None
+
+
+class HarborRunner:
+    """Builds task images (cached, bounded in parallel), provisions verifier toolboxes, and runs solutions and
+    verifiers in a :class:`DockerBackend`'s containers."""
+
+    def __init__(
+        self,
+        engine: ContainerEngine,
+        *,
+        image_map: ImageMap | None = None,
+        max_parallel_builds: int = 2,
+        memory_mb_cap: int | None = None,
+    ) -> None:
+        self.engine = engine
+        self.builder = UpstreamImageBuilder(engine, image_map=image_map, max_parallel=max_parallel_builds)
+        self.memory_mb_cap = memory_mb_cap
+        self._toolbox_lock = asyncio.Lock()
+
+    async def prepare(self, task: HarborTask) -> PreparedTask:
+        """Build the task's image (with what its test.sh apt-installs) and its toolbox; ImageBuildError or
+        ToolboxError (the task fails, not the run)."""
+        started = time.monotonic()
+        needs = read_needs(task.test_sh)
+        image = await self.builder.build(
+            task.environment_dir,
+            extra_packages=needs.apt_packages,
+            timeout_s=task.config.environment.build_timeout_sec,
+        )
+        async with self._toolbox_lock:  # provisioning shares one directory (and pip's downloads)
+            toolbox = await asyncio.to_thread(provision, self.engine, needs)
+        env_cfg = task.config.environment
+        notes = task.config.unhonoured()
+        cpus = float(env_cfg.cpus)
+        if cpus > host_cpus():
+            notes.append(f"cpus = {env_cfg.cpus:g} clamped to this host's {host_cpus()}")
+            cpus = float(host_cpus())
+        memory = env_cfg.memory_mb
+        if self.memory_mb_cap is not None and memory > self.memory_mb_cap:
+            notes.append(f"memory_mb = {memory} capped at {self.memory_mb_cap}")
+            memory = self.memory_mb_cap
+        notes.append(f"storage_mb = {env_cfg.storage_mb} not enforced (no per-container storage quota here)")
+        workdir = await self._workdir(image)
+        if workdir is None:
+            notes.append(f"the image sets no WORKDIR: commands and the verifier run in {FALLBACK_WORKDIR}, not /")
+        options = ContainerOptions(
+            memory_mib=memory,
+            cpus=cpus,
+            allow_network=env_cfg.allow_internet,
+            workspace=workdir or FALLBACK_WORKDIR,
+            mounts=toolbox.mounts,
+            env=tuple(env_cfg.env.items()),
+        )
+        return PreparedTask(task, image, toolbox, options, time.monotonic() - started, notes)
+
+    async def _workdir(self, image: str) -> str | None:
+        """The image's WORKDIR; None when it sets none (or ``/``, which cannot be a workspace)."""
+        result = await self.engine.run("image", "inspect", "--format", "{{.Config.WorkingDir}}", image, check=False)
+        return result.text.strip().rstrip("/") or None
+
+    @staticmethod
+    def use(backend: DockerBackend, task_id: str, prepared: PreparedTask) -> None:
+        backend.use_image(task_id, ImageSpec(image=prepared.image), prepared.options)
+
+    async def solve(self, backend: DockerBackend, task_id: str, task: HarborTask) -> SolveResult:
+        """Harbor's oracle agent: ``solution/`` copied to ``/solution``, ``bash /solution/solve.sh`` run."""
+        assert task.solution_dir is not None
+        started = time.monotonic()
+        await backend.copy_in(task_id, task.solution_dir, SOLUTION_DIR)
+        env = " ".join(f"{k}={_quote(v)}" for k, v in task.config.solution.get("env", {}).items())
+        command = f"mkdir -p {AGENT_LOGS}; {('export ' + env + '; ') if env else ''}bash {SOLUTION_DIR}/solve.sh"
+        result = await backend.execute(task_id, command, timeout=task.config.agent.timeout_sec)
+        output = result.output or ""
+        ok = result.exit_code == 0
+        return SolveResult(
+            ok, time.monotonic() - started, output, result.exit_code, timed_out=result.timed_out,
+            network_failure=None if ok else network_failure(output),
+        )  # fmt: skip
+
+    async def verify(
+        self, backend: DockerBackend, task_id: str, task: HarborTask, prepared: PreparedTask
+    ) -> VerifyResult:
+        """The task's verifier as Harbor runs it, with no network: ``tests/`` copied to ``/tests``, ``bash
+        /tests/test.sh`` with the toolbox's shims first on PATH, the reward from ``/logs/verifier/reward.txt`` (a
+        number) or ``reward.json`` (its ``reward`` value, else the mean of its values)."""
+        started = time.monotonic()
+        try:
+            await backend.disconnect_network(task_id)
+            prep = await backend.execute(
+                task_id, f"rm -rf {TESTS_DIR} {VERIFIER_LOGS} && mkdir -p {TESTS_DIR} {VERIFIER_LOGS}", timeout=60
+            )
+            if prep.exit_code != 0:
+                elapsed = time.monotonic() - started
+                return VerifyResult(None, elapsed, prep.output, "cannot reset /tests: " + prep.output)
+            await backend.copy_in(task_id, task.tests_dir, TESTS_DIR)
+        except OSError as exc:
+            return VerifyResult(None, time.monotonic() - started, "", str(exc))
+        env = {**task.config.verifier.env}
+        exports = "".join(f"export {k}={_quote(v)}; " for k, v in env.items())
+        command = (
+            f"export PATH={prepared.toolbox.shims}:\"$PATH\" PIP_NO_INDEX=1 PIP_FIND_LINKS={TOOLBOX_MOUNT}/wheels; "
+            'export HERMES_VERIFIER_CACHE="$(mktemp -d /tmp/hermes-verifier.XXXXXX)"; '
+            f"{exports}bash {TESTS_DIR}/test.sh 2>&1 | tee {VERIFIER_LOGS}/test-stdout.txt; "
+            'rm -rf "$HERMES_VERIFIER_CACHE"'
+        )
+        result = await backend.execute(task_id, command, timeout=task.config.verifier.timeout_sec)
+        output = result.output or ""
+        if result.timed_out:
+            return VerifyResult(0.0, time.monotonic() - started, output,
+                                f"the verifier ran past its {task.config.verifier.timeout_sec:g}s")  # fmt: skip
+        reward, error = await self._reward(backend, task_id)
+        return VerifyResult(reward, time.monotonic() - started, output, error)
+
+    @staticmethod
+    async def _reward(backend: DockerBackend, task_id: str) -> tuple[float | None, str | None]:
+        text = await backend.execute(task_id, f"cat {VERIFIER_LOGS}/reward.txt", timeout=30)
+        if text.exit_code == 0 and text.output.strip():
+            try:
+                return float(text.output.strip().split()[0]), None
+            except ValueError:
+                return None, f"reward.txt holds {text.output.strip()[:80]!r}, not a number"
+        data = await backend.execute(task_id, f"cat {VERIFIER_LOGS}/reward.json", timeout=30)
+        if data.exit_code == 0 and data.output.strip():
+            try:
+                parsed = json.loads(data.output)
+                if isinstance(parsed, int | float):
+                    return float(parsed), None
+                values = parsed if isinstance(parsed, dict) else {}
+                if "reward" in values:
+                    return float(values["reward"]), None
+                numbers = [float(v) for v in values.values() if isinstance(v, int | float)]
+                if numbers:
+                    return sum(numbers) / len(numbers), None
+            except (ValueError, TypeError):
+                pass
+            return None, f"reward.json holds no reward: {data.output.strip()[:120]!r}"
+        return None, "the verifier wrote neither /logs/verifier/reward.txt nor reward.json"
+
+
+def _quote(value: str) -> str:
+    return "'" + str(value).replace("'", "'\"'\"'") + "'"
+
+
+def tail(text: str, limit: int = 1500) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else "..." + text[-limit:]
