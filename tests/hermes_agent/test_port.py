@@ -622,7 +622,7 @@ def test_command_ports_a_tree_keeping_its_layout(tmp_path: Path) -> None:
     out = tmp_path / "ported"
     run = _run_port([str(upstream), "-o", str(out)], front, tmp_path)
     assert run.returncode == 0, run.stderr
-    assert "ported" in run.stderr and "10 Python file(s), 3 import(s) rewritten, 0 unmapped, 2 kept as sibling import(s)" in run.stderr
+    assert "10 Python file(s), 3 import(s) rewritten, 0 unmapped, 2 kept as sibling import(s)" in run.stderr
     tblite = out / "environments" / "benchmarks" / "tblite" / "tblite_env.py"
     assert tblite.read_text() == (upstream / "environments/benchmarks/tblite/tblite_env.py").read_text()
     assert (
