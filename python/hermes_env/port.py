@@ -382,6 +382,7 @@ class _Outcome:
     unmapped: int = 0
     kept: int = 0
     failed: int = 0
+    replaced_unmapped: int = 0  # unmapped imports in files the front replaces (not counted as unmapped)
 
 
 def _port_one(
@@ -392,9 +393,12 @@ def _port_one(
     *,
     siblings: Callable[[str], Path | None] | None,
     upstream_file: Callable[[str], Path | None] | None,
+    replaced_by: str | None = None,
 ) -> None:
     """Port ``file`` to ``output`` (stdout when None), printing what changed to stderr; counts into ``outcome``.
-    A file that cannot be read or parsed is counted as failed (and named); raises OSError only on write."""
+    A file that cannot be read or parsed is counted as failed (and named); raises OSError only on write.
+    ``replaced_by``: the front module that stands for this file (nothing imports the ported file), so its
+    unmapped imports are noted, not counted."""
     try:
         source, encoding = _read(file)
         result = port_source(source, package=package, siblings=siblings, upstream_file=upstream_file)
@@ -423,10 +427,10 @@ def _port_one(
             file=sys.stderr,
         )
     for miss in result.unmapped:
-        print(
-            f"{file}:{miss.line}: cannot map {miss.statement!r} ({miss.module}): {miss.reason}; left as written",
-            file=sys.stderr,
-        )
+        what = f"{file}:{miss.line}: cannot map {miss.statement!r} ({miss.module}): {miss.reason}; left as written"
+        if replaced_by is not None:
+            what = f"note: {what} (harmless: imports of this file go to {replaced_by})"
+        print(what, file=sys.stderr)
     data = result.source.encode(encoding)
     if output is None:
         sys.stdout.buffer.write(data)
@@ -435,7 +439,10 @@ def _port_one(
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_bytes(data)
     outcome.changes += len(result.changes)
-    outcome.unmapped += len(result.unmapped)
+    if replaced_by is None:
+        outcome.unmapped += len(result.unmapped)
+    else:
+        outcome.replaced_unmapped += len(result.unmapped)
     outcome.kept += len(result.kept)
 
 
@@ -475,12 +482,31 @@ def port_tree(source: Path, dest: Path) -> tuple[int, _Outcome]:
                 files += 1
                 before = outcome.failed
                 package = _package_in(root, path)
-                _port_one(path, target / name, package, outcome, siblings=siblings, upstream_file=upstream_file)
+                _port_one(
+                    path,
+                    target / name,
+                    package,
+                    outcome,
+                    siblings=siblings,
+                    upstream_file=upstream_file,
+                    replaced_by=_front_counterpart(root, path),
+                )
                 if outcome.failed > before:
                     shutil.copy2(path, target / name)  # named above; the output tree still holds it, as written
             else:
                 shutil.copy2(path, target / name)
     return files, outcome
+
+
+def _front_counterpart(root: Path, file: Path) -> str | None:
+    """The front module standing for upstream module file ``file`` (``environments/agent_loop.py`` under
+    ``root``), or None. A package's ``__init__.py`` never counts: the ported tree's own package is imported on
+    the way to its ported siblings."""
+    parts = [*file.parent.relative_to(root).parts, file.name.removesuffix(".py")]
+    if file.name == "__init__.py" or not all(_IDENTIFIER.match(part) for part in parts):
+        return None
+    target = map_module(".".join(parts))
+    return target if target is not None and module_exists(target) else None
 
 
 def _copy_link(link: Path, target: Path) -> None:
@@ -555,6 +581,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         summary = f"ported {file} -> {args.output or 'stdout'}:"
         relative = f"(relative imports resolved against package {package})"
     kept = f", {outcome.kept} kept as sibling import(s)" if outcome.kept else ""
+    if outcome.replaced_unmapped:
+        kept += f", {outcome.replaced_unmapped} unmapped in files {TARGET_PACKAGE} replaces (not counted)"
     print(
         f"{summary} {outcome.changes} import(s) rewritten, {outcome.unmapped} unmapped{kept} {relative}",
         file=sys.stderr,
