@@ -1,6 +1,7 @@
-"""Port a hermes-agent environment file to hermes_env by rewriting its imports, and nothing else.
+"""Port hermes-agent environment files to hermes_env by rewriting their imports, and nothing else.
 
     python -m hermes_env.port UPSTREAM_ENV.py -o my_env.py
+    python -m hermes_env.port HERMES_AGENT_DIR -o OUTDIR      # a whole tree, layout kept
 
 Every import of one of hermes-agent's own modules (``environments.*``, ``model_tools``, ``toolsets``,
 ``toolset_distributions``, ``tools.*``, ``atropos.*``) becomes an import of the same path under
@@ -13,6 +14,13 @@ import (...)`` list stay as written, only the module path changes.
 Each change is printed to stderr (``FILE:LINE: old -> new``). An upstream import whose target does not
 exist in ``hermes_env.hermes_agent`` is left as written and named; the exit status is then 1 unless
 ``--allow-unmapped`` is given (the file is written either way). Porting a ported file changes nothing.
+
+Upstream environment files also import each other (``tblite_env.py`` imports ``environments.benchmarks.
+terminalbench_2.terminalbench2_env``) with their repository root put on ``sys.path`` by themselves. Only
+hermes-agent's framework modules have a counterpart in ``hermes_env.hermes_agent``; an upstream module that
+has none but is a file of the tree being ported stays imported as written, so the ported file imports its
+ported sibling. Directory mode ports every ``.py`` file of a tree (other files are copied unchanged, layout
+kept); for a single file whose upstream sibling is not ported, the message says to port the tree.
 """
 
 from __future__ import annotations
@@ -21,7 +29,9 @@ import argparse
 import ast
 import importlib.util
 import io
+import os
 import re
+import shutil
 import sys
 import tokenize
 from collections.abc import Callable, Sequence
@@ -34,13 +44,18 @@ __all__ = [
     "UPSTREAM_ROOTS",
     "ImportChange",
     "PortResult",
+    "KeptImport",
     "UnmappedImport",
     "infer_package",
+    "module_file",
+    "port_tree",
+    "upstream_root",
     "map_module",
     "missing_names",
     "module_exists",
     "port_source",
     "resolve_module",
+    "tree_root",
 ]
 
 TARGET_PACKAGE = "hermes_env.hermes_agent"
@@ -96,6 +111,29 @@ def infer_package(path: Path | str) -> str | None:
     return None
 
 
+def upstream_root(path: Path | str) -> Path | None:
+    """The folder holding the ``environments/`` or ``atropos/`` package a file belongs to (upstream's repository
+    root, which upstream files put on ``sys.path``), or None when the path names neither."""
+    path = Path(path)
+    package = infer_package(path)
+    if package is None:
+        return None
+    return path.parents[len(package.split("."))]
+
+
+def module_file(root: Path, module: str) -> Path | None:
+    """The file (``a/b.py``) or package folder (``a/b/``) of ``module`` under ``root``, if there is one."""
+    parts = module.split(".")
+    if not all(_IDENTIFIER.match(part) for part in parts):
+        return None
+    base = root.joinpath(*parts)
+    if base.with_suffix(".py").is_file():
+        return base.with_suffix(".py")
+    if base.is_dir():
+        return base
+    return None
+
+
 def module_exists(name: str) -> bool:
     """Whether ``name`` can be imported (``importlib.util.find_spec``; parent packages get imported)."""
     try:
@@ -122,10 +160,21 @@ class UnmappedImport:
 
 
 @dataclass(frozen=True)
+class KeptImport:
+    """An upstream import left as written because its module is a file of the tree being ported."""
+
+    line: int
+    statement: str
+    module: str  # the upstream module it names (absolute)
+    path: Path  # that module's file (or package folder) in the tree
+
+
+@dataclass(frozen=True)
 class PortResult:
     source: str
     changes: tuple[ImportChange, ...]
     unmapped: tuple[UnmappedImport, ...]
+    kept: tuple[KeptImport, ...] = ()
 
 
 class _Positions:
@@ -178,9 +227,14 @@ def port_source(
     *,
     package: str = DEFAULT_PACKAGE,
     exists: Callable[[str], bool] = module_exists,
+    siblings: Callable[[str], Path | None] | None = None,
+    upstream_file: Callable[[str], Path | None] | None = None,
 ) -> PortResult:
     """Rewrite the upstream imports of ``source`` (see the module docstring). ``package`` is the package
-    relative imports are resolved against; ``exists`` says whether a target module exists."""
+    relative imports are resolved against; ``exists`` says whether a target module exists. An upstream module
+    without a target for which ``siblings`` gives a path (a file of the tree being ported) is kept as written;
+    one for which only ``upstream_file`` gives a path (upstream's file, not being ported) is unmapped with a
+    reason saying to port the tree."""
     try:
         tree = ast.parse(source)
     except SyntaxError as err:
@@ -189,6 +243,7 @@ def port_source(
     edits: list[tuple[int, int, str]] = []
     changes: list[ImportChange] = []
     unmapped: list[UnmappedImport] = []
+    siblings_kept: list[KeptImport] = []
 
     def span(node: ast.AST) -> tuple[int, int]:
         start = positions.offset(node.lineno, node.col_offset)  # type: ignore[attr-defined]
@@ -199,11 +254,22 @@ def port_source(
         target = map_module(absolute)
         if target is None:
             return None
-        if not exists(target):
-            statement = source[slice(*span(node))]
-            unmapped.append(UnmappedImport(node.lineno, _one_line(statement), absolute, f"no module {target}"))
+        if exists(target):
+            return target
+        statement = _one_line(source[slice(*span(node))])
+        local = siblings(absolute) if siblings is not None else None
+        if local is not None:
+            siblings_kept.append(KeptImport(node.lineno, statement, absolute, local))
             return None
-        return target
+        reason = f"no module {target}"
+        theirs = upstream_file(absolute) if upstream_file is not None else None
+        if theirs is not None:
+            reason += (
+                f"; {absolute} is upstream's own file {theirs}, not a framework module: port the tree that holds it "
+                "(python -m hermes_env.port DIR -o OUTDIR) and the ported file imports the ported sibling as written"
+            )
+        unmapped.append(UnmappedImport(node.lineno, statement, absolute, reason))
+        return None
 
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
@@ -262,7 +328,8 @@ def port_source(
         out = out[:start] + text + out[end:]
     changes.sort(key=lambda c: c.line)
     unmapped.sort(key=lambda u: u.line)
-    return PortResult(out, tuple(changes), tuple(unmapped))
+    siblings_kept.sort(key=lambda k: k.line)
+    return PortResult(out, tuple(changes), tuple(unmapped), tuple(siblings_kept))
 
 
 def missing_names(module: str, names: Sequence[str]) -> list[str]:
@@ -285,18 +352,188 @@ def _read(path: Path) -> tuple[str, str]:
         raise PortError(f"cannot decode: {err}") from None
 
 
+
+def tree_root(directory: Path) -> Path:
+    """Where the modules of a tree being ported are looked up: the upstream root holding it (``directory``
+    itself when it holds ``environments/`` or ``atropos/``, else the nearest folder above whose ``environments/``
+    or ``atropos/`` contains it), or ``directory`` for a tree of another layout."""
+    for candidate in (directory, *directory.parents):
+        for top in ("environments", "atropos"):
+            if (candidate / top).is_dir() and (directory == candidate or _within(directory, candidate / top)):
+                return candidate
+    return directory
+
+
+def _package_in(root: Path, file: Path) -> str:
+    """The package of ``file`` from its folder under ``root`` (``""`` at the top), else the default."""
+    parts = file.parent.relative_to(root).parts
+    if all(_IDENTIFIER.match(part) for part in parts):
+        return ".".join(parts)
+    return DEFAULT_PACKAGE
+
+
+def _within(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+@dataclass
+class _Outcome:
+    changes: int = 0
+    unmapped: int = 0
+    kept: int = 0
+    failed: int = 0
+    replaced_unmapped: int = 0  # unmapped imports in files the front replaces (not counted as unmapped)
+
+
+def _port_one(
+    file: Path,
+    output: Path | None,
+    package: str,
+    outcome: _Outcome,
+    *,
+    siblings: Callable[[str], Path | None] | None,
+    upstream_file: Callable[[str], Path | None] | None,
+    replaced_by: str | None = None,
+) -> None:
+    """Port ``file`` to ``output`` (stdout when None), printing what changed to stderr; counts into ``outcome``.
+    A file that cannot be read or parsed is counted as failed (and named); raises OSError only on write.
+    ``replaced_by``: the front module that stands for this file (nothing imports the ported file), so its
+    unmapped imports are noted, not counted."""
+    try:
+        source, encoding = _read(file)
+        result = port_source(source, package=package, siblings=siblings, upstream_file=upstream_file)
+    except OSError as err:
+        print(f"error: cannot read {file}: {err.strerror or err}", file=sys.stderr)
+        outcome.failed += 1
+        return
+    except PortError as err:
+        print(f"error: {file}: {err}", file=sys.stderr)
+        outcome.failed += 1
+        return
+    for change in result.changes:
+        print(f"{file}:{change.line}: {change.old} -> {change.new}", file=sys.stderr)
+    for change in result.changes:
+        lacking = missing_names(change.module, change.names) if change.names else []
+        if lacking:
+            print(
+                f"{file}:{change.line}: warning: {change.module} lacks {', '.join(lacking)}; "
+                "the ported file fails where it imports them",
+                file=sys.stderr,
+            )
+    for keep in result.kept:
+        print(
+            f"{file}:{keep.line}: kept {keep.statement!r}: {keep.module} is a file of the ported tree ({keep.path}), "
+            "not a framework module, so the ported file imports the ported sibling",
+            file=sys.stderr,
+        )
+    for miss in result.unmapped:
+        what = f"{file}:{miss.line}: cannot map {miss.statement!r} ({miss.module}): {miss.reason}; left as written"
+        if replaced_by is not None:
+            what = f"note: {what} (harmless: imports of this file go to {replaced_by})"
+        print(what, file=sys.stderr)
+    data = result.source.encode(encoding)
+    if output is None:
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    else:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_bytes(data)
+    outcome.changes += len(result.changes)
+    if replaced_by is None:
+        outcome.unmapped += len(result.unmapped)
+    else:
+        outcome.replaced_unmapped += len(result.unmapped)
+    outcome.kept += len(result.kept)
+
+
+_SKIPPED_FOLDERS = frozenset({".git", "__pycache__"})
+
+
+def port_tree(source: Path, dest: Path) -> tuple[int, _Outcome]:
+    """Port every ``.py`` file under ``source`` to the same place under ``dest`` and copy every other file
+    (symbolic links stay links; ``.git`` and ``__pycache__`` are skipped). Returns the number of Python files
+    and what happened to them. ``dest`` must not be ``source`` or inside it."""
+    source, dest = source.resolve(), dest.resolve()
+    if _within(dest, source):
+        raise PortError(f"the output folder {dest} is inside the tree being ported; name one outside {source}")
+    root = tree_root(source)
+
+    def siblings(module: str) -> Path | None:
+        found = module_file(root, module)
+        return found if found is not None and _within(found, source) else None
+
+    def upstream_file(module: str) -> Path | None:
+        return module_file(root, module)
+
+    outcome = _Outcome()
+    files = 0
+    for folder, folders, names in os.walk(source):
+        here = Path(folder)
+        folders[:] = sorted(f for f in folders if f not in _SKIPPED_FOLDERS)
+        target = dest / here.relative_to(source)
+        target.mkdir(parents=True, exist_ok=True)
+        for link in [f for f in folders if (here / f).is_symlink()]:
+            _copy_link(here / link, target / link)
+        for name in sorted(names):
+            path = here / name
+            if path.is_symlink():
+                _copy_link(path, target / name)
+            elif name.endswith(".py"):
+                files += 1
+                before = outcome.failed
+                package = _package_in(root, path)
+                _port_one(
+                    path,
+                    target / name,
+                    package,
+                    outcome,
+                    siblings=siblings,
+                    upstream_file=upstream_file,
+                    replaced_by=_front_counterpart(root, path),
+                )
+                if outcome.failed > before:
+                    shutil.copy2(path, target / name)  # named above; the output tree still holds it, as written
+            else:
+                shutil.copy2(path, target / name)
+    return files, outcome
+
+
+def _front_counterpart(root: Path, file: Path) -> str | None:
+    """The front module standing for upstream module file ``file`` (``environments/agent_loop.py`` under
+    ``root``), or None. A package's ``__init__.py`` never counts: the ported tree's own package is imported on
+    the way to its ported siblings."""
+    parts = [*file.parent.relative_to(root).parts, file.name.removesuffix(".py")]
+    if file.name == "__init__.py" or not all(_IDENTIFIER.match(part) for part in parts):
+        return None
+    target = map_module(".".join(parts))
+    return target if target is not None and module_exists(target) else None
+
+
+def _copy_link(link: Path, target: Path) -> None:
+    if target.is_symlink() or target.is_file():
+        target.unlink()
+    os.symlink(os.readlink(link), target)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m hermes_env.port",
-        description="Rewrite the imports of a hermes-agent environment file to hermes_env's hermes-agent "
+        description="Rewrite the imports of hermes-agent environment files to hermes_env's hermes-agent "
         "compatibility package (hermes_env.hermes_agent); every other byte stays as written.",
     )
-    parser.add_argument("file", type=Path, help="the upstream environment file (.py)")
-    parser.add_argument("-o", "--output", type=Path, help="where to write the ported file (default: stdout)")
+    parser.add_argument(
+        "file",
+        type=Path,
+        help="the upstream environment file (.py), or a folder: every .py file under it is ported and every other "
+        "file copied, layout kept (for a hermes-agent checkout, name the folder holding environments/ or atropos/)",
+    )
+    parser.add_argument(
+        "-o", "--output", type=Path, help="where to write the ported file (default: stdout); for a folder, required"
+    )
     parser.add_argument(
         "--package",
         help="the upstream package the file belongs to, for its relative imports (default: inferred from a path "
-        f"containing atropos/envs/ or environments/, else {DEFAULT_PACKAGE})",
+        f"containing atropos/envs/ or environments/, else {DEFAULT_PACKAGE}); not for a folder",
     )
     parser.add_argument(
         "--allow-unmapped",
@@ -309,58 +546,59 @@ def main(argv: Sequence[str] | None = None) -> int:
     package = args.package
     if package is not None and not all(_IDENTIFIER.match(p) for p in package.split(".")):
         parser.error(f"--package {package!r} is not a dotted module path (e.g. atropos.envs)")
-    if package is None:
-        package = infer_package(file.resolve()) or DEFAULT_PACKAGE
-    try:
-        source, encoding = _read(file)
-        result = port_source(source, package=package)
-    except OSError as err:
-        print(f"error: cannot read {file}: {err.strerror or err}", file=sys.stderr)
-        return 2
-    except PortError as err:
-        print(f"error: {file}: {err}", file=sys.stderr)
-        return 2
-
-    for change in result.changes:
-        print(f"{file}:{change.line}: {change.old} -> {change.new}", file=sys.stderr)
-    for change in result.changes:
-        lacking = missing_names(change.module, change.names) if change.names else []
-        if lacking:
-            print(
-                f"{file}:{change.line}: warning: {change.module} lacks {', '.join(lacking)}; "
-                "the ported file fails where it imports them",
-                file=sys.stderr,
-            )
-    for miss in result.unmapped:
-        print(
-            f"{file}:{miss.line}: cannot map {miss.statement!r} ({miss.module}): {miss.reason}; left as written",
-            file=sys.stderr,
-        )
-    data = result.source.encode(encoding)
-    if args.output is None:
-        sys.stdout.buffer.write(data)
-        sys.stdout.buffer.flush()
-    else:
+    outcome = _Outcome()
+    if file.is_dir():
+        if args.output is None:
+            parser.error(f"{file} is a folder: name the output folder with -o OUTDIR")
+        if package is not None:
+            parser.error("--package is for a single file; in a folder each file's package is its path")
         try:
-            args.output.parent.mkdir(parents=True, exist_ok=True)
-            args.output.write_bytes(data)
+            files, outcome = port_tree(file, args.output)
+        except PortError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        except OSError as err:
+            print(f"error: {err.filename or args.output}: {err.strerror or err}", file=sys.stderr)
+            return 2
+        summary = f"ported {file} -> {args.output}: {files} Python file(s),"
+        relative = f"(relative imports resolved against each file's package under {tree_root(file.resolve())})"
+    else:
+        resolved = file.resolve()
+        if package is None:
+            package = infer_package(resolved) or DEFAULT_PACKAGE
+        root = upstream_root(resolved)
+
+        def upstream_file(module: str) -> Path | None:
+            return module_file(root, module) if root is not None else None
+
+        try:
+            _port_one(file, args.output, package, outcome, siblings=None, upstream_file=upstream_file)
         except OSError as err:
             print(f"error: cannot write {args.output}: {err.strerror or err}", file=sys.stderr)
             return 2
-    where = args.output or "stdout"
+        if outcome.failed:
+            return 2
+        summary = f"ported {file} -> {args.output or 'stdout'}:"
+        relative = f"(relative imports resolved against package {package})"
+    kept = f", {outcome.kept} kept as sibling import(s)" if outcome.kept else ""
+    if outcome.replaced_unmapped:
+        kept += f", {outcome.replaced_unmapped} unmapped in files {TARGET_PACKAGE} replaces (not counted)"
     print(
-        f"ported {file} -> {where}: {len(result.changes)} import(s) rewritten, {len(result.unmapped)} unmapped "
-        f"(relative imports resolved against package {package})",
+        f"{summary} {outcome.changes} import(s) rewritten, {outcome.unmapped} unmapped{kept} {relative}",
         file=sys.stderr,
     )
-    if result.unmapped and not args.allow_unmapped:
+    status = 0
+    if outcome.failed:
+        print(f"error: {outcome.failed} file(s) could not be ported (named above); copied as written", file=sys.stderr)
+        status = 1
+    if outcome.unmapped and not args.allow_unmapped:
         print(
-            f"error: {len(result.unmapped)} upstream import(s) have no counterpart in {TARGET_PACKAGE}"
+            f"error: {outcome.unmapped} upstream import(s) have no counterpart in {TARGET_PACKAGE}"
             " (named above); the file was written with them as written; pass --allow-unmapped to accept that",
             file=sys.stderr,
         )
-        return 1
-    return 0
+        status = 1
+    return status
 
 
 if __name__ == "__main__":

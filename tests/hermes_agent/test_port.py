@@ -15,14 +15,17 @@ from hermes_env.port import (
     PortError,
     infer_package,
     map_module,
+    module_file,
     port_source,
     resolve_module,
+    tree_root,
+    upstream_root,
 )
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 T = "hermes_env.hermes_agent"
-PYTHON_DIR = Path(__file__).resolve().parents[1] / "python"
+PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
 
 
 def everything_exists(_name: str) -> bool:
@@ -97,6 +100,25 @@ def test_relative_import_above_the_package_is_an_error(module: str | None, level
 )
 def test_infer_package(path: str, expected: str | None) -> None:
     assert infer_package(path) == expected
+
+
+def test_upstream_root_and_module_files(tmp_path: Path) -> None:
+    tb2 = tmp_path / "environments" / "benchmarks" / "terminalbench_2"
+    tb2.mkdir(parents=True)
+    (tb2 / "terminalbench2_env.py").touch()
+    envs = tmp_path / "atropos" / "envs"
+    envs.mkdir(parents=True)
+    assert upstream_root(tb2 / "terminalbench2_env.py") == tmp_path
+    assert upstream_root(envs / "test_env.py") == tmp_path
+    assert upstream_root(tmp_path / "env.py") is None
+    assert tree_root(tmp_path) == tmp_path
+    assert tree_root(tb2) == tmp_path
+    assert tree_root(tmp_path / "atropos") == tmp_path  # holds envs/, but atropos/ alone is not a package path
+    module = "environments.benchmarks.terminalbench_2.terminalbench2_env"
+    assert module_file(tmp_path, module) == tb2 / "terminalbench2_env.py"
+    assert module_file(tmp_path, "environments.benchmarks") == tb2.parent
+    assert module_file(tmp_path, "environments.agent_loop") is None
+    assert module_file(tmp_path, "environments.not-a-module") is None
 
 
 # -- rewriting -----------------------------------------------------------------------------------
@@ -512,3 +534,164 @@ def test_command_package_flag_and_bad_input(tmp_path: Path) -> None:
     (tmp_path / "broken.py").write_text("def f(:\n")
     broken = _run_port([str(tmp_path / "broken.py")], front, tmp_path)
     assert broken.returncode == 2 and "broken.py: not valid Python (line 1" in broken.stderr
+
+
+# -- upstream files importing each other: the tree being ported -----------------------------------
+
+SIBLING = "environments.benchmarks.terminalbench_2.terminalbench2_env"
+TBLITE_STYLE = f"""\
+from environments.agent_loop import HermesAgentLoop
+from {SIBLING} import (
+    TerminalBench2EvalConfig,
+)
+import {SIBLING} as tb2
+"""
+
+
+def test_a_module_of_the_ported_tree_stays_as_written() -> None:
+    def exists(name: str) -> bool:
+        return name == f"{T}.environments.agent_loop"
+
+    def siblings(module: str) -> Path | None:
+        return Path("/up/environments/benchmarks/terminalbench_2/terminalbench2_env.py") if module == SIBLING else None
+
+    result = port_source(TBLITE_STYLE, package="environments.benchmarks.tblite", exists=exists, siblings=siblings)
+    assert result.source == TBLITE_STYLE.replace("from environments.agent_loop", f"from {T}.environments.agent_loop")
+    assert not result.unmapped
+    assert [(k.line, k.module, k.path.name) for k in result.kept] == [
+        (2, SIBLING, "terminalbench2_env.py"),
+        (5, SIBLING, "terminalbench2_env.py"),
+    ]
+    # a framework module the front has goes to the front even where the tree holds upstream's own copy
+    everywhere = port_source(
+        TBLITE_STYLE, package="environments.benchmarks.tblite", exists=exists, siblings=lambda m: Path("/up/x.py")
+    )
+    assert f"from {T}.environments.agent_loop import HermesAgentLoop" in everywhere.source
+    # not ported with it: unmapped, saying to port the tree
+    alone = port_source(
+        TBLITE_STYLE, package="environments.benchmarks.tblite", exists=exists, upstream_file=siblings
+    )
+    assert [u.line for u in alone.unmapped] == [2, 5] and not alone.kept
+    assert "is upstream's own file /up/environments/benchmarks/terminalbench_2/terminalbench2_env.py" in (
+        alone.unmapped[0].reason
+    )
+    assert "port the tree that holds it (python -m hermes_env.port DIR -o OUTDIR)" in alone.unmapped[0].reason
+
+
+def _upstream_tree(root: Path) -> None:
+    """A small tree in upstream's layout: environments/ (a benchmark importing another, putting the root on
+    sys.path as upstream's do), atropos/envs (relative imports), and files that are not Python."""
+    files = {
+        "environments/__init__.py": "from environments.agent_loop import HermesAgentLoop\n",
+        # upstream's own framework module, which the front replaces: its unmapped import does not count
+        "environments/agent_loop.py": "from tools.browser_tool import cleanup_browser\n",
+        "environments/benchmarks/__init__.py": "",
+        "environments/benchmarks/terminalbench_2/__init__.py": "",
+        "environments/benchmarks/terminalbench_2/terminalbench2_env.py": (
+            "from environments.agent_loop import HermesAgentLoop\n\n"
+            "class TerminalBench2EvalEnv:\n    loop = HermesAgentLoop\n"
+        ),
+        "environments/benchmarks/terminalbench_2/default.yaml": "env:\n  max_agent_turns: 60\n",
+        "environments/benchmarks/tblite/__init__.py": "",
+        "environments/benchmarks/tblite/tblite_env.py": (
+            "import sys\nfrom pathlib import Path\n\n"
+            "_repo_root = Path(__file__).resolve().parent.parent.parent.parent\n"
+            "if str(_repo_root) not in sys.path:\n    sys.path.insert(0, str(_repo_root))\n\n"
+            "from environments.benchmarks.terminalbench_2.terminalbench2_env import TerminalBench2EvalEnv\n\n"
+            "class TBLiteEvalEnv(TerminalBench2EvalEnv):\n    pass\n\n"
+            "if __name__ == '__main__':\n    print(TBLiteEvalEnv.loop.__module__)\n"
+        ),
+        "atropos/__init__.py": "",
+        "atropos/envs/__init__.py": "",
+        "atropos/envs/helpers.py": "WORD = 'sibling'\n",
+        "atropos/envs/test_env.py": "from .agent_env import AgentEnv\nfrom .helpers import WORD\n",
+        "README.md": "# upstream\n",
+    }
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    (root / "data.bin").write_bytes(bytes(range(256)))
+    (root / "__pycache__").mkdir()
+    (root / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"\0")
+
+
+def test_command_ports_a_tree_keeping_its_layout(tmp_path: Path) -> None:
+    front = _fake_front(tmp_path / "front", ["environments.agent_loop", "atropos.envs.agent_env"])
+    (front / "environments" / "agent_loop.py").write_text("class HermesAgentLoop:\n    pass\n")
+    (front / "atropos" / "envs" / "agent_env.py").write_text("class AgentEnv:\n    pass\n")
+    upstream = tmp_path / "hermes-agent"
+    _upstream_tree(upstream)
+    out = tmp_path / "ported"
+    run = _run_port([str(upstream), "-o", str(out)], front, tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert (
+        "11 Python file(s), 3 import(s) rewritten, 0 unmapped, 2 kept as sibling import(s), 1 unmapped in files "
+        f"{T} replaces (not counted)" in run.stderr
+    )
+    assert f"note: {upstream}/environments/agent_loop.py:1: cannot map 'from tools.browser_tool" in run.stderr
+    assert f"(harmless: imports of this file go to {T}.environments.agent_loop)" in run.stderr
+    tblite = out / "environments" / "benchmarks" / "tblite" / "tblite_env.py"
+    assert tblite.read_text() == (upstream / "environments/benchmarks/tblite/tblite_env.py").read_text()
+    assert (
+        f"tblite_env.py:8: kept 'from {SIBLING} import TerminalBench2EvalEnv': {SIBLING} is a file of the ported tree"
+        in run.stderr
+    )
+    assert "test_env.py:2: kept 'from .helpers import WORD': atropos.envs.helpers is a file" in run.stderr
+    assert (out / "atropos/envs/test_env.py").read_text() == (
+        f"from {T}.atropos.envs.agent_env import AgentEnv\nfrom .helpers import WORD\n"
+    )
+    assert (out / "environments/benchmarks/terminalbench_2/terminalbench2_env.py").read_text().startswith(
+        f"from {T}.environments.agent_loop import HermesAgentLoop\n"
+    )
+    # every other file copied byte for byte; caches left behind
+    assert (out / "data.bin").read_bytes() == bytes(range(256))
+    for name in ("README.md", "environments/benchmarks/terminalbench_2/default.yaml"):
+        assert (out / name).read_bytes() == (upstream / name).read_bytes()
+    assert not (out / "__pycache__").exists()
+    # the ported benchmark runs, importing its ported sibling, which imports the front
+    code = (
+        "import runpy, sys, hermes_env.hermes_agent as front\n"
+        f"front.__path__[:] = [{str(front)!r}]\n"
+        "runpy.run_path(sys.argv[1], run_name='__main__')\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(PYTHON_DIR)}
+    ran = subprocess.run(
+        [sys.executable, "-c", code, str(tblite)], capture_output=True, text=True, env=env, cwd=tmp_path
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout == f"{T}.environments.agent_loop\n"
+
+
+def test_command_a_single_file_whose_sibling_is_not_ported_says_to_port_the_tree(tmp_path: Path) -> None:
+    front = _fake_front(tmp_path / "front", ["environments.agent_loop"])
+    upstream = tmp_path / "hermes-agent"
+    _upstream_tree(upstream)
+    run = _run_port(
+        [str(upstream / "environments/benchmarks/tblite/tblite_env.py"), "-o", str(tmp_path / "t.py")], front, tmp_path
+    )
+    assert run.returncode == 1
+    assert f"tblite_env.py:8: cannot map 'from {SIBLING} import TerminalBench2EvalEnv' ({SIBLING})" in run.stderr
+    assert f"{SIBLING} is upstream's own file {upstream.resolve()}/environments/benchmarks/terminalbench_2/" in (
+        run.stderr
+    )
+    assert "port the tree that holds it (python -m hermes_env.port DIR -o OUTDIR)" in run.stderr
+
+
+def test_command_tree_bad_input(tmp_path: Path) -> None:
+    front = _fake_front(tmp_path / "front", ["environments.agent_loop"])
+    upstream = tmp_path / "hermes-agent"
+    _upstream_tree(upstream)
+    no_out = _run_port([str(upstream)], front, tmp_path)
+    assert no_out.returncode == 2 and "is a folder: name the output folder with -o OUTDIR" in no_out.stderr
+    inside = _run_port([str(upstream), "-o", str(upstream / "ported")], front, tmp_path)
+    assert inside.returncode == 2 and "is inside the tree being ported" in inside.stderr
+    package = _run_port([str(upstream), "-o", str(tmp_path / "o"), "--package", "atropos.envs"], front, tmp_path)
+    assert package.returncode == 2 and "--package is for a single file" in package.stderr
+    # a file that is not Python for this interpreter is named and copied as written; the rest is ported
+    (upstream / "cli.py").write_text("def f(:\n")
+    broken = _run_port([str(upstream), "-o", str(tmp_path / "b"), "--allow-unmapped"], front, tmp_path)
+    assert broken.returncode == 1
+    assert "cli.py: not valid Python (line 1" in broken.stderr
+    assert "1 file(s) could not be ported (named above); copied as written" in broken.stderr
+    assert (tmp_path / "b" / "cli.py").read_text() == "def f(:\n"
+    assert (tmp_path / "b" / "environments/__init__.py").read_text().startswith(f"from {T}.environments.agent_loop")
