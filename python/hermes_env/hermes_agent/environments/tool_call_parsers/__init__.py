@@ -31,8 +31,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, TypeAlias
 
-from hermes_env import parsers as _parsers
 from openai.types.chat.chat_completion_message_tool_call import ChatCompletionMessageToolCall, Function
+
+from hermes_env import parsers as _parsers
 
 __all__ = [
     "PARSER_REGISTRY",
