@@ -264,9 +264,11 @@ def port_source(
         reason = f"no module {target}"
         theirs = upstream_file(absolute) if upstream_file is not None else None
         if theirs is not None:
+            root = theirs.parents[absolute.count(".")]  # the folder holding the module's top package
             reason += (
                 f"; {absolute} is upstream's own file {theirs}, not a framework module: port the tree that holds it "
-                "(python -m hermes_env.port DIR -o OUTDIR) and the ported file imports the ported sibling as written"
+                f"(python -m hermes_env.port {root} -o OUTDIR) and the ported file imports the ported sibling as "
+                "written"
             )
         unmapped.append(UnmappedImport(node.lineno, statement, absolute, reason))
         return None

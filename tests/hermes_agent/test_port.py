@@ -575,7 +575,7 @@ def test_a_module_of_the_ported_tree_stays_as_written() -> None:
     assert "is upstream's own file /up/environments/benchmarks/terminalbench_2/terminalbench2_env.py" in (
         alone.unmapped[0].reason
     )
-    assert "port the tree that holds it (python -m hermes_env.port DIR -o OUTDIR)" in alone.unmapped[0].reason
+    assert "port the tree that holds it (python -m hermes_env.port /up -o OUTDIR)" in alone.unmapped[0].reason
 
 
 def _upstream_tree(root: Path) -> None:
@@ -674,7 +674,7 @@ def test_command_a_single_file_whose_sibling_is_not_ported_says_to_port_the_tree
     assert f"{SIBLING} is upstream's own file {upstream.resolve()}/environments/benchmarks/terminalbench_2/" in (
         run.stderr
     )
-    assert "port the tree that holds it (python -m hermes_env.port DIR -o OUTDIR)" in run.stderr
+    assert f"port the tree that holds it (python -m hermes_env.port {upstream.resolve()} -o OUTDIR)" in run.stderr
 
 
 def test_command_tree_bad_input(tmp_path: Path) -> None:
