@@ -106,6 +106,8 @@ RolloutFailureKind = Literal[
     "workspace_setup_failed",  # setup_trajectory_workspace (e.g. a task's setup command) failed
     "rollout_lifetime",  # the rollout's workspace sat idle longer than terminal_lifetime and was destroyed
     "no_trajectory",  # Phase 2 recorded no trajectory for a rollout that produced output
+    "turn_rewards_invalid",  # compute_turn_rewards gave the wrong count or a value that is not a finite number
+    "teacher_failed",  # distillation: the teacher (or its hint judge) did not answer usably
     "rollout_error",  # an unexpected exception (a bug); logged with its traceback
 ]
 ROLLOUT_FAILURE_KINDS: tuple[RolloutFailureKind, ...] = get_args(RolloutFailureKind)
