@@ -108,6 +108,7 @@ RolloutFailureKind = Literal[
     "no_trajectory",  # Phase 2 recorded no trajectory for a rollout that produced output
     "turn_rewards_invalid",  # compute_turn_rewards gave the wrong count or a value that is not a finite number
     "teacher_failed",  # distillation: the teacher (or its hint judge) did not answer usably
+    "judge_failed",  # the reward judge (judge_reward) could not be asked
     "rollout_error",  # an unexpected exception (a bug); logged with its traceback
 ]
 ROLLOUT_FAILURE_KINDS: tuple[RolloutFailureKind, ...] = get_args(RolloutFailureKind)

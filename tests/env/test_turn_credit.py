@@ -12,6 +12,7 @@ from hermes_env.env.turn_credit import (
     TurnRewardError,
     builtin_turn_rewards,
     check_turn_rewards,
+    failed_command_counts,
     group_advantages,
     repeated_call_counts,
     turn_credits,
@@ -116,7 +117,7 @@ def _result() -> AgentResult:
         {"role": "tool", "tool_call_id": "c", "content": "x"},
         {"role": "tool", "tool_call_id": "c", "content": "x"},
         {"role": "assistant", "content": "", "tool_calls": [_call("cat nope")]},  # turn 2: fails, unparsable
-        {"role": "tool", "tool_call_id": "c", "content": '{"error": "no"}'},
+        {"role": "tool", "tool_call_id": "c", "content": '{"output": "", "exit_code": 1, "error": null}'},
         {"role": "assistant", "content": "done"},  # turn 3
     ]
     return AgentResult(
@@ -131,8 +132,9 @@ def _result() -> AgentResult:
 def test_builtin_turn_rewards_count_per_turn() -> None:
     result = _result()
     assert repeated_call_counts(result) == [0, 2, 0, 0]
-    weights = {"tool_failed": -0.5, "parse_issue": -0.25, "repeated_call": -0.1}
-    assert builtin_turn_rewards(result, weights) == pytest.approx([0.0, -0.2, -0.75, 0.0])
+    assert failed_command_counts(result) == [0, 0, 1, 0]
+    weights = {"tool_failed": -0.5, "parse_issue": -0.25, "repeated_call": -0.1, "command_failed": -1.0}
+    assert builtin_turn_rewards(result, weights) == pytest.approx([0.0, -0.2, -1.75, 0.0])
     with pytest.raises(ValueError, match="unknown built-in turn reward"):
         builtin_turn_rewards(result, {"typo": 1.0})
 

@@ -23,6 +23,7 @@ A subclass implements ``setup``, ``get_next_item``, ``format_prompt(item)``,
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import logging
 import math
@@ -139,6 +140,7 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         self.tool_server: Any = None  # ToolServerClient once connect_tool_server ran
         self._groups_collected = 0
         self.teacher, self.hint_judge = self._make_teacher(config)
+        self.reward_judge = self._make_reward_judge(config)
         # atroposlib opened a buffered jsonlines writer; replace it with one that writes whole lines.
         if self.jsonl_writer is not None:
             self.jsonl_writer = replace_atropos_writer(
@@ -397,15 +399,19 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
             try:
                 score, reward_error, metadata = 0.0, None, {}
                 turn_rewards: list[float] | None = None
+                judged = None
                 if result.produced_output:
                     ctx.command_log = []  # what the reward runs, for the HTML view
                     score, reward_error, metadata = await self._score(item, result, ctx, trajectory_id, workspace_meta)
                     turn_rewards = await self._turn_rewards(item, result, ctx, trajectory_id)
+                    judged = await self._rubric(item, result) if self.config.judge_reward == "rubric" else None
                 self.reaper.check(trajectory_id)
                 distill = await distilling if distilling is not None else None
             finally:
                 if distilling is not None and not distilling.done():
                     distilling.cancel()
+            if judged is not None:
+                score += self.config.judge_weight * judged["score"]
             scored, record = self._scored_item(result, group, score, reward_error is not None, metadata, sequence)
             scored["rollout_info"] = rollout_info(
                 item,
@@ -416,6 +422,8 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
                 reward_error=reward_error,
             )
             scored["rollout_info"]["loop_seconds"] = round(loop_seconds, 3)
+            if judged is not None:
+                scored["rollout_info"]["judge"] = judged
             if turn_rewards is not None:
                 scored["turn_rewards"] = turn_rewards
                 scored["rollout_info"]["turn_rewards"] = turn_rewards
@@ -518,6 +526,12 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         if failures:
             self._drop_group(number, item, failures, len(outcomes))
             return None, []
+        if self.config.judge_reward == "ranking":
+            try:
+                await self._rank_group(item, outcomes)  # type: ignore[arg-type]
+            except RolloutFailed as err:
+                self._drop_group(number, item, [err], len(outcomes))
+                return None, []
         group = ScoredDataGroup(tokens=[], masks=[], scores=[], messages=[], overrides=[])
         group["rollout_info"] = []  # type: ignore[typeddict-unknown-key]  # see hermes_env.env.rollout_info
         if self.phase == "managed" or any("inference_logprobs" in o[0] for o in outcomes):
@@ -620,6 +634,55 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
                 lp_rows.append([list(fill_lps) for _ in s["tokens"]])
         group["distill_token_ids"] = ids_rows
         group["distill_logprobs"] = lp_rows
+
+    def _make_reward_judge(self, config: HermesAgentEnvConfig) -> Any:
+        if config.judge_reward == "off" or config.judge_base_url is None:
+            return None
+        from hermes_env.judges import JudgeChat
+        from hermes_env.judges.rewards import RankingJudge, RubricJudge
+
+        chat = JudgeChat(
+            config.judge_base_url,
+            model=config.judge_model,
+            max_tokens=config.judge_max_tokens,
+            temperature=config.judge_temperature,
+        )
+        if config.judge_reward == "rubric":
+            return RubricJudge(chat, config.judge_rubric or "", votes=config.judge_votes)
+        return RankingJudge(chat)
+
+    def judge_task_text(self, item: Any) -> str:
+        """The task as the reward judge reads it (default: the prompt's last user message)."""
+        prompt = self.format_prompt(item)
+        if isinstance(prompt, str):
+            return prompt
+        users = [m.get("content") for m in prompt if m.get("role") == "user"]
+        return str(users[-1] if users else "")
+
+    async def _rubric(self, item: Any, result: AgentResult) -> dict[str, Any]:
+        from hermes_env.judges import JudgeError
+
+        try:
+            _, meta = await self.reward_judge.score(self.judge_task_text(item), result.messages)
+        except JudgeError as err:
+            raise RolloutFailed(str(err), "judge_failed") from None
+        return meta
+
+    async def _rank_group(self, item: Any, outcomes: list[tuple[dict[str, Any], RolloutRecord]]) -> None:
+        """Adds ``judge_weight`` x the ranking judge's score to each rollout's score; the verdict goes with each."""
+        from hermes_env.judges import JudgeError
+
+        try:
+            scores, meta = await self.reward_judge.rank(
+                self.judge_task_text(item), [scored["messages"] for scored, _ in outcomes]
+            )
+        except JudgeError as err:
+            raise RolloutFailed(str(err), "judge_failed") from None
+        for index, ((scored, record), judge_score) in enumerate(zip(list(outcomes), scores, strict=True)):
+            scored["scores"] += self.config.judge_weight * judge_score
+            outcomes[index] = (scored, dataclasses.replace(record, score=scored["scores"]))
+            scored["rollout_info"]["reward"]["score"] = scored["scores"]
+            scored["rollout_info"]["judge"] = {**meta, "score": judge_score, "attempt": index + 1}
 
     def _make_teacher(self, config: HermesAgentEnvConfig) -> tuple[Any, Any]:
         if config.teacher_base_url is None:

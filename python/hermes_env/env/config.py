@@ -107,9 +107,9 @@ class HermesAgentEnvConfig(BaseEnvConfig):
     # `| str`: atroposlib's command line passes it as one JSON string ('{"tool_failed": -0.5}').
     turn_reward_builtins: dict[str, float] | str | None = Field(
         default=None,
-        description='Built-in turn rewards and their weights, e.g. {"tool_failed": -0.5, "parse_issue": -0.5, '
-        '"repeated_call": -0.25}: each turn\'s reward is the sum of weight x count on that turn. Used by the '
-        "default compute_turn_rewards; None: no turn rewards (no advantages are written).",
+        description='Built-in turn rewards and their weights, e.g. {"tool_failed": -0.5, "command_failed": -0.5, '
+        '"parse_issue": -0.5, "repeated_call": -0.25}: each turn\'s reward is the sum of weight x count on that '
+        "turn. Used by the default compute_turn_rewards; None: no turn rewards (no advantages are written).",
     )
     turn_credit: TurnCredit = Field(
         default="return_to_go",
@@ -154,6 +154,20 @@ class HermesAgentEnvConfig(BaseEnvConfig):
     )
     hint_max_tokens: int = Field(default=256, ge=16, description="max_tokens of each hint judge call.")
     hint_temperature: float = Field(default=0.7, ge=0.0, description="Temperature of the hint judge.")
+
+    # --- LLM-judge rewards (hermes_env.judges.rewards) ----------------------------------------
+    judge_reward: Literal["off", "rubric", "ranking"] = Field(
+        default="off",
+        description="An LLM judge's score added to each rollout's outcome: rubric (each rollout graded against "
+        "judge_rubric) or ranking (a group's rollouts scored against each other in one call, RULER-like).",
+    )
+    judge_base_url: str | None = Field(default=None, description="The judge's OpenAI-compatible chat server (…/v1).")
+    judge_model: str = Field(default="default", description="Model name sent to the judge.")
+    judge_rubric: str | None = Field(default=None, description="What a good rollout does (rubric judge).")
+    judge_votes: int = Field(default=1, ge=1, description="Rubric verdicts per rollout, averaged.")
+    judge_weight: float = Field(default=1.0, description="Weight of the judge's score (in [0, 1]) in the reward.")
+    judge_max_tokens: int = Field(default=512, ge=16, description="max_tokens of each judge call.")
+    judge_temperature: float = Field(default=0.0, ge=0.0, description="Temperature of the judge.")
 
     # --- sandbox ---------------------------------------------------------------------------
     reward_timeout: float = Field(
@@ -263,6 +277,12 @@ class HermesAgentEnvConfig(BaseEnvConfig):
                 "teacher_context 'hint' needs a judge that writes the hints; set hint_judge_base_url (any "
                 "OpenAI-compatible chat server) or use teacher_context 'same'"
             )
+        if self.judge_reward != "off" and self.judge_base_url is None:
+            raise ValueError(
+                f"judge_reward {self.judge_reward!r} needs judge_base_url (an OpenAI-compatible chat server)"
+            )
+        if self.judge_reward == "rubric" and not (self.judge_rubric or "").strip():
+            raise ValueError("judge_reward 'rubric' needs judge_rubric: what a good rollout does, in words")
         if self.tool_call_parser is not None:
             from hermes_env.parsers import list_parsers
 

@@ -30,6 +30,7 @@ there and get 0.0).
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
@@ -43,6 +44,7 @@ __all__ = [
     "TurnRewardError",
     "builtin_turn_rewards",
     "check_turn_rewards",
+    "failed_command_counts",
     "group_advantages",
     "parse_issue_counts",
     "repeated_call_counts",
@@ -175,7 +177,9 @@ def _model_turn_messages(result: Any) -> list[Mapping[str, Any]]:
 
 
 def tool_failure_counts(result: Any) -> list[int]:
-    """Per turn: the tool calls that failed (any ``ToolError``: tool failed, timeout, bad arguments, ...)."""
+    """Per turn: the tool calls that failed (any ``ToolError``: tool failed, timeout, bad arguments, ...).
+
+    A command that ran and exited non-zero is not a ``ToolError``; ``command_failed`` counts those."""
     counts = [0] * result.turns_used
     for error in result.tool_errors:
         if 0 <= error.turn < result.turns_used:
@@ -206,8 +210,27 @@ def repeated_call_counts(result: Any) -> list[int]:
     return counts
 
 
+def failed_command_counts(result: Any) -> list[int]:
+    """Per turn: tool results that report a non-zero ``exit_code`` (a ``terminal`` command that failed)."""
+    counts = [0] * result.turns_used
+    assistant = [i for i, m in enumerate(result.messages) if m.get("role") == "assistant"]
+    turns = assistant[len(assistant) - result.turns_used :] if result.turns_used else []
+    for t, index in enumerate(turns):
+        for message in result.messages[index + 1 :]:
+            if message.get("role") != "tool":
+                break
+            try:
+                answer = json.loads(message.get("content") or "")
+            except (TypeError, ValueError):
+                continue
+            if isinstance(answer, dict) and answer.get("exit_code") not in (0, None):
+                counts[t] += 1
+    return counts
+
+
 BUILTIN_TURN_REWARDS: dict[str, Callable[[Any], list[int]]] = {
     "tool_failed": tool_failure_counts,
+    "command_failed": failed_command_counts,
     "parse_issue": parse_issue_counts,
     "repeated_call": repeated_call_counts,
 }
