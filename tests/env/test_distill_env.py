@@ -71,3 +71,20 @@ async def test_rubric_judge_score_is_added_and_kept(make_env: Any) -> None:
         assert "The file exists." in info["judge"]["prompt"][1]["content"]
         assert info["judge"]["score"] == 0.5 and score == info["reward"]["score"]
         assert score - 2.0 * 0.5 in (0.0, 1.0)  # the task's own check, plus the weighted verdict
+
+
+async def test_a_teacher_with_another_tokenizer_is_refused_at_start(make_env: Any, tmp_path: Any) -> None:
+    import json
+    import shutil
+
+    other = tmp_path / "other_tokenizer"
+    shutil.copytree(qwen3_tokenizer_dir(), other)
+    data = json.loads((other / "tokenizer.json").read_text())
+    vocab = data["model"]["vocab"]
+    vocab["a"], vocab["b"] = vocab["b"], vocab["a"]  # two ids swapped: same size, other ids
+    (other / "tokenizer.json").write_text(json.dumps(data))
+    (other / "vocab.json").unlink()
+    with ScriptedVLLMServer(qwen3_tokenizer(), lambda request: "ok") as teacher:
+        env = make_env(teacher_base_url=teacher.base_url, teacher_tokenizer_name=str(other))
+        with pytest.raises(EnvSetupError, match="is not the student's \\(2 token ids map to other tokens"):
+            await env._check_teacher()
