@@ -34,6 +34,7 @@ from typing import Any
 
 import aiohttp
 
+from hermes_env.errors import TeacherError
 from hermes_env.trajectory import MASK
 
 __all__ = [
@@ -51,10 +52,6 @@ __all__ = [
 
 FILLER_TOKEN_ID = 0
 FILLER_LOGPROB = 0.0
-
-
-class TeacherError(RuntimeError):
-    """The teacher did not answer, or answered with something unusable; the rollout's group is dropped."""
 
 
 def generate_url(base_url: str) -> str:

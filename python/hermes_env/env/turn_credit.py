@@ -35,6 +35,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
+from hermes_env.errors import TurnRewardError
 from hermes_env.trajectory import MASK
 
 __all__ = [
@@ -55,10 +56,6 @@ __all__ = [
 
 TurnCredit = Literal["immediate", "return_to_go"]
 STD_TOLERANCE = 1e-8
-
-
-class TurnRewardError(ValueError):
-    """Turn rewards that cannot be used: the wrong count, a value that is not a finite number."""
 
 
 def turn_spans(masks: Sequence[int]) -> list[tuple[int, int]]:

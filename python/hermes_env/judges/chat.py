@@ -8,11 +8,9 @@ from typing import Any
 
 import aiohttp
 
+from hermes_env.errors import JudgeError
+
 __all__ = ["JudgeChat", "JudgeError", "chat_url"]
-
-
-class JudgeError(RuntimeError):
-    """The judge server did not answer usably (connection, HTTP status, shape)."""
 
 
 def chat_url(base_url: str) -> str:
