@@ -44,6 +44,24 @@ async def throughput(base_url: str, tokenizer: object, words: int, k: int, at_on
     return statistics.median(rates)
 
 
+async def plain_read(base_url: str, tokenizer: object, words: int, rounds: int) -> float:
+    """The same kind of sequence read without prompt_logprobs (one token generated): the cost of the forward
+    pass alone, to set the teacher's rate against."""
+    import aiohttp
+
+    rates = []
+    async with aiohttp.ClientSession() as session:
+        for r in range(rounds):
+            ids = sequence(tokenizer, words, salt=500_000 + r)
+            started = time.perf_counter()
+            body = {"prompt": {"prompt_token_ids": ids}, "max_tokens": 1, "temperature": 0.0}
+            async with session.post(base_url.removesuffix("/v1") + "/generate", json=body) as resp:
+                resp.raise_for_status()
+                await resp.read()
+            rates.append(len(ids) / (time.perf_counter() - started))
+    return statistics.median(rates)
+
+
 def share(path: Path) -> None:
     rows = []
     for line in path.read_text().splitlines():
@@ -84,6 +102,8 @@ def main() -> None:
         with GGUFServerProcess(model, chat_template="smollm2-tools", args=["--parallel", "8"]) as server:
             for words in args.words:
                 length = len(sequence(tokenizer, words, 0))
+                rate = asyncio.run(plain_read(server.base_url, tokenizer, words, args.rounds))
+                print(f"  {length:5d}-token sequences, read without prompt_logprobs: {rate:7.0f} tokens/s")
                 for at_once in args.at_once:
                     rate = asyncio.run(throughput(server.base_url, tokenizer, words, args.top_k, at_once, args.rounds))
                     print(f"  {length:5d}-token sequences, {at_once} at once: {rate:7.0f} teacher tokens/s")
