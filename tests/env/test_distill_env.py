@@ -88,3 +88,21 @@ async def test_a_teacher_with_another_tokenizer_is_refused_at_start(make_env: An
         env = make_env(teacher_base_url=teacher.base_url, teacher_tokenizer_name=str(other))
         with pytest.raises(EnvSetupError, match="is not the student's \\(2 token ids map to other tokens"):
             await env._check_teacher()
+
+
+def test_demo_feature_flags_become_process_flags() -> None:
+    import argparse
+    import json
+
+    from hermes_env.testing.demo import DEMO_TURN_REWARDS, DemoPolicy, _feature_args
+
+    gguf = DemoPolicy("m", "http://127.0.0.1:1/v1", "model", "tok", serves_chat=True)
+    scripted = DemoPolicy("s", "http://127.0.0.1:2/v1", "scripted", "tok")
+    both = argparse.Namespace(turn_credit=True, distill=True)
+    args = _feature_args(both, gguf)
+    assert json.loads(args[args.index("--env.turn_reward_builtins") + 1]) == DEMO_TURN_REWARDS
+    assert args[args.index("--env.teacher_base_url") + 1] == gguf.base_url
+    assert args[args.index("--env.teacher_context") + 1] == "hint"
+    assert args[args.index("--env.hint_judge_base_url") + 1] == gguf.base_url
+    assert "--env.teacher_context" not in _feature_args(both, scripted)  # no chat: the student's own context
+    assert _feature_args(argparse.Namespace(turn_credit=False, distill=False), gguf) == []

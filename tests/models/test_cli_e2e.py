@@ -19,6 +19,7 @@ def read_groups(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+@pytest.mark.timeout(900)  # the demo, then two passes of the model over its output
 def test_demo_with_the_gguf_policy_passes_the_recompute_checks(smollm2: Path, tmp_path: Path) -> None:
     """The model as policy, as its own teacher (hinted context) and its own hint judge, with turn credit."""
     from hermes_env.testing.trainer_stub import check_batch
