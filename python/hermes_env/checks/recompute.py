@@ -316,13 +316,14 @@ def check_distill(
             if sorted((c.start, c.end) for c in contexts) != turn_spans(masks[i]):
                 problems.append(f"{where}: the written contexts do not cover exactly the trained runs")
                 continue
+            own = [p for c in contexts if c.prefix_ids is None for p in range(c.start, c.end)]
+            if own:  # the runs in the sequence's own context: one pass over the sequence, as the teacher did
+                jobs.append((where, list(tokens[: max(own) + 1]), own, own, ids_rows[i], lp_rows[i]))
             for c in contexts:
-                if c.prefix_ids is None:
-                    ids, offset = list(tokens[: c.end]), 0
-                else:
+                if c.prefix_ids is not None:
                     ids, offset = [*c.prefix_ids, *tokens[c.start : c.end]], len(c.prefix_ids) - c.start
-                targets = list(range(c.start, c.end))
-                jobs.append((where, ids, [p + offset for p in targets], targets, ids_rows[i], lp_rows[i]))
+                    targets = list(range(c.start, c.end))
+                    jobs.append((where, ids, [p + offset for p in targets], targets, ids_rows[i], lp_rows[i]))
     if not jobs:
         raise ValueError(f"{path} holds no trained runs with teacher top-k")
     scorer = _Scorer(Path(model_path), n_ctx=max(len(j[1]) for j in jobs), threads=threads, batch=512)
