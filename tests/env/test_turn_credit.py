@@ -221,3 +221,22 @@ async def test_no_turn_rewards_means_no_advantages(make_env: Any) -> None:
     await env.setup()
     group, _ = await env.collect_trajectories(await env.get_next_item())
     assert group is not None and "advantages" not in group
+
+
+async def test_more_trained_runs_than_model_turns_drops_the_group_saying_why(make_env: Any, caplog: Any) -> None:
+    from env_fixtures import TinyEnv
+
+    class WithAnExampleAnswer(TinyEnv):
+        def format_prompt(self, item: Any) -> list[dict[str, Any]]:
+            # Phase 1 trains every assistant message, this one too, though the model did not write it.
+            return [
+                {"role": "user", "content": "Say hi."},
+                {"role": "assistant", "content": "hi"},
+                {"role": "user", "content": item["prompt"]},
+            ]
+
+    env = make_env(env_cls=WithAnExampleAnswer, turn_reward_builtins='{"tool_failed": -1}')
+    await env.setup()
+    group, _ = await env.collect_trajectories(await env.get_next_item())
+    assert group is None
+    assert "turn_rewards_invalid" in caplog.text and "trained runs but" in caplog.text

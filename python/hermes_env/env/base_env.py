@@ -552,7 +552,11 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
                 )
             group["end_reasons"].append(record.end_reason)  # type: ignore[typeddict-item]
             records.append(record)
-        self._add_advantages(group, [o[0] for o in outcomes], records)  # type: ignore[index]
+        try:
+            self._add_advantages(group, [o[0] for o in outcomes], records)  # type: ignore[index]
+        except TurnRewardError as err:  # e.g. Phase 1 training assistant turns that were prompt
+            self._drop_group(number, item, [RolloutFailed(str(err), "turn_rewards_invalid")], len(outcomes))
+            return None, []
         self._add_distill(group, [o[0] for o in outcomes])  # type: ignore[index]
         if not self.config.include_messages:
             group["messages"] = None
@@ -732,13 +736,18 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         judge gives a hint is scored after :meth:`teacher_prompt_ids` of the conversation before it
         with the hint added; the others in the student's own context.
         """
-        from hermes_env.distill import TeacherContext
+        from hermes_env.distill import TeacherContext, TeacherError
         from hermes_env.env.turn_credit import turn_spans
         from hermes_env.judges.hints import hinted_messages
 
         spans = turn_spans(masks)
         if self.hint_judge is None:
             return [TeacherContext(s, e) for s, e in spans], []
+        if len(spans) > result.turns_used:
+            raise TeacherError(
+                f"the sequence has {len(spans)} trained runs but the model wrote {result.turns_used} turns (are "
+                "assistant messages of the prompt trained, as Phase 1 does?); hinted contexts need one run per turn"
+            )
         assistant = [i for i, m in enumerate(result.messages) if m.get("role") == "assistant"]
         model_turns = assistant[len(assistant) - result.turns_used :]
         first = result.turns_used - len(spans)
