@@ -32,6 +32,9 @@ callers catch, e.g. ``WorkspacePathError`` is a ``PermissionError``)::
     │   │                             (also a BackendFailure)
     │   └── ChannelClosedError        a container's call channel closed under a call (the container ended)
     ├── GenerationRequestError        a generation request the GGUF engine/server refuses (HTTP 400)
+    ├── TurnRewardError               turn rewards of the wrong count, or not finite numbers (a ValueError)
+    ├── TeacherError                  a distillation teacher did not answer usably: its group is dropped
+    ├── JudgeError                    a judge's chat server did not answer usably
     └── LlamaDecodeError              llama.cpp's decode failed (``code``); fails the requests in that batch
 
 The Rust core raises its own ``ValueError`` subclasses (``hermes_env.trajectory``'s
@@ -106,6 +109,9 @@ RolloutFailureKind = Literal[
     "workspace_setup_failed",  # setup_trajectory_workspace (e.g. a task's setup command) failed
     "rollout_lifetime",  # the rollout's workspace sat idle longer than terminal_lifetime and was destroyed
     "no_trajectory",  # Phase 2 recorded no trajectory for a rollout that produced output
+    "turn_rewards_invalid",  # compute_turn_rewards gave the wrong count or a value that is not a finite number
+    "teacher_failed",  # distillation: the teacher (or its hint judge) did not answer usably
+    "judge_failed",  # the reward judge (judge_reward) could not be asked
     "rollout_error",  # an unexpected exception (a bug); logged with its traceback
 ]
 ROLLOUT_FAILURE_KINDS: tuple[RolloutFailureKind, ...] = get_args(RolloutFailureKind)
@@ -130,6 +136,18 @@ class PolicyCallError(HermesEnvError, RuntimeError):
 class BackendFailure(HermesEnvError, RuntimeError):
     """The backend failed under a tool call (worker died, sandbox crashed): the rollout's workspace is
     gone or unusable, so the rollout fails instead of telling the model its call went wrong."""
+
+
+class TurnRewardError(HermesEnvError, ValueError):
+    """Turn rewards that cannot be used: the wrong count, a value that is not a finite number."""
+
+
+class TeacherError(HermesEnvError, RuntimeError):
+    """The teacher did not answer, or answered with something unusable; the rollout's group is dropped."""
+
+
+class JudgeError(HermesEnvError, RuntimeError):
+    """The judge server did not answer usably (connection, HTTP status, shape)."""
 
 
 class WorkspaceReaped(RolloutFailed, BackendFailure):
@@ -284,6 +302,7 @@ __all__ = [
     "ImageBuildError",
     "ImageUnavailableError",
     "InferenceServerUnreachable",
+    "JudgeError",
     "LlamaDecodeError",
     "ParseIssueKind",
     "PhaseError",
@@ -294,10 +313,12 @@ __all__ = [
     "RolloutFailureKind",
     "SandboxPoolError",
     "SlotAcquireTimeout",
+    "TeacherError",
     "ToolArgumentError",
     "ToolCallError",
     "ToolServerError",
     "ToolsetUnavailableError",
+    "TurnRewardError",
     "ToolErrorKind",
     "WorkerStartError",
     "WorkspaceReaped",

@@ -19,11 +19,16 @@ def read_groups(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def test_demo_with_the_gguf_policy_passes_the_recompute_check(smollm2: Path, tmp_path: Path) -> None:
+@pytest.mark.timeout(900)  # the demo, then two passes of the model over its output
+def test_demo_with_the_gguf_policy_passes_the_recompute_checks(smollm2: Path, tmp_path: Path) -> None:
+    """The model as policy, as its own teacher (hinted context) and its own hint judge, with turn credit."""
+    from hermes_env.testing.trainer_stub import check_batch
+
     out = tmp_path / "demo.jsonl"
     proc = run_module(
         "hermes_env.envs.terminal_tasks", "demo", "--policy", "gguf", "--groups", "1", "--group-size", "2",
         "--backend", "local", "--out", str(out), "--env.max_agent_turns", "2", "--env.max_tokens_per_turn", "40",
+        "--distill", "--turn-credit", "--env.hint_votes", "1", "--env.hint_max_tokens", "40",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     assert "SmolLM2-135M-Instruct" in proc.stderr and "groups written" in proc.stdout
@@ -32,7 +37,12 @@ def test_demo_with_the_gguf_policy_passes_the_recompute_check(smollm2: Path, tmp
     for messages in group["messages"]:
         # The worked exchanges sit before the task, as prompt.
         assert messages[1 : 1 + len(GGUF_EXAMPLE_TURNS)] == GGUF_EXAMPLE_TURNS
+    assert check_batch([group]).problems == []
+    assert len(group["advantages"]) == len(group["distill_token_ids"]) == 2
+    assert all(info["distill"]["context"] == "hint" for info in group["rollout_info"])
     check = run_module("hermes_env.checks.recompute", str(out))
+    assert check.returncode == 0 and "PASS" in check.stdout, check.stdout + check.stderr
+    check = run_module("hermes_env.checks.recompute", "--distill", str(out))
     assert check.returncode == 0 and "PASS" in check.stdout, check.stdout + check.stderr
 
 

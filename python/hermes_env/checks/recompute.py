@@ -13,6 +13,13 @@ whose logprobs are one token out of step differs by several nats. A mean above
 ``--threshold`` (0.15) therefore means the logprobs, masks or tokens are misaligned, or
 belong to another model or distribution (e.g. logprobs taken after temperature or top-p).
 Exit status: 0 pass, 1 fail, 2 unreadable input.
+
+``--distill`` checks the teacher's arrays instead (``distill_token_ids`` / ``distill_logprobs``,
+written with a GGUF teacher): every trained run is scored again in the context it was written
+with (``rollout_info[i]["distill"]["contexts"]``: the sequence's own tokens, or the hinted
+prefix), and at every trained position the written top-k ids' logprobs are compared with the
+recomputed ones (same threshold), the written top-1 with the recomputed top-1 (reported), and
+every untrained position must hold the filler (token 0, logprob 0.0).
 """
 
 from __future__ import annotations
@@ -28,7 +35,16 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DEFAULT_THRESHOLD", "RecomputeReport", "SequenceCheck", "check_groups", "main", "recompute_logprobs"]
+__all__ = [
+    "DEFAULT_THRESHOLD",
+    "DistillReport",
+    "RecomputeReport",
+    "SequenceCheck",
+    "check_distill",
+    "check_groups",
+    "main",
+    "recompute_logprobs",
+]
 
 MASK = -100
 DEFAULT_THRESHOLD = 0.15
@@ -126,6 +142,33 @@ class _Scorer:
         self.cached, self.cached_logprobs = list(tokens), out
         return out
 
+    def rows(self, tokens: Sequence[int], positions: Sequence[int]) -> dict[int, np.ndarray]:
+        """``log_softmax`` of the logits that predict ``tokens[p]`` (from ``tokens[:p]``), for each ``p``."""
+        from hermes_env.models.sampling import log_softmax
+
+        n = len(tokens)
+        if n > self.model.n_ctx:
+            raise ValueError(
+                f"a sequence of {n} tokens is longer than the context ({self.model.n_ctx}); pass --ctx-size"
+            )
+        wanted = {p - 1 for p in positions}
+        self.model.seq_rm(0, 0)
+        self.cached, self.cached_logprobs = [], np.empty(0)
+        out: dict[int, np.ndarray] = {}
+        step = self.model.n_batch
+        for lo in range(0, n, step):
+            hi = min(n, lo + step)
+            rows = self.model.decode(
+                np.asarray(tokens[lo:hi], dtype=np.int32),
+                np.arange(lo, hi, dtype=np.int32),
+                np.zeros(hi - lo, dtype=np.int32),
+                np.ones(hi - lo, dtype=np.int8),
+            )
+            for j, row in enumerate(rows):
+                if lo + j in wanted:
+                    out[lo + j + 1] = log_softmax(row)
+        return out
+
     def close(self) -> None:
         self.model.close()
 
@@ -217,6 +260,93 @@ def check_groups(
     return RecomputeReport(checks, threshold, np.concatenate(all_diffs) if all_diffs else np.empty(0))
 
 
+@dataclass
+class DistillReport:
+    """The teacher's written top-k against a recomputation, over every trained position."""
+
+    threshold: float
+    diffs: np.ndarray  # |written - recomputed| logprob of every written top-k entry
+    positions: int = 0
+    top1_agree: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def mean_abs_diff(self) -> float:
+        return float(self.diffs.mean()) if self.diffs.size else 0.0
+
+    @property
+    def passed(self) -> bool:
+        return not self.problems and self.positions > 0 and self.mean_abs_diff <= self.threshold
+
+    def summary(self) -> str:
+        if not self.positions:
+            return "FAIL: no trained positions with teacher top-k found"
+        verdict = "PASS" if self.passed else "FAIL"
+        d = self.diffs
+        return (
+            f"{verdict}: {self.positions} trained positions, {d.size} teacher top-k entries; |written - recomputed| "
+            f"logprob: mean {self.mean_abs_diff:.4f} nats (threshold {self.threshold:g}), max {d.max():.4f}; "
+            f"top-1 agrees at {self.top1_agree}/{self.positions} positions"
+        )
+
+
+def check_distill(
+    path: str | Path, model_path: str | Path, *, threshold: float = DEFAULT_THRESHOLD, threads: int | None = None
+) -> DistillReport:
+    """Recomputes the teacher's top-k at every trained position of ``path`` with the GGUF teacher."""
+    from hermes_env.distill import TeacherContext, check_distill_arrays
+    from hermes_env.env.turn_credit import turn_spans
+
+    path = Path(path)
+    jobs: list[tuple[str, list[int], list[int], list[int], list[list[int]], list[list[float]]]] = []
+    problems: list[str] = []
+    for line, group in _groups(path):
+        ids_rows, lp_rows = group.get("distill_token_ids"), group.get("distill_logprobs")
+        if ids_rows is None or lp_rows is None:
+            raise ValueError(f"{path}:{line} has no distill_token_ids / distill_logprobs; write it with a teacher")
+        masks = group.get("masks") or []
+        problems += [f"line {line}: {p}" for p in check_distill_arrays(group["tokens"], masks, ids_rows, lp_rows)]
+        infos = group.get("rollout_info") or [{}] * len(group["tokens"])
+        for i, tokens in enumerate(group["tokens"]):
+            where = f"line {line} sequence {i}"
+            written = (infos[i] or {}).get("distill") or {}
+            contexts = [TeacherContext.from_json(c) for c in written.get("contexts") or []]
+            if not written.get("contexts"):  # no record: every run in the sequence's own context
+                contexts = [TeacherContext(s, e) for s, e in turn_spans(masks[i])]
+            if sorted((c.start, c.end) for c in contexts) != turn_spans(masks[i]):
+                problems.append(f"{where}: the written contexts do not cover exactly the trained runs")
+                continue
+            own = [p for c in contexts if c.prefix_ids is None for p in range(c.start, c.end)]
+            if own:  # the runs in the sequence's own context: one pass over the sequence, as the teacher did
+                jobs.append((where, list(tokens[: max(own) + 1]), own, own, ids_rows[i], lp_rows[i]))
+            for c in contexts:
+                if c.prefix_ids is not None:
+                    ids, offset = [*c.prefix_ids, *tokens[c.start : c.end]], len(c.prefix_ids) - c.start
+                    targets = list(range(c.start, c.end))
+                    jobs.append((where, ids, [p + offset for p in targets], targets, ids_rows[i], lp_rows[i]))
+    if not jobs:
+        raise ValueError(f"{path} holds no trained runs with teacher top-k")
+    scorer = _Scorer(Path(model_path), n_ctx=max(len(j[1]) for j in jobs), threads=threads, batch=512)
+    diffs: list[float] = []
+    report = DistillReport(threshold, np.empty(0), problems=problems)
+    try:
+        for where, ids, asked, targets, ids_row, lp_row in jobs:
+            if asked and asked[0] < 1:
+                report.problems.append(f"{where}: position 0 is trained; nothing can predict it")
+                continue
+            rows = scorer.rows(ids, asked)
+            for p, q in zip(asked, targets, strict=True):
+                row = rows[p]
+                written_ids, written_lps = ids_row[q], lp_row[q]
+                report.positions += 1
+                report.top1_agree += int(written_ids[0] == int(np.argmax(row)))
+                diffs.extend(abs(lp - float(row[t])) for t, lp in zip(written_ids, written_lps, strict=True))
+    finally:
+        scorer.close()
+    report.diffs = np.asarray(diffs, dtype=np.float64)
+    return report
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m hermes_env.checks.recompute", description=__doc__.split("\n")[0], epilog=__doc__
@@ -226,8 +356,25 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD, help="largest mean |diff| that passes")
     parser.add_argument("--threads", type=int, default=None, help="CPU threads for llama.cpp")
     parser.add_argument("--verbose", "-v", action="store_true", help="one line per sequence")
+    parser.add_argument(
+        "--distill",
+        action="store_true",
+        help="check the teacher's top-k (distill_token_ids / distill_logprobs) instead; --model is the teacher",
+    )
     args = parser.parse_args(argv)
     from hermes_env.models import resolve_gguf
+
+    if args.distill:
+        try:
+            model = resolve_gguf(args.model)
+            distill = check_distill(args.groups, model, threshold=args.threshold, threads=args.threads)
+        except (OSError, ValueError, ModuleNotFoundError) as err:
+            print(f"error: {err}", file=sys.stderr)
+            raise SystemExit(2) from None
+        for problem in distill.problems:
+            print(f"problem: {problem}")
+        print(distill.summary())
+        raise SystemExit(0 if distill.passed else 1)
 
     try:
         model = resolve_gguf(args.model)

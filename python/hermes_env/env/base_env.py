@@ -23,11 +23,13 @@ A subclass implements ``setup``, ``get_next_item``, ``format_prompt(item)``,
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import logging
 import math
 import os
 import random
+import time
 import uuid
 from abc import abstractmethod
 from dataclasses import dataclass
@@ -53,6 +55,7 @@ from hermes_env.env.phases import ResolvedPhase, phase1_item, phase2_item, promp
 from hermes_env.env.rollout_info import rollout_info
 from hermes_env.env.run_modes import RunModesMixin
 from hermes_env.env.stats import RolloutRecord, RolloutStats, wandb_table
+from hermes_env.env.turn_credit import TurnRewardError, builtin_turn_rewards, check_turn_rewards, group_advantages
 from hermes_env.env.wandb_extras import ScoreMetadataLog, ToolErrorLog
 from hermes_env.env.workspace_reaper import WorkspaceReaper
 from hermes_env.trajectory import PROMPT_LOGPROB
@@ -136,6 +139,8 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         self.reaper = WorkspaceReaper(config.terminal_lifetime)
         self.tool_server: Any = None  # ToolServerClient once connect_tool_server ran
         self._groups_collected = 0
+        self.teacher, self.hint_judge = self._make_teacher(config)
+        self.reward_judge = self._make_reward_judge(config)
         # atroposlib opened a buffered jsonlines writer; replace it with one that writes whole lines.
         if self.jsonl_writer is not None:
             self.jsonl_writer = replace_atropos_writer(
@@ -157,6 +162,19 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
     @abstractmethod
     async def compute_reward(self, item: Any, result: AgentResult, ctx: Any) -> float:
         """Score a finished rollout; ``ctx`` is its ToolContext, with the rollout's sandbox still alive."""
+
+    async def compute_turn_rewards(self, item: Any, result: AgentResult, ctx: Any) -> list[float] | None:
+        """One reward per assistant turn (``result.turns_used`` of them), or None for no turn rewards.
+
+        Called after the outcome reward, with the rollout's sandbox still alive; may be a plain ``def``.
+        The group's rewards become per-token ``advantages`` (:mod:`hermes_env.env.turn_credit`). Default:
+        the built-ins weighted by ``turn_reward_builtins`` (e.g. ``{"tool_failed": -0.5}``), or None
+        when it is unset. A list of the wrong length, or a value that is not a finite number, fails
+        the rollout (``turn_rewards_invalid``) with a message naming what was expected.
+        """
+        if not self.config.turn_reward_builtins:
+            return None
+        return builtin_turn_rewards(result, self.config.turn_reward_builtins)  # type: ignore[arg-type]
 
     async def setup_trajectory_workspace(self, item: Any, trajectory_id: str, exec_tool: Any) -> dict[str, Any] | None:
         """Prepare a rollout's workspace before the model's first turn (default: nothing).
@@ -364,17 +382,37 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
             _raise_backend_failure(ctx)  # setup caught the failure itself; the workspace is still unusable
             workspace_meta = meta if isinstance(meta, dict) else {}
             messages = self.build_messages(item)
+            loop_started = time.monotonic()
             result = await self.run_agent_loop(messages, group, ctx, split, item)
+            loop_seconds = time.monotonic() - loop_started
             self.reaper.check(trajectory_id)
             if result.failure is not None:
                 # A rollout cut short by a failure is never scored or trained on, whatever it produced.
                 raise RolloutFailed(result.failure.message, result.failure.kind)
-            score, reward_error, metadata = 0.0, None, {}
-            if result.produced_output:
-                ctx.command_log = []  # what the reward runs, for the HTML view
-                score, reward_error, metadata = await self._score(item, result, ctx, trajectory_id, workspace_meta)
-            self.reaper.check(trajectory_id)
-            scored, record = self._scored_item(result, group, score, reward_error is not None, metadata)
+            sequence = self._sequence_item(result, group)
+            # The teacher (and its hint judge) work while the reward runs: off the rollout's critical path.
+            distilling = (
+                asyncio.create_task(self._distill(item, result, group, sequence))
+                if self.teacher is not None and split == "train"
+                else None
+            )
+            try:
+                score, reward_error, metadata = 0.0, None, {}
+                turn_rewards: list[float] | None = None
+                judged = None
+                if result.produced_output:
+                    ctx.command_log = []  # what the reward runs, for the HTML view
+                    score, reward_error, metadata = await self._score(item, result, ctx, trajectory_id, workspace_meta)
+                    turn_rewards = await self._turn_rewards(item, result, ctx, trajectory_id)
+                    judged = await self._rubric(item, result) if self.config.judge_reward == "rubric" else None
+                self.reaper.check(trajectory_id)
+                distill = await distilling if distilling is not None else None
+            finally:
+                if distilling is not None and not distilling.done():
+                    distilling.cancel()
+            if judged is not None:
+                score += self.config.judge_weight * judged["score"]
+            scored, record = self._scored_item(result, group, score, reward_error is not None, metadata, sequence)
             scored["rollout_info"] = rollout_info(
                 item,
                 result,
@@ -383,6 +421,14 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
                 checks=getattr(ctx, "command_log", None) or (),
                 reward_error=reward_error,
             )
+            scored["rollout_info"]["loop_seconds"] = round(loop_seconds, 3)
+            if judged is not None:
+                scored["rollout_info"]["judge"] = judged
+            if turn_rewards is not None:
+                scored["turn_rewards"] = turn_rewards
+                scored["rollout_info"]["turn_rewards"] = turn_rewards
+            if distill is not None:
+                scored["distill_token_ids"], scored["distill_logprobs"], scored["rollout_info"]["distill"] = distill
             return scored, record
         except RolloutFailed:
             raise
@@ -433,6 +479,19 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
             return 0.0, f"returned {score!r}", metadata
         return score, None, metadata
 
+    def _sequence_item(self, result: AgentResult, group: GroupTools) -> dict[str, Any]:
+        """The rollout's ``tokens`` / ``masks`` (and ``inference_logprobs`` in Phase 2), before it is scored."""
+        if not result.produced_output:
+            return prompt_only_item(self.tokenizer, result.messages, group.schemas)
+        if self.phase == "managed":
+            item = phase2_item(result.managed_state, 0.0)
+            if item is None:
+                raise RolloutFailed(
+                    "the managed server recorded no trajectory for a rollout that produced output", "no_trajectory"
+                )
+            return item
+        return phase1_item(self.tokenizer, result.messages, group.schemas)
+
     def _scored_item(
         self,
         result: AgentResult,
@@ -440,17 +499,9 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         score: float,
         reward_failed: bool,
         metadata: dict[str, Any] | None = None,
+        sequence: dict[str, Any] | None = None,
     ) -> tuple[dict[str, Any], RolloutRecord]:
-        if not result.produced_output:
-            item = prompt_only_item(self.tokenizer, result.messages, group.schemas)
-        elif self.phase == "managed":
-            item = phase2_item(result.managed_state, score)
-            if item is None:
-                raise RolloutFailed(
-                    "the managed server recorded no trajectory for a rollout that produced output", "no_trajectory"
-                )
-        else:
-            item = phase1_item(self.tokenizer, result.messages, group.schemas)
+        item = dict(sequence) if sequence is not None else self._sequence_item(result, group)
         item["scores"] = score
         item["messages"] = result.messages
         item["score_metadata"] = metadata or {}
@@ -475,6 +526,12 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         if failures:
             self._drop_group(number, item, failures, len(outcomes))
             return None, []
+        if self.config.judge_reward == "ranking":
+            try:
+                await self._rank_group(item, outcomes)  # type: ignore[arg-type]
+            except RolloutFailed as err:
+                self._drop_group(number, item, [err], len(outcomes))
+                return None, []
         group = ScoredDataGroup(tokens=[], masks=[], scores=[], messages=[], overrides=[])
         group["rollout_info"] = []  # type: ignore[typeddict-unknown-key]  # see hermes_env.env.rollout_info
         if self.phase == "managed" or any("inference_logprobs" in o[0] for o in outcomes):
@@ -495,6 +552,12 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
                 )
             group["end_reasons"].append(record.end_reason)  # type: ignore[typeddict-item]
             records.append(record)
+        try:
+            self._add_advantages(group, [o[0] for o in outcomes], records)  # type: ignore[index]
+        except TurnRewardError as err:  # e.g. Phase 1 training assistant turns that were prompt
+            self._drop_group(number, item, [RolloutFailed(str(err), "turn_rewards_invalid")], len(outcomes))
+            return None, []
+        self._add_distill(group, [o[0] for o in outcomes])  # type: ignore[index]
         if not self.config.include_messages:
             group["messages"] = None
         if not any(o["score_metadata"] for o in group["overrides"]):
@@ -531,6 +594,239 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
             logger.error(message, *args, exc_info=bug)
         else:
             logger.warning(message, *args)
+
+    # ------------------------------------------------------------------ turn credit and distillation
+    async def _turn_rewards(self, item: Any, result: AgentResult, ctx: Any, trajectory_id: str) -> list[float] | None:
+        rewards = self.compute_turn_rewards(item, result, ctx)
+        if inspect.isawaitable(rewards):
+            rewards = await rewards
+        _raise_backend_failure(ctx)
+        if rewards is None:
+            return None
+        try:
+            return check_turn_rewards(rewards, result.turns_used, source=f"{type(self).__name__}.compute_turn_rewards")
+        except TurnRewardError as err:
+            raise RolloutFailed(f"{trajectory_id}: {err}", "turn_rewards_invalid") from None
+
+    def _add_advantages(self, group: Any, scored: list[dict[str, Any]], records: list[RolloutRecord]) -> None:
+        """``advantages`` of the group when any rollout has turn rewards (a rollout without: 0.0 per turn)."""
+        if all(s.get("turn_rewards") is None for s in scored):
+            return
+        rewards = [
+            s["turn_rewards"] if s.get("turn_rewards") is not None else [0.0] * int(s["rollout_info"]["turns"])
+            for s in scored
+        ]
+        group["advantages"] = group_advantages(
+            group["scores"],
+            group["masks"],
+            rewards,
+            credit=self.config.turn_credit,
+            gamma=self.config.turn_credit_gamma,
+            weight=self.config.turn_credit_weight,
+            normalize_turns=self.config.turn_credit_normalize,
+        )
+
+    def _add_distill(self, group: Any, scored: list[dict[str, Any]]) -> None:
+        """``distill_token_ids`` / ``distill_logprobs`` of the group when a teacher scored it."""
+        if self.teacher is None or not any("distill_token_ids" in s for s in scored):
+            return
+        from hermes_env.distill import filler_row
+
+        ids_rows, lp_rows = [], []
+        for s in scored:
+            if "distill_token_ids" in s:
+                ids_rows.append(s["distill_token_ids"])
+                lp_rows.append(s["distill_logprobs"])
+            else:  # a rollout with nothing trained: the filler everywhere
+                fill_ids, fill_lps = filler_row(self.teacher.top_k)
+                ids_rows.append([list(fill_ids) for _ in s["tokens"]])
+                lp_rows.append([list(fill_lps) for _ in s["tokens"]])
+        group["distill_token_ids"] = ids_rows
+        group["distill_logprobs"] = lp_rows
+
+    def _make_reward_judge(self, config: HermesAgentEnvConfig) -> Any:
+        if config.judge_reward == "off" or config.judge_base_url is None:
+            return None
+        from hermes_env.judges import JudgeChat
+        from hermes_env.judges.rewards import RankingJudge, RubricJudge
+
+        chat = JudgeChat(
+            config.judge_base_url,
+            model=config.judge_model,
+            max_tokens=config.judge_max_tokens,
+            temperature=config.judge_temperature,
+        )
+        if config.judge_reward == "rubric":
+            return RubricJudge(chat, config.judge_rubric or "", votes=config.judge_votes)
+        return RankingJudge(chat)
+
+    def judge_task_text(self, item: Any) -> str:
+        """The task as the reward judge reads it (default: the prompt's last user message)."""
+        prompt = self.format_prompt(item)
+        if isinstance(prompt, str):
+            return prompt
+        users = [m.get("content") for m in prompt if m.get("role") == "user"]
+        return str(users[-1] if users else "")
+
+    async def _rubric(self, item: Any, result: AgentResult) -> dict[str, Any]:
+        from hermes_env.judges import JudgeError
+
+        try:
+            _, meta = await self.reward_judge.score(self.judge_task_text(item), result.messages)
+        except JudgeError as err:
+            raise RolloutFailed(str(err), "judge_failed") from None
+        return meta
+
+    async def _rank_group(self, item: Any, outcomes: list[tuple[dict[str, Any], RolloutRecord]]) -> None:
+        """Adds ``judge_weight`` x the ranking judge's score to each rollout's score; the verdict goes with each."""
+        from hermes_env.judges import JudgeError
+
+        try:
+            scores, meta = await self.reward_judge.rank(
+                self.judge_task_text(item), [scored["messages"] for scored, _ in outcomes]
+            )
+        except JudgeError as err:
+            raise RolloutFailed(str(err), "judge_failed") from None
+        for index, ((scored, record), judge_score) in enumerate(zip(list(outcomes), scores, strict=True)):
+            scored["scores"] += self.config.judge_weight * judge_score
+            outcomes[index] = (scored, dataclasses.replace(record, score=scored["scores"]))
+            scored["rollout_info"]["reward"]["score"] = scored["scores"]
+            scored["rollout_info"]["judge"] = {**meta, "score": judge_score, "attempt": index + 1}
+
+    def _make_teacher(self, config: HermesAgentEnvConfig) -> tuple[Any, Any]:
+        if config.teacher_base_url is None:
+            return None, None
+        from hermes_env.distill import TeacherClient
+
+        teacher = TeacherClient(
+            config.teacher_base_url,
+            top_k=config.teacher_top_k,
+            vocab_size=len(self.tokenizer),
+            max_concurrency=config.teacher_max_concurrency,
+            timeout=config.teacher_timeout,
+        )
+        judge = None
+        if config.teacher_context == "hint" and config.hint_judge_base_url is not None:
+            from hermes_env.judges import JudgeChat
+            from hermes_env.judges.hints import HintJudge
+
+            chat = JudgeChat(
+                config.hint_judge_base_url,
+                model=config.hint_judge_model,
+                max_tokens=config.hint_max_tokens,
+                temperature=config.hint_temperature,
+                timeout=config.teacher_timeout,
+                max_concurrency=config.teacher_max_concurrency,
+            )
+            judge = HintJudge(chat, votes=config.hint_votes, max_next_state_chars=config.hint_max_next_state_chars)
+        return teacher, judge
+
+    def teacher_prompt_ids(self, messages: list[dict[str, Any]], group: GroupTools) -> list[int]:
+        """Token ids of ``messages`` rendered up to a new assistant turn, with the rollout's tools (the
+        teacher's context for a hinted turn; override to change how the teacher's context is written)."""
+        from hermes_env.trajectory import render_chat
+
+        kwargs: dict[str, Any] = dict((self.request_extra_body() or {}).get("chat_template_kwargs") or {})
+        if group.schemas:
+            kwargs["tools"] = group.schemas
+        text = render_chat(self.tokenizer, messages, True, **kwargs)
+        return list(self.tokenizer.encode(text, add_special_tokens=False))
+
+    async def teacher_contexts(
+        self, item: Any, result: AgentResult, group: GroupTools, masks: list[int]
+    ) -> tuple[list[Any], list[dict[str, Any]]]:
+        """The context the teacher scores each trained run in, and the hint judge's verdicts.
+
+        ``teacher_context: same``: every run after the student's own tokens. ``hint``: a turn the
+        judge gives a hint is scored after :meth:`teacher_prompt_ids` of the conversation before it
+        with the hint added; the others in the student's own context.
+        """
+        from hermes_env.distill import TeacherContext, TeacherError
+        from hermes_env.env.turn_credit import turn_spans
+        from hermes_env.judges.hints import hinted_messages
+
+        spans = turn_spans(masks)
+        if self.hint_judge is None:
+            return [TeacherContext(s, e) for s, e in spans], []
+        if len(spans) > result.turns_used:
+            raise TeacherError(
+                f"the sequence has {len(spans)} trained runs but the model wrote {result.turns_used} turns (are "
+                "assistant messages of the prompt trained, as Phase 1 does?); hinted contexts need one run per turn"
+            )
+        assistant = [i for i, m in enumerate(result.messages) if m.get("role") == "assistant"]
+        model_turns = assistant[len(assistant) - result.turns_used :]
+        first = result.turns_used - len(spans)
+        judgements = await asyncio.gather(
+            *(self.hint_judge.judge(result.messages, model_turns[first + j], first + j) for j in range(len(spans)))
+        )
+        contexts = []
+        for (start, end), judgement in zip(spans, judgements, strict=True):
+            if judgement.hint is None:
+                contexts.append(TeacherContext(start, end))
+                continue
+            before = result.messages[: model_turns[judgement.turn]]
+            prefix = self.teacher_prompt_ids(hinted_messages(before, judgement.hint), group)
+            contexts.append(TeacherContext(start, end, prefix, judgement.hint))
+        return contexts, [j.to_json() for j in judgements]
+
+    async def _distill(
+        self, item: Any, result: AgentResult, group: GroupTools, sequence: dict[str, Any]
+    ) -> tuple[list[list[int]], list[list[float]], dict[str, Any]]:
+        """The rollout's distill rows and what the reader needs about them; a failure fails the rollout."""
+        from hermes_env.distill import TeacherError
+        from hermes_env.judges import JudgeError
+
+        started = time.monotonic()
+        try:
+            contexts, hints = await self.teacher_contexts(item, result, group, sequence["masks"])
+            judged = time.monotonic()
+            arrays = await self.teacher.score(sequence["tokens"], contexts)
+        except (TeacherError, JudgeError) as err:
+            raise RolloutFailed(str(err), "teacher_failed") from None
+        info = {
+            "top_k": self.teacher.top_k,
+            "context": self.config.teacher_context,
+            "contexts": [c.to_json() for c in arrays.contexts],
+            "hints": hints,
+            "teacher_requests": arrays.requests,
+            "teacher_tokens": arrays.tokens_sent,
+            "teacher_seconds": round(arrays.seconds, 3),
+            "hint_seconds": round(judged - started, 3),
+        }
+        return arrays.token_ids, arrays.logprobs, info
+
+    async def preflight(self, *, wait_forever: bool = False) -> None:
+        await super().preflight(wait_forever=wait_forever)
+        if self.teacher is not None:
+            await self._check_teacher()
+
+    async def _check_teacher(self) -> None:
+        """Refuse a teacher whose tokenizer is not the student's, or that does not answer prompt_logprobs."""
+        from hermes_env.distill import TeacherError
+        from hermes_env.distill.tokenizers import tokenizer_mismatch
+
+        name = self.config.teacher_tokenizer_name
+        if name is not None:
+            from hermes_env.resources import load_tokenizer
+
+            try:
+                teacher_tokenizer = load_tokenizer(name)
+            except Exception as err:  # noqa: BLE001 - TokenizerUnavailable or a broken folder: one line
+                raise EnvSetupError(f"cannot load the teacher's tokenizer {name!r}: {err}") from None
+            mismatch = tokenizer_mismatch(self.tokenizer, teacher_tokenizer)
+            if mismatch is not None:
+                raise EnvSetupError(
+                    f"the teacher's tokenizer {name!r} is not the student's ({mismatch}); distillation scores the "
+                    "student's exact token ids, so the teacher must use the student's tokenizer"
+                )
+        probe = list(self.tokenizer.encode("Hello, teacher.", add_special_tokens=False))[:4]
+        if len(probe) < 2:
+            probe = [*probe, *probe, 0][:2]
+        try:
+            await self.teacher.prompt_top_k(probe, [1])
+        except TeacherError as err:
+            raise EnvSetupError(f"the teacher cannot be used: {err}") from None
+        self.teacher.requests = self.teacher.tokens_sent = 0
 
     # ------------------------------------------------------------------ wandb (optional)
     async def add_rollouts_for_wandb(self, scored_data: Any, item: Any = None) -> None:

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from atroposlib.envs.base import BaseEnvConfig
 from pydantic import Field, field_validator, model_validator
 
+from hermes_env.env.turn_credit import BUILTIN_TURN_REWARDS, TurnCredit
 from hermes_env.trajectory import DivergencePolicy
 
 Phase = Literal["auto", "openai", "managed"]
@@ -102,6 +103,72 @@ class HermesAgentEnvConfig(BaseEnvConfig):
         "--openai.server_type is openai.",
     )
 
+    # --- turn-level credit (hermes_env.env.turn_credit) -------------------------------------
+    # `| str`: atroposlib's command line passes it as one JSON string ('{"tool_failed": -0.5}').
+    turn_reward_builtins: dict[str, float] | str | None = Field(
+        default=None,
+        description='Built-in turn rewards and their weights, e.g. {"tool_failed": -0.5, "command_failed": -0.5, '
+        '"parse_issue": -0.5, "repeated_call": -0.25}: each turn\'s reward is the sum of weight x count on that '
+        "turn. Used by the default compute_turn_rewards; None: no turn rewards (no advantages are written).",
+    )
+    turn_credit: TurnCredit = Field(
+        default="return_to_go",
+        description="How turn rewards become each turn's credit: immediate (the turn's own reward) or return_to_go "
+        "(the discounted sum of this and later turns' rewards).",
+    )
+    turn_credit_gamma: float = Field(default=1.0, ge=0.0, le=1.0, description="Discount of return_to_go credit.")
+    turn_credit_weight: float = Field(
+        default=1.0, ge=0.0, description="Weight of the turn advantage added to the outcome advantage."
+    )
+    turn_credit_normalize: bool = Field(
+        default=True, description="Normalise turn credits over all turns of the group (mean 0, std 1)."
+    )
+
+    # --- on-policy distillation (hermes_env.distill) -----------------------------------------
+    teacher_base_url: str | None = Field(
+        default=None,
+        description="A /generate server (vLLM, SGLang, serve_gguf; http://host:port or .../v1) that scores the "
+        "student's tokens with prompt_logprobs; every written group then carries distill_token_ids / "
+        "distill_logprobs. None: no distillation.",
+    )
+    teacher_top_k: int = Field(default=20, ge=1, description="Teacher logprobs kept per trained position.")
+    teacher_context: Literal["same", "hint"] = Field(
+        default="same",
+        description="What the teacher sees before each assistant turn: the student's own context (same), or that "
+        "context plus a hindsight hint a judge drew from the turn's outcome (hint; needs hint_judge_base_url).",
+    )
+    teacher_tokenizer_name: str | None = Field(
+        default=None,
+        description="The teacher's tokenizer (a Hub id, local folder or bundled:NAME); it must be the student's, "
+        "checked at start. None: the teacher is declared to use the student's tokenizer.",
+    )
+    teacher_max_concurrency: int = Field(default=4, ge=1, description="Teacher requests in flight at once.")
+    teacher_timeout: float = Field(default=600.0, gt=0, description="Time limit of one teacher request, seconds.")
+    hint_judge_base_url: str | None = Field(
+        default=None, description="An OpenAI-compatible chat server (…/v1) that extracts hindsight hints."
+    )
+    hint_judge_model: str = Field(default="default", description="Model name sent to the hint judge.")
+    hint_votes: int = Field(default=3, ge=1, description="Judge samples per turn; a hint needs a majority.")
+    hint_max_next_state_chars: int = Field(
+        default=4000, ge=100, description="Characters of the next state (tool output) shown to the hint judge."
+    )
+    hint_max_tokens: int = Field(default=256, ge=16, description="max_tokens of each hint judge call.")
+    hint_temperature: float = Field(default=0.7, ge=0.0, description="Temperature of the hint judge.")
+
+    # --- LLM-judge rewards (hermes_env.judges.rewards) ----------------------------------------
+    judge_reward: Literal["off", "rubric", "ranking"] = Field(
+        default="off",
+        description="An LLM judge's score added to each rollout's outcome: rubric (each rollout graded against "
+        "judge_rubric) or ranking (a group's rollouts scored against each other in one call, RULER-like).",
+    )
+    judge_base_url: str | None = Field(default=None, description="The judge's OpenAI-compatible chat server (…/v1).")
+    judge_model: str = Field(default="default", description="Model name sent to the judge.")
+    judge_rubric: str | None = Field(default=None, description="What a good rollout does (rubric judge).")
+    judge_votes: int = Field(default=1, ge=1, description="Rubric verdicts per rollout, averaged.")
+    judge_weight: float = Field(default=1.0, description="Weight of the judge's score (in [0, 1]) in the reward.")
+    judge_max_tokens: int = Field(default=512, ge=16, description="max_tokens of each judge call.")
+    judge_temperature: float = Field(default=0.0, ge=0.0, description="Temperature of the judge.")
+
     # --- sandbox ---------------------------------------------------------------------------
     reward_timeout: float = Field(
         default=300.0, gt=0, description="Time limit of compute_reward for one rollout; a reward that hangs scores 0.0."
@@ -157,6 +224,23 @@ class HermesAgentEnvConfig(BaseEnvConfig):
             return [part.strip().strip("'\"") for part in text.strip("[]").split(",") if part.strip()]
         return value
 
+    @field_validator("turn_reward_builtins", mode="before")
+    @classmethod
+    def _parse_turn_reward_builtins(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError as err:
+                raise ValueError(
+                    f'turn_reward_builtins must be a JSON object such as {{"tool_failed": -0.5}} ({err})'
+                ) from None
+        if isinstance(value, dict):
+            unknown = sorted(set(value) - set(BUILTIN_TURN_REWARDS))
+            if unknown:
+                known = ", ".join(BUILTIN_TURN_REWARDS)
+                raise ValueError(f"unknown built-in turn reward(s) {', '.join(unknown)}; available: {known}")
+        return value
+
     @model_validator(mode="after")
     def _check_tools_and_data(self) -> HermesAgentEnvConfig:
         if self.distribution is not None and self.enabled_toolsets is not None:
@@ -190,6 +274,17 @@ class HermesAgentEnvConfig(BaseEnvConfig):
                     f"{', '.join(pool_only)} run in the slot pool's stateful shells, but terminal_backend is "
                     f"{self.terminal_backend!r}; set terminal_backend: sandbox or drop the terminal_stateful toolset"
                 )
+        if self.teacher_context == "hint" and self.teacher_base_url is not None and self.hint_judge_base_url is None:
+            raise ValueError(
+                "teacher_context 'hint' needs a judge that writes the hints; set hint_judge_base_url (any "
+                "OpenAI-compatible chat server) or use teacher_context 'same'"
+            )
+        if self.judge_reward != "off" and self.judge_base_url is None:
+            raise ValueError(
+                f"judge_reward {self.judge_reward!r} needs judge_base_url (an OpenAI-compatible chat server)"
+            )
+        if self.judge_reward == "rubric" and not (self.judge_rubric or "").strip():
+            raise ValueError("judge_reward 'rubric' needs judge_rubric: what a good rollout does, in words")
         if self.tool_call_parser is not None:
             from hermes_env.parsers import list_parsers
 

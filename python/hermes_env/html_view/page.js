@@ -42,7 +42,8 @@
     var trainedCount = 0;
     for (var k = 0; k < rollout.trained.length; k++) if (rollout.trained[k] === "1") trainedCount++;
     legend.textContent = (prompt.length + rollout.ids.length) + " tokens, " + trainedCount +
-      " trained (green; hover a token for its id and logprob)" +
+      " trained (green; hover a token for its id and logprob" +
+      (rollout.adv ? ", advantage" : "") + (rollout.t1 ? ", teacher top-1" : "") + ")" +
       (data.decoded ? "" : "; no tokenizer was given, so tokens show as [id]");
     var stream = document.createElement("div");
     stream.className = "stream";
@@ -65,6 +66,11 @@
       if (trained) {
         var lp = rollout.lp[lpIndex++];
         span.title = "#" + position + " id " + id + " · trained · logprob " + lp;
+        if (rollout.adv) span.title += " · advantage " + rollout.adv[lpIndex - 1];
+        if (rollout.t1) {
+          span.title += " · teacher top-1 " + JSON.stringify(tokenText(rollout.t1[lpIndex - 1])) +
+            " (logprob " + rollout.t1lp[lpIndex - 1] + ")";
+        }
         span.style.setProperty("--h", String(Math.round(120 * Math.exp(lp))));
       } else {
         span.title = "#" + position + " id " + id + " · not trained";

@@ -88,8 +88,15 @@ class _TokenData:
     groups: list[dict[str, Any]] = field(default_factory=list)
     omitted_rollouts: int = 0
 
-    def add_group(self, tokens: list[list[int]], masks: list[list[int]], logprobs: list[list[float]] | None) -> int:
-        """Store one group's tokens; returns its index, or -1 when over budget."""
+    def add_group(
+        self,
+        tokens: list[list[int]],
+        masks: list[list[int]],
+        logprobs: list[list[float]] | None,
+        extras: Mapping[str, Any] | None = None,
+    ) -> int:
+        """Store one group's tokens; returns its index, or -1 when over budget. ``extras``: the group's
+        ``advantages`` / ``distill_token_ids`` / ``distill_logprobs`` when it has them (shown per trained token)."""
         total = sum(len(t) for t in tokens)
         if self.used + total > self.budget or not tokens:
             self.omitted_rollouts += len(tokens)
@@ -116,14 +123,14 @@ class _TokenData:
             own = t[start:]
             trained = "".join("1" if x != MASKED else "0" for x in m[start:])
             lps = logprobs[i][start:] if logprobs else []
-            rollouts.append(
-                {
-                    "ids": own,
-                    "trained": trained,
-                    # logprobs only where trained (elsewhere they are the 1.0 placeholder)
-                    "lp": [round(float(lp), 4) for lp, f in zip(lps, trained, strict=False) if f == "1"],
-                }
-            )
+            rollout: dict[str, Any] = {
+                "ids": own,
+                "trained": trained,
+                # logprobs only where trained (elsewhere they are the 1.0 placeholder)
+                "lp": [round(float(lp), 4) for lp, f in zip(lps, trained, strict=False) if f == "1"],
+            }
+            rollout.update(_trained_extras(extras or {}, i, start, trained))
+            rollouts.append(rollout)
         self.groups.append({"prefix": group_prefix, "rollouts": rollouts})
         return len(self.groups) - 1
 
@@ -133,6 +140,7 @@ class _TokenData:
             seen.update(group["prefix"])
             for rollout in group["rollouts"]:
                 seen.update(rollout["ids"])
+                seen.update(rollout.get("t1") or [])
         ids = sorted(seen)
         text: dict[str, str] = {}
         if tokenizer is not None and ids:
@@ -144,6 +152,20 @@ class _TokenData:
             "text": text,
             "decoded": tokenizer is not None,
         }
+
+
+def _trained_extras(extras: Mapping[str, Any], i: int, start: int, trained: str) -> dict[str, list[Any]]:
+    """Per trained token of rollout ``i``: its advantage (``adv``), the teacher's top-1 id and logprob (``t1``,
+    ``t1lp``), for the groups that carry them."""
+    out: dict[str, list[Any]] = {}
+    keep = [start + j for j, f in enumerate(trained) if f == "1"]
+    advantages, top_ids, top_lps = (extras.get(k) for k in ("advantages", "distill_token_ids", "distill_logprobs"))
+    if advantages and i < len(advantages):
+        out["adv"] = [round(float(advantages[i][p]), 4) for p in keep]
+    if top_ids and top_lps and i < len(top_ids):
+        out["t1"] = [int(top_ids[i][p][0]) if top_ids[i][p] else -1 for p in keep]
+        out["t1lp"] = [round(float(top_lps[i][p][0]), 4) if top_lps[i][p] else 0.0 for p in keep]
+    return out
 
 
 def _tool_call_html(call: Mapping[str, Any]) -> str:
@@ -231,7 +253,29 @@ def _reward_html(info: Mapping[str, Any], score: float) -> str:
             parts.append(f"<pre>{_e(cut + output)}</pre>")
         parts.append("</div>")
     parts.append("</div>")
+    parts.extend(_credit_html(info))
     return "".join(parts)
+
+
+def _credit_html(info: Mapping[str, Any]) -> list[str]:
+    """Turn rewards, the reward judge's verdict and the hint judge's hints, when the rollout has them."""
+    parts = []
+    if info.get("turn_rewards") is not None:
+        values = ", ".join(f"{r:g}" for r in info["turn_rewards"])
+        parts.append(f'<div class="note">turn rewards (turn 1, 2, ...): {_e(values)}</div>')
+    judge = info.get("judge")
+    if judge:
+        head = f"judge ({judge.get('kind')}) score {_e(_fmt_score(float(judge.get('score') or 0.0)))}"
+        if judge.get("unreadable"):
+            head += ' · <span class="flag">unreadable verdict</span>'
+        replies = judge.get("replies") or ([judge["reply"]] if judge.get("reply") is not None else [])
+        parts.append(f'<div class="check"><div class="check-head">{head}</div>')
+        parts.extend(f"<pre>{_e(r)}</pre>" for r in replies)
+        parts.append("</div>")
+    for hint in (info.get("distill") or {}).get("hints") or []:
+        if hint.get("hint"):
+            parts.append(f'<div class="note">teacher hint for turn {int(hint["turn"]) + 1}: {_e(hint["hint"])}</div>')
+    return parts
 
 
 def _rollout_html(
@@ -336,7 +380,7 @@ def render_html(
         masks = group.get("masks") or [None] * n
         token_index = -1
         if group.get("tokens") and group.get("masks"):
-            token_index = tokens.add_group(group["tokens"], group["masks"], group.get("inference_logprobs"))
+            token_index = tokens.add_group(group["tokens"], group["masks"], group.get("inference_logprobs"), group)
         task = next((i.get("task_id") for i in infos if i.get("task_id")), None)
         mean = sum(scores) / n if n else 0.0
         head = [f'<span class="gid">group {gi + 1}</span>']

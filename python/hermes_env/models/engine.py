@@ -598,7 +598,13 @@ def _top(logprobs: np.ndarray, token: int, k: int | None) -> dict[int, float]:
     """``{token: lp}`` followed by the ``k`` most likely other tokens (vLLM puts the sampled token first)."""
     out = {int(token): float(logprobs[token])}
     if k:
-        for t in np.argsort(-logprobs, kind="stable")[:k]:
+        # The k largest, ties to the lower id (as a stable sort of the whole row), without sorting the whole
+        # vocabulary: a teacher asks this at every position of a sequence.
+        k = min(k, logprobs.shape[0])
+        threshold = np.partition(logprobs, logprobs.shape[0] - k)[logprobs.shape[0] - k]
+        candidates = np.flatnonzero(logprobs >= threshold)
+        order = candidates[np.lexsort((candidates, -logprobs[candidates]))][:k]
+        for t in order:
             out.setdefault(int(t), float(logprobs[t]))
     return out
 

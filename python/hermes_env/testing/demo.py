@@ -30,6 +30,7 @@ class DemoPolicy:
     model_name: str
     tokenizer_name: str
     process_args: tuple[str, ...] = ()
+    serves_chat: bool = False  # also an OpenAI chat endpoint at base_url (a judge can use it)
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,19 @@ def run_demo(
         "rollouts dropped with their cause (repeatable; e.g. http_500@1 nan_logprob@2). KIND is one of "
         "hermes_env.testing.scripted_vllm.FAULT_KINDS",
     )
+    parser.add_argument(
+        "--turn-credit",
+        action="store_true",
+        help="turn-level credit: built-in turn rewards ("
+        + ", ".join(f"{k} {v:g}" for k, v in DEMO_TURN_REWARDS.items())
+        + ") combined with the outcome into per-token advantages",
+    )
+    parser.add_argument(
+        "--distill",
+        action="store_true",
+        help="on-policy distillation with the policy's own server as the teacher (top-5 at every trained token); "
+        "in the hinted context when that server also serves chat (--policy gguf: the model judges itself)",
+    )
     args, passthrough = parser.parse_known_args(argv)
     choice = getattr(args, "policy", "scripted")
     other = others.get(choice)
@@ -146,9 +160,28 @@ def run_demo(
             "--env.seed", str(args.seed),
             "--env.use_wandb", "false",
             *policy.process_args,
+            *_feature_args(args, policy),
             *passthrough,
         ]  # fmt: skip
         run_cli(env_cls)
+
+
+DEMO_TURN_REWARDS = {"tool_failed": -0.5, "command_failed": -0.5, "parse_issue": -0.5, "repeated_call": -0.25}
+
+
+def _feature_args(args: argparse.Namespace, policy: DemoPolicy) -> list[str]:
+    """``process`` flags for ``--turn-credit`` and ``--distill``."""
+    import json
+
+    out: list[str] = []
+    if args.turn_credit:
+        out += ["--env.turn_reward_builtins", json.dumps(DEMO_TURN_REWARDS)]
+    if args.distill:
+        out += ["--env.teacher_base_url", policy.base_url, "--env.teacher_top_k", "5"]
+        if policy.serves_chat:
+            out += ["--env.teacher_context", "hint", "--env.hint_judge_base_url", policy.base_url]
+            out += ["--env.hint_judge_model", policy.model_name, "--env.hint_max_tokens", "96"]
+    return out
 
 
 @contextmanager

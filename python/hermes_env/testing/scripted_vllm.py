@@ -70,6 +70,7 @@ __all__ = [
     "ScriptedVLLMServer",
     "TurnScript",
     "scripted_logprob",
+    "scripted_prompt_logprobs",
 ]
 
 FaultKind = Literal[
@@ -486,6 +487,9 @@ class ScriptedVLLMServer(ThreadedHTTPServer):
             ]
             out["prompt_token_ids"] = prompt_ids
             out["token_ids"] = [s.token_ids for s in record.samples]
+        if params.get("prompt_logprobs") is not None:
+            k = int(params["prompt_logprobs"])
+            out["prompt_logprobs"] = scripted_prompt_logprobs(prompt_ids, k, len(self.tokenizer))
         return out, fault
 
     def _sample(self, answer: str | ScriptedCompletion, max_tokens: Any) -> _Sample:
@@ -538,6 +542,21 @@ def _template_messages(messages: Sequence[Any]) -> list[dict[str, Any]]:
         if calls:
             message["tool_calls"] = calls
         out.append(message)
+    return out
+
+
+def scripted_prompt_logprobs(ids: Sequence[int], k: int, vocab_size: int) -> list[dict[str, float] | None]:
+    """vLLM's ``prompt_logprobs`` answer, scripted: ``None`` at position 0, then per position the prompt's own
+    token and ``k`` others, each a fixed function of (previous token, position), best first."""
+    out: list[dict[str, float] | None] = [None]
+    for p in range(1, len(ids)):
+        entry = {str(ids[p]): -0.05 - 0.01 * (p % 7)}
+        j = 0
+        while len(entry) < k + 1:
+            token = (ids[p - 1] * 7 + p * 13 + j * 101) % vocab_size
+            entry.setdefault(str(token), -0.5 - 0.25 * len(entry))
+            j += 1
+        out.append(entry)
     return out
 
 

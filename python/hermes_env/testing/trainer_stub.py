@@ -42,19 +42,23 @@ class BatchReport:
     trained_tokens: int = 0
     scores: list[list[float]] = field(default_factory=list)
     with_logprobs: int = 0
+    with_advantages: int = 0
+    with_distill: int = 0
     problems: list[str] = field(default_factory=list)
 
     def line(self, index: int) -> str:
         scores = " ".join("[" + " ".join(f"{s:g}" for s in group) + "]" for group in self.scores)
         text = (
             f"batch {index}: {self.rollouts} rollouts in {self.groups} groups, {self.tokens} tokens "
-            f"({self.trained_tokens} trained), logprobs for {self.with_logprobs}/{self.rollouts}, scores {scores}"
+            f"({self.trained_tokens} trained), logprobs for {self.with_logprobs}/{self.rollouts}, advantages for "
+            f"{self.with_advantages}, teacher top-k for {self.with_distill}, scores {scores}"
         )
         return text + ("".join(f"\n  problem: {p}" for p in self.problems))
 
 
 def check_batch(batch: list[dict[str, Any]]) -> BatchReport:
-    """Summarise a ``/batch`` answer and check each group: aligned arrays, masks that are token ids or -100."""
+    """Summarise a ``/batch`` answer and check each group: aligned arrays (advantages and distill arrays too),
+    masks that are token ids or -100."""
     report = BatchReport()
     for gi, group in enumerate(batch):
         tokens, masks, scores = group.get("tokens") or [], group.get("masks") or [], group.get("scores") or []
@@ -76,7 +80,39 @@ def check_batch(batch: list[dict[str, Any]]) -> BatchReport:
                 report.with_logprobs += 1
                 if len(logprobs[ri]) != len(t):
                     report.problems.append(f"group {gi} rollout {ri}: {len(t)} tokens but {len(logprobs[ri])} logprobs")
+        report.problems.extend(f"group {gi}: {p}" for p in _per_token_problems(group, tokens, masks, report))
     return report
+
+
+def _per_token_problems(
+    group: dict[str, Any], tokens: list[list[int]], masks: list[list[int]], report: BatchReport
+) -> list[str]:
+    """``advantages`` (one finite number per token, 0.0 where untrained) and the distill arrays (one row of k
+    entries per token, the filler where untrained), when the group carries them."""
+    import math
+
+    from hermes_env.distill import check_distill_arrays
+
+    problems: list[str] = []
+    advantages = group.get("advantages")
+    if advantages is not None:
+        report.with_advantages += len(advantages)
+        if len(advantages) != len(tokens):
+            problems.append(f"{len(advantages)} advantage lists for {len(tokens)} token lists")
+        else:
+            for ri, (adv, t, m) in enumerate(zip(advantages, tokens, masks, strict=True)):
+                if len(adv) != len(t):
+                    problems.append(f"rollout {ri}: {len(t)} tokens but {len(adv)} advantages")
+                elif not all(isinstance(a, int | float) and math.isfinite(a) for a in adv):
+                    problems.append(f"rollout {ri}: an advantage is not a finite number")
+                elif any(a != 0.0 for a, x in zip(adv, m, strict=True) if x == MASKED):
+                    problems.append(f"rollout {ri}: an untrained position has a non-zero advantage")
+    if group.get("distill_token_ids") is not None or group.get("distill_logprobs") is not None:
+        report.with_distill += len(group.get("distill_token_ids") or [])
+        problems.extend(
+            check_distill_arrays(tokens, masks, group.get("distill_token_ids"), group.get("distill_logprobs"))
+        )
+    return problems
 
 
 def register(client: httpx.Client, *, batch_size: int, steps: int, max_token_len: int) -> None:

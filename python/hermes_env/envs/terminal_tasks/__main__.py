@@ -74,6 +74,7 @@ def _gguf_policy(seed: int) -> Iterator[DemoPolicy]:
             server.model_name,
             str(server.tokenizer_dir),
             GGUF_PROCESS_ARGS,
+            serves_chat=True,
         )
 
 
