@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import json
 import logging
 import os
 import signal
@@ -83,6 +84,22 @@ def _asked_for_wandb(argv: list[str]) -> bool:
 
 # Failure causes that point at the tool backend rather than the inference server (for the stop message's hint).
 _BACKEND_CAUSES = frozenset({"sandbox_failed", "workspace_setup_failed"})
+
+
+def _saved_eval_files(where: Path, metrics: dict[str, Any], started_at: float) -> str:
+    """Name the eval files this run wrote. An environment whose ``evaluate()`` returns its metrics without
+    calling ``evaluate_log`` (hermes-agent's do) wrote none: its metrics are saved here, and the missing
+    samples are said, not claimed."""
+    def fresh(name: str) -> bool:
+        path = where / name
+        return path.is_file() and path.stat().st_mtime >= started_at - 1
+
+    if not fresh("metrics.json"):
+        where.mkdir(parents=True, exist_ok=True)
+        (where / "metrics.json").write_text(json.dumps(metrics, indent=2, default=str) + "\n", encoding="utf-8")
+    saved = [str(where / name) for name in ("metrics.json", "samples.jsonl") if fresh(name)]
+    note = "" if fresh("samples.jsonl") else " (the environment's evaluate() wrote no samples.jsonl)"
+    return f"saved: {' and '.join(saved)}{note}"
 
 
 class RunModesMixin:
@@ -201,26 +218,26 @@ class RunModesMixin:
     async def _run_evaluate(self) -> None:
         await self._setup_or_exit()
         self._init_process_wandb()
-        started = time.monotonic()
+        started, started_at = time.monotonic(), time.time()
         try:
             returned = await self.evaluate()
         finally:
             await self.close()
         metrics = returned if isinstance(returned, dict) else getattr(self, "last_eval_metrics", None)
-        self._report_eval(metrics, time.monotonic() - started)
+        self._report_eval(metrics, time.monotonic() - started, started_at)
 
-    def _report_eval(self, metrics: dict[str, Any] | None, elapsed: float) -> None:
-        """``evaluate``'s results on stdout, and where they were saved (or how to save them)."""
+    def _report_eval(self, metrics: dict[str, Any] | None, elapsed: float, started_at: float) -> None:
+        """``evaluate``'s results on stdout, and which files this run saved (or how to save them)."""
         if not metrics:
             print("evaluate: the environment's evaluate() reported no metrics (evaluate_items returns them)")
             return
         rows = [(k, f"{v:.4g}" if isinstance(v, float) else str(v)) for k, v in metrics.items()]
         print(format_table([*rows, ("elapsed", f"{elapsed:.1f}s")]))
         where = self.config.data_dir_to_save_evals
-        if where is not None:
-            print(f"saved: {Path(where) / 'metrics.json'} and {Path(where) / 'samples.jsonl'}")
-        else:
+        if where is None:
             print("not saved: pass --env.data_dir_to_save_evals DIR to keep metrics.json and samples.jsonl")
+        else:
+            print(_saved_eval_files(Path(where), metrics, started_at))
         sys.stdout.flush()
 
     async def close(self) -> None:
