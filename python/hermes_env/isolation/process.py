@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from hermes_env.isolation.bubblewrap import with_seccomp_fd
 from hermes_env.isolation.result import ExecResult
 from hermes_env.isolation.users import SandboxUser
 
@@ -39,14 +40,19 @@ _SPAWN_GRACE_S = 30.0
 
 
 async def spawn(*argv: str, user: SandboxUser | None = None, **kwargs: Any) -> asyncio.subprocess.Process:
-    """``asyncio.create_subprocess_exec`` in a new session (its own process group), as ``user``."""
+    """``asyncio.create_subprocess_exec`` in a new session (its own process group), as ``user``.
+
+    A bwrap command line gets its seccomp filter's descriptor here (:func:`bubblewrap.with_seccomp_fd`).
+    """
     global _SPAWNING
     kwargs["start_new_session"] = True
     if user is not None:
         argv = (*user.argv_prefix(), *argv)
     _SPAWNING += 1
     try:
-        proc = await asyncio.create_subprocess_exec(*argv, **kwargs)
+        with with_seccomp_fd(argv) as (resolved, fds):
+            pass_fds = (*kwargs.pop("pass_fds", ()), *fds)
+            proc = await asyncio.create_subprocess_exec(*resolved, pass_fds=pass_fds, **kwargs)
         _MANAGED[proc.pid] = proc
     finally:
         _SPAWNING -= 1
