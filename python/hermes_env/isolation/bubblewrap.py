@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hermes_env.isolation import seccomp
+from hermes_env.isolation.reaper import spawn_guard
 from hermes_env.isolation.users import SandboxUser
 
 WORKSPACE_MOUNT = "/workspace"
@@ -201,7 +202,8 @@ def probe(user: SandboxUser | None = None, *, allow_network: bool = False) -> st
     try:
         scratch.chmod(0o777)
         argv = BwrapSpec(str(scratch), allow_network=allow_network).argv(["/bin/sh", "-c", "true"])
-        with with_seccomp_fd(user.argv_prefix() + argv) as (argv, fds):
+        # spawn_guard: a task user's zombie must wait for subprocess's own waitpid, not go to the reaper.
+        with spawn_guard(), with_seccomp_fd(user.argv_prefix() + argv) as (argv, fds):
             proc = subprocess.run(argv, capture_output=True, timeout=30, check=False, env=HOST_ENV, pass_fds=fds)
     except (OSError, subprocess.SubprocessError) as exc:
         return f"bwrap could not be started: {exc}"
