@@ -332,8 +332,10 @@ class RunModesMixin:
     async def _write_group(self, item: Any, group: ScoredDataGroup, progress: GroupProgress) -> None:
         """One complete group, one whole jsonl line."""
         await self.handle_send_to_api(group, item, do_send_to_api=False, abort_on_any_max_length_exceeded=False)
-        if self.config.use_wandb:
-            await self.wandb_log()
+        # Every group, as atroposlib's process does, with or without wandb (it logs only when use_wandb is on):
+        # wandb_log also empties what a step gathers (the servers' request timings, completion lengths, rollout
+        # statistics), which would otherwise grow with every group of the run.
+        await self.wandb_log()
         self.curr_step += 1
         progress.advance(self.rollout_stats.summary()["mean_reward"], self.rollout_stats.groups_dropped)
 
