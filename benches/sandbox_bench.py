@@ -4,7 +4,8 @@ Full run: 256 concurrent trajectories x 20 calls each, local backend. Every call
 and the whole run must finish inside a global timeout (no deadlock). Reports calls/s, p50/p99
 latency of a call as the agent sees it, and the overhead per call over running the very same
 commands directly with bubblewrap (same argv, limits and user), both one at a time and at the
-same concurrency.
+same concurrency; and what the sandbox's seccomp filter costs a call (direct bubblewrap with and
+without it, alternating, one at a time).
 
     python benches/sandbox_bench.py            # full (256 x 20)
     python benches/sandbox_bench.py --quick    # 16 x 3, for CI
@@ -25,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hermes_env.isolation.bubblewrap import HOST_ENV, BwrapSpec
+from hermes_env.isolation.bubblewrap import HOST_ENV, SECCOMP_FD, BwrapSpec
 from hermes_env.isolation.paths import empty_dir
 from hermes_env.isolation.process import run_limited
 from hermes_env.isolation.users import UidBlock
@@ -50,16 +51,28 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[k]
 
 
-async def _direct_calls(n_traj: int, n_calls: int, concurrency: int, policy: SandboxPolicy) -> list[float]:
+def _without_filter(argv: list[str]) -> list[str]:
+    """A bwrap command line less its seccomp filter (only to measure what the filter costs)."""
+    at = argv.index(SECCOMP_FD)
+    return argv[: at - 1] + argv[at + 1 :]
+
+
+async def _direct_calls(
+    n_traj: int, n_calls: int, concurrency: int, policy: SandboxPolicy, *, unfiltered_too: bool = False
+) -> list[float]:
     """The same commands run directly with bubblewrap (no server, no HTTP, no batching), with the same
     sandbox, limits and user per workspace as the pool's slots; workspaces are plain directories (the
-    pool's quota-limited tmpfs workspaces count as part of its overhead)."""
+    pool's quota-limited tmpfs workspaces count as part of its overhead).
+
+    ``unfiltered_too``: each call is paired with the same call without the seccomp filter, whose
+    latencies go to ``_LAST_LATENCIES["direct_unfiltered"]``."""
     root = Path(tempfile.mkdtemp(prefix="hermes-bench-direct-"))
     root.chmod(0o711)
     gate = asyncio.Semaphore(concurrency)
     uids = UidBlock()  # its own task uids, never those of a pool running beside it
     limits = policy.limits
     latencies: list[float] = []
+    unfiltered: list[float] = []
 
     async def one_traj(t: int) -> None:
         ws = root / str(t)
@@ -68,26 +81,32 @@ async def _direct_calls(n_traj: int, n_calls: int, concurrency: int, policy: San
         spec = BwrapSpec(str(ws), tmp_bytes=int(limits.tmp_bytes))
         for c in range(n_calls):
             argv = limits.prlimit_argv() + spec.argv(["/bin/bash", "-c", command(t, c)])
-            async with gate:
-                start = time.perf_counter()
-                r = await run_limited(
-                    argv,
-                    cwd=str(ws),
-                    env=HOST_ENV,
-                    timeout=60,
-                    max_output_bytes=int(limits.max_output_bytes),
-                    kill_output_bytes=int(limits.kill_output_bytes),
-                    user=user,
-                )
-                latencies.append(time.perf_counter() - start)
-            if r.exit_code != 0 or r.output.strip() != f"t{t}-c{c}":
-                raise RuntimeError(f"direct bwrap call failed: {r.output!r}")
+            variants = [(argv, latencies)]
+            if unfiltered_too:  # alternating which goes first, so neither gets the warmer caches
+                variants.insert(c % 2, (_without_filter(argv), unfiltered))
+            for variant, into in variants:
+                async with gate:
+                    start = time.perf_counter()
+                    r = await run_limited(
+                        variant,
+                        cwd=str(ws),
+                        env=HOST_ENV,
+                        timeout=60,
+                        max_output_bytes=int(limits.max_output_bytes),
+                        kill_output_bytes=int(limits.kill_output_bytes),
+                        user=user,
+                    )
+                    into.append(time.perf_counter() - start)
+                if r.exit_code != 0 or r.output.strip() != f"t{t}-c{c}":
+                    raise RuntimeError(f"direct bwrap call failed: {r.output!r}")
 
     try:
         await asyncio.gather(*(one_traj(t) for t in range(n_traj)))
     finally:
         uids.release()
         shutil.rmtree(root, ignore_errors=True)
+    if unfiltered_too:
+        _LAST_LATENCIES["direct_unfiltered"] = unfiltered
     return latencies
 
 
@@ -121,7 +140,8 @@ async def _bench(n_traj: int, n_calls: int, baseline_calls: int) -> dict[str, An
     try:
         async with ToolExecutor(pool, ExecutorConfig(batch_window_ms=5, max_batch_size=64, max_timeout_s=120)) as ex:
             seq = await _executor_calls(ex, 1, baseline_calls, "seq")
-            direct_seq = await _direct_calls(1, baseline_calls, 1, policy)
+            direct_seq = await _direct_calls(1, baseline_calls, 1, policy, unfiltered_too=True)
+            unfiltered_seq = _LAST_LATENCIES.pop("direct_unfiltered")
             b0, c0 = ex.batches_sent, ex.calls_sent
             start = time.perf_counter()
             lat = await _executor_calls(ex, n_traj, n_calls, "load")
@@ -155,12 +175,19 @@ async def _bench(n_traj: int, n_calls: int, baseline_calls: int) -> dict[str, An
         "sequential_executor_ms": round(statistics.mean(seq) * ms, 2),
         "sequential_direct_bwrap_ms": round(statistics.mean(direct_seq) * ms, 2),
         "overhead_per_call_sequential_ms": round((statistics.mean(seq) - statistics.mean(direct_seq)) * ms, 2),
+        "sequential_direct_bwrap_unfiltered_ms": round(statistics.mean(unfiltered_seq) * ms, 2),
+        "seccomp_filter_cost_per_call_ms": round(
+            (statistics.mean(direct_seq) - statistics.mean(unfiltered_seq)) * ms, 3
+        ),
+        "seccomp_filter_cost_per_call_p50_ms": round(
+            (percentile(direct_seq, 50) - percentile(unfiltered_seq, 50)) * ms, 3
+        ),
     }
 
 
 def run(quick: bool = False) -> dict[str, Any]:
     """Run the benchmark; raises if any call fails or the run exceeds the global timeout."""
-    n_traj, n_calls, baseline = (16, 3, 20) if quick else (256, 20, 100)
+    n_traj, n_calls, baseline = (16, 3, 40) if quick else (256, 20, 100)
     try:
         return asyncio.run(asyncio.wait_for(_bench(n_traj, n_calls, baseline), GLOBAL_TIMEOUT_S))
     except TimeoutError as exc:
@@ -189,6 +216,12 @@ def _print(result: dict[str, Any]) -> None:
             f"{result['sequential_executor_ms']} / {result['sequential_direct_bwrap_ms']} ms",
         ),
         ("overhead per call, sequential", f"{result['overhead_per_call_sequential_ms']} ms"),
+        (
+            "seccomp filter per call (mean / p50)",
+            f"{result['seccomp_filter_cost_per_call_ms']} / {result['seccomp_filter_cost_per_call_p50_ms']} ms "
+            f"(bwrap alone {result['sequential_direct_bwrap_ms']} ms with, "
+            f"{result['sequential_direct_bwrap_unfiltered_ms']} ms without)",
+        ),
     ]
     width = max(len(k) for k, _ in rows)
     for k, v in rows:

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from hermes_env.backends import get_backend
+from hermes_env.backends import WorkspacePathError, get_backend
 from hermes_env.backends.docker import ContainerLostError, DockerBackend
 from hermes_env.containers import ImageSpec
 from hermes_env.containers.engine import LABEL, OWNER_LABEL, owner_token
@@ -149,7 +149,9 @@ async def test_file_methods_stay_in_the_workspace(docker: DockerBackend) -> None
         (docker.read_file("t", "../etc/passwd"), PermissionError),
         (docker.read_file("t", "missing"), FileNotFoundError),
         (docker.read_file("t", "sub"), IsADirectoryError),
-        (docker.write_file("t", "sub/in.txt/deeper", b"x"), NotADirectoryError),
+        (docker.write_file("t", "sub/in.txt/deeper", b"x"), WorkspacePathError),  # as local, bwrap, sandbox
+        (docker.write_file("t", "sub/in.txt/a/b", b"x"), WorkspacePathError),
+        (docker.read_file("t", "sub/in.txt/deeper"), WorkspacePathError),
     ):
         with pytest.raises(error):
             await op

@@ -7,6 +7,7 @@ writes a screenshot (path printed with ``-s``) for a human look.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hermes_env.html_view import render_html, write_html
+from hermes_env.html_view import render_html, write_html, write_page
 from hermes_env.resources import qwen3_tokenizer
 from hypothesis import given
 from hypothesis import strategies as st
@@ -334,3 +335,73 @@ def test_page_in_headless_chromium(tmp_path: Path) -> None:
     _chromium("--hide-scrollbars", "--window-size=1280,1600", f"--screenshot={shot}", html.as_uri() + "#tokens")
     assert shot.stat().st_size > 10_000
     print(f"screenshot: {shot}")
+
+
+# -- huge runs: streamed, capped, one group at a time ----------------------------------------------------------------
+def _small_group(i: int) -> dict[str, Any]:
+    conv = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": f"task {i}"},
+            {"role": "assistant", "content": f"answer {i}"}]  # fmt: skip
+    return {"tokens": [[1, 2, 3, 10 + i]], "masks": [[MASKED, MASKED, MASKED, 10 + i]],
+            "inference_logprobs": [[1.0, 1.0, 1.0, -0.25]], "scores": [float(i % 2)], "messages": [conv],
+            "rollout_info": [{"task_id": f"t-{i}"}]}  # fmt: skip
+
+
+class _Tracked(dict):  # type: ignore[type-arg]
+    """A group that counts how many of its kind are alive."""
+
+    alive = 0
+    most = 0
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        _Tracked.alive += 1
+        _Tracked.most = max(_Tracked.most, _Tracked.alive)
+
+    def __del__(self) -> None:
+        _Tracked.alive -= 1
+
+
+def test_the_page_is_written_holding_one_group_at_a_time() -> None:
+    _Tracked.alive = _Tracked.most = 0
+
+    def groups() -> Any:
+        return ((i + 1, _Tracked(_small_group(i))) for i in range(300))
+
+    out = io.StringIO()
+    write_page(out, groups, max_groups=250)
+    assert _Tracked.most <= 2  # the one being rendered, and at most the one the generator makes next
+    page = out.getvalue()
+    dom = Dom(page)
+    assert len(dom.by_class("group")) == 250 and len(_token_payload(page)["groups"]) == 250
+    assert "300 groups" in dom.by_class("meta")[0].text
+
+
+def test_groups_over_the_cap_are_listed_and_each_can_be_viewed_alone(tmp_path: Path) -> None:
+    jsonl = tmp_path / "run.jsonl"
+    jsonl.write_text("".join(json.dumps(_small_group(i)) + "\n" for i in range(7)) + '{"torn": ')
+    page = write_html(jsonl, max_groups=3).read_text()
+    dom = Dom(page)
+    assert [e.attrs["id"] for e in dom.by_class("group")] == ["group-1", "group-2", "group-3"]
+    rows = [e for e in dom.by_tag("tr") if (e.attrs.get("id") or "").startswith("group-")]
+    assert [r.attrs["id"] for r in rows] == ["group-4", "group-5", "group-6", "group-7"]
+    assert rows[2].text == "6t-51.001"  # group 6 is task t-5, mean reward 1.00, scores 1
+    (more,) = dom.by_class("more")
+    assert f"python -m hermes_env.html_view {jsonl} --group N" in more.text
+    assert "the first 3 of 7 groups are shown in full" in page
+
+    from hermes_env.html_view.__main__ import main
+
+    assert main([str(jsonl), "--group", "6", "--tokenizer", "none"]) == 0
+    alone = Dom((tmp_path / "run.group-6.html").read_text())
+    (section,) = alone.by_class("group")
+    assert section.attrs["id"] == "group-6" and "task 5" in section.text and "t-5" in section.text
+    assert main([str(jsonl), "--group", "8", "--tokenizer", "none"]) == 2  # 7 groups: a clear error, no page
+    assert not (tmp_path / "run.group-8.html").exists()
+
+
+def test_a_bad_line_is_named(tmp_path: Path) -> None:
+    jsonl = tmp_path / "run.jsonl"
+    jsonl.write_text(json.dumps(_small_group(0)) + "\n{not json\n")
+    with pytest.raises(ValueError, match="line 2 of"):
+        write_html(jsonl)
+    assert not list(tmp_path.glob("*.html")) and not list(tmp_path.glob(".*partial"))

@@ -57,3 +57,12 @@ def test_bad_responder_is_refused(tok: Any) -> None:
         ScriptedVLLMServer(tok, "not a script")  # type: ignore[arg-type]
     with pytest.raises(RuntimeError, match="not running"):
         _ = ScriptedVLLMServer(tok, ["x"]).url
+
+
+def test_only_the_last_requests_are_recorded(tok: Any) -> None:
+    # A long run (a demo, a soak) must not keep every prompt it sent: at most 2 * max_recorded, the newest kept.
+    with ScriptedVLLMServer(tok, lambda r: "ok", cycle=True, max_recorded=3) as srv:
+        for i in range(20):
+            httpx.post(f"{srv.url}/generate", json={"prompt": f"request {i}"}).raise_for_status()
+            assert len(srv.requests) <= 6
+        assert srv.requests[-1].body["prompt"] == "request 19"

@@ -6,9 +6,11 @@ import asyncio
 import contextlib
 import os
 import signal
+import subprocess
 from pathlib import Path
 
 import pytest
+from hermes_env.isolation.users import task_user
 from hermes_env.sandbox import (
     ExecutorConfig,
     SandboxPolicy,
@@ -158,3 +160,26 @@ async def test_hung_worker_is_given_up_on_and_replaced(pool_factory) -> None:  #
         r = await ex.execute("h", "bash", {"command": "echo back"})
         assert r.ok and r.output.endswith("fresh workspace]\nback\n") and r.data.get("workspace_replaced") is True
         await _wait_until(lambda: not pids_with_cmdline(str(hung.spec.root)), "the hung worker to be gone", 10)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="slots have uids of their own only as root")
+async def test_a_dead_workers_slot_users_are_cleared_when_it_is_replaced() -> None:
+    # A sandbox that was being set up when its worker was SIGKILLed may miss its parent-death signal and run on
+    # under the slot's uid. Stand-in: a process of that uid outside any sandbox, which nothing else would stop.
+    async with pools(launcher="local") as factory:
+        pool: SlotPool = await factory(slots_per_worker=2, min_workers=1, max_workers=1)
+        lease = await pool.acquire("t")
+        dead = pool.worker(lease.worker_id)
+        assert dead is not None and dead.pid is not None
+        uid = task_user(dead.spec.uid_base, dead.spec.index * dead.spec.slots + lease.slot).uid
+        survivor = subprocess.Popen(
+            ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "sleep", "300"], start_new_session=True
+        )
+        try:
+            os.kill(dead.pid, signal.SIGKILL)
+            await _wait_until(lambda: lease.worker_id not in {w.worker_id for w in pool.workers}, "replacement")
+            await _wait_until(lambda: survivor.poll() is not None, "the dead worker's slot user to be cleared", 10)
+            assert survivor.returncode == -signal.SIGKILL
+        finally:
+            survivor.kill()
+            survivor.wait()

@@ -32,7 +32,7 @@ from typing import Any
 
 from hermes_env.backends.host_workspace import HostWorkspaceBackend
 from hermes_env.errors import BackendUnavailableError, WorkspacePathError
-from hermes_env.isolation import paths, quota
+from hermes_env.isolation import paths, quota, reaper
 from hermes_env.isolation.bubblewrap import (
     HOST_ENV,
     SYSTEM_TOP_LEVEL,
@@ -83,6 +83,7 @@ class BwrapBackend(HostWorkspaceBackend):
         problem = bwrap_problem()
         if problem is not None:
             raise BackendUnavailableError(f"bwrap backend unavailable: {problem}")
+        reaper.start()  # orphaned sandbox processes come to this process and are reaped here
         self.workspace_mount = check_mount_point(workspace_mount)
         super().__init__(root, **limit_options)
         self.limits.prlimit_argv()  # BackendUnavailableError now rather than at the first call

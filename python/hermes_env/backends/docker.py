@@ -61,7 +61,8 @@ _FILE_ERRORS: dict[int, tuple[type[OSError], str]] = {
     shell.FILE_OUTSIDE: (WorkspacePathError, "resolves outside the workspace (a symlink pointing out?)"),
     shell.FILE_IS_DIR: (IsADirectoryError, "is a directory"),
     shell.FILE_NOT_REGULAR: (PermissionError, "is not a regular file (device, fifo or socket)"),
-    shell.FILE_BAD_PARENT: (NotADirectoryError, "has a parent that is not a directory"),
+    # As the other backends (hermes_env.isolation.paths): a path that goes through a file is refused, not missing.
+    shell.FILE_BAD_PARENT: (WorkspacePathError, "goes through a file: a part of it is not a plain directory"),
 }
 # Exit codes after which the container itself may be the problem (engine errors, signals): its state is checked.
 _SUSPECT_EXIT = frozenset({125, 126, 127, 137, 255})

@@ -25,9 +25,15 @@ file_op() {
     case "$p" in /*) base=/; p=${p#/};; *) base=$2;; esac
     W=$(readlink -f -- "$base") || exit 90
     inside() { [ "$W" = / ] && return 0; case "$1" in "$W"|"$W"/*) return 0;; *) return 1;; esac; }
+    # exit 96 when the deepest existing ancestor of $1 is not a directory (a path through a file)
+    bad_parent() {
+        e=${1%/*}
+        while [ ! -e "$e" ] && [ ! -L "$e" ]; do e=${e%/*}; done
+        [ -d "$e" ] || exit 96
+    }
     case "$op" in
     read)
-        [ -e "$W/$p" ] || exit 91
+        [ -e "$W/$p" ] || { bad_parent "$W/$p"; exit 91; }
         r=$(readlink -f -- "$W/$p") && inside "$r" || exit 92
         [ -d "$r" ] && exit 93
         [ -f "$r" ] || exit 95

@@ -63,6 +63,10 @@ from hermes_env.trajectory import PROMPT_LOGPROB
 logger = logging.getLogger(__name__)
 
 
+# Per-request lists on atroposlib's APIServer (server_baseline), emptied after each wandb step.
+_SERVER_HISTORIES = ("request_timings", "attempts_list", "eval_request_timings", "eval_attempts_list")
+
+
 @dataclass
 class GroupTools:
     """The tools of one group: resolved once, shared by its rollouts."""
@@ -847,3 +851,10 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         metrics["train/tool_pool_timeouts"] = self.tool_pool.stats.timed_out
         metrics.update(self.rollout_stats.dropped_metrics())
         await super().wandb_log(metrics)
+        # atroposlib's servers keep every request's timing and attempt count and never let go of them: the
+        # server metrics of a step cover that step's requests, and memory stays flat over a long run.
+        for server in getattr(self.server, "servers", ()):
+            for name in _SERVER_HISTORIES:
+                history = getattr(server, name, None)
+                if isinstance(history, list):
+                    history.clear()

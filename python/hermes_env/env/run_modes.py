@@ -8,6 +8,8 @@
   (groups dropped by cause). Ctrl-C (or SIGTERM) stops it the same way: groups in flight are
   cancelled and their workspaces cleaned, the summary is printed, then one line
   (``interrupted after N groups; <file> holds N whole groups``) and exit status 130;
+- ``serve`` stops on SIGTERM as on Ctrl-C: groups in flight are cancelled, the backend is closed (workspaces,
+  workers, containers), exit status 143;
 - ``evaluate`` runs each item once and saves ``metrics.json``/``samples.jsonl`` with ``evaluate_log``;
 - wandb stays optional: in ``process``/``evaluate`` it is used only when a login exists.
 """
@@ -209,11 +211,40 @@ class RunModesMixin:
             flush=True,
         )
         setup, self.setup = self.setup, _already_set_up  # type: ignore[method-assign]
+        main = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+        terminated = False
+
+        def on_sigterm() -> None:
+            # SIGTERM's default would end the process at once, leaving the backend's workspaces, slot-pool
+            # workers' run directory and containers to the next run's sweep; stop as Ctrl-C does instead.
+            nonlocal terminated
+            terminated = True
+            if main is not None:
+                main.cancel()
+
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(signal.SIGTERM, on_sigterm)
         try:
             await super().env_manager()
+        except asyncio.CancelledError:
+            if not terminated or main is None:
+                raise
+            main.uncancel()  # finish cleaning up normally, then exit 143 (128 + SIGTERM)
         finally:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.remove_signal_handler(signal.SIGTERM)
             self.setup = setup  # type: ignore[method-assign]
+            # atroposlib's rollout tasks are not children of this one: cancel them before the backend closes
+            # under them (they would fail as dropped groups instead of ending as cancelled).
+            workers = [t for t in getattr(self, "workers", ()) if isinstance(t, asyncio.Task) and not t.done()]
+            for task in workers:
+                task.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
             await self.close()
+        if terminated:
+            print("serve: stopped by SIGTERM; its workspaces were cleaned up", file=sys.stderr, flush=True)
+            raise SystemExit(143)
 
     async def _run_evaluate(self) -> None:
         await self._setup_or_exit()
@@ -363,8 +394,10 @@ class RunModesMixin:
     async def _write_group(self, item: Any, group: ScoredDataGroup, progress: GroupProgress) -> None:
         """One complete group, one whole jsonl line."""
         await self.handle_send_to_api(group, item, do_send_to_api=False, abort_on_any_max_length_exceeded=False)
-        if self.config.use_wandb:
-            await self.wandb_log()
+        # Every group, as atroposlib's process does, with or without wandb (it logs only when use_wandb is on):
+        # wandb_log also empties what a step gathers (the servers' request timings, completion lengths, rollout
+        # statistics), which would otherwise grow with every group of the run.
+        await self.wandb_log()
         self.curr_step += 1
         progress.advance(self.rollout_stats.summary()["mean_reward"], self.rollout_stats.groups_dropped)
 

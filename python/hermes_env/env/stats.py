@@ -132,9 +132,13 @@ class RolloutTotals:
 
 @dataclass
 class RolloutStats:
-    """Accumulates records; ``drain_metrics`` empties the window used for one wandb step."""
+    """Accumulates records; ``drain_metrics`` empties the window used for one wandb step.
 
-    window: list[RolloutRecord] = field(default_factory=list)
+    Constant memory however long a run lasts: the window is running sums, not the records themselves, and
+    only the last ``keep_readable`` readable conversations are kept.
+    """
+
+    window: RolloutTotals = field(default_factory=RolloutTotals)
     totals: RolloutTotals = field(default_factory=RolloutTotals)
     groups: int = 0
     groups_dropped: int = 0
@@ -144,7 +148,7 @@ class RolloutStats:
 
     def add_group(self, records: list[RolloutRecord]) -> None:
         self.groups += 1
-        self.window.extend(records)
+        self.window.add(records)
         self.totals.add(records)
 
     def drop_group(self, cause: str) -> None:
@@ -162,17 +166,17 @@ class RolloutStats:
         del self.readable[: -self.keep_readable]
 
     def drain_metrics(self) -> dict[str, float]:
-        records, self.window = self.window, []
-        if not records:
+        window, self.window = self.window, RolloutTotals()
+        if not window.rollouts:
             return {}
-        metrics = summarize(records)
+        metrics = window.summary()
         out = {f"train/{k}": v for k, v in metrics.items() if not isinstance(v, dict)}
         for kind, rate in metrics["tool_error_kinds"].items():
             out[f"train/tool_errors/{kind}"] = rate
         for kind, rate in metrics["parse_issue_kinds"].items():
             out[f"train/parse_issues/{kind}"] = rate
         for reason, count in metrics["end_reasons"].items():
-            out[f"train/end_reason/{reason}"] = count / len(records)
+            out[f"train/end_reason/{reason}"] = count / window.rollouts
         return out
 
     def dropped_metrics(self) -> dict[str, float]:

@@ -1,4 +1,4 @@
-"""``python -m hermes_env.html_view RUN.jsonl [-o RUN.html] [--tokenizer bundled:qwen3]``."""
+"""``python -m hermes_env.html_view RUN.jsonl [-o OUT.html] [--tokenizer NAME] [--group N] [--max-groups M]``."""
 
 from __future__ import annotations
 
@@ -20,11 +20,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="bundled:qwen3",
         help="tokenizer that decodes each token of the token view (default: bundled:qwen3; 'none' shows ids)",
     )
+    parser.add_argument(
+        "--group",
+        type=int,
+        default=None,
+        metavar="N",
+        help="render only group N (numbered from 1, as the page numbers them) to RUN.group-N.html",
+    )
+    parser.add_argument(
+        "--max-groups",
+        type=int,
+        default=None,
+        metavar="M",
+        help="groups shown in full (default 200); the others are listed one row each",
+    )
     args = parser.parse_args(argv)
     if not args.jsonl.is_file():
         print(f"error: {args.jsonl} is not a file; pass the jsonl that process wrote", file=sys.stderr)
         return 2
-    from hermes_env.html_view import write_html
+    from hermes_env.html_view import DEFAULT_MAX_GROUPS, write_html
     from hermes_env.resources import TokenizerUnavailable, load_tokenizer
 
     tokenizer = None
@@ -34,10 +48,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (TokenizerUnavailable, ModuleNotFoundError) as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
+    max_groups = DEFAULT_MAX_GROUPS if args.max_groups is None else args.max_groups
+    if max_groups < 0:
+        print(f"error: --max-groups must be 0 or more, got {max_groups}", file=sys.stderr)
+        return 2
     try:
-        out = write_html(args.jsonl, args.out, tokenizer=tokenizer)
+        out = write_html(args.jsonl, args.out, tokenizer=tokenizer, group=args.group, max_groups=max_groups)
     except ValueError as err:  # json.JSONDecodeError included
-        print(f"error: {args.jsonl} is not a jsonl of scored groups ({err})", file=sys.stderr)
+        print(f"error: {args.jsonl}: {err}", file=sys.stderr)
         return 2
     print(out)
     return 0

@@ -10,20 +10,30 @@ Shared text is shown once: the system prompt (on top, when every rollout has the
 each group's user prompt (in the group header, when all its rollouts share it). Token data is
 stored compactly: the prompt tokens every rollout of the file starts with, then those every rollout
 of a group starts with, then each rollout's own tokens, trained flags and logprobs.
+
+Huge runs: the jsonl is read as a stream, twice (a pass that plans the page, then one that writes it),
+so memory is that of one group whatever the file's size. The page shows the first
+:data:`DEFAULT_MAX_GROUPS` groups in full and the rest as one row each (task, scores); any group can
+be viewed alone (``python -m hermes_env.html_view RUN.jsonl --group N``). The token view carries at
+most :data:`DEFAULT_MAX_TOKENS` tokens.
 """
 
 from __future__ import annotations
 
 import html
+import io
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+import shlex
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
-from hermes_env.env.output import read_groups
+from hermes_env.env.output import iter_groups, iter_lines
 
 MASKED = -100
 #: Token data stops being embedded after this many tokens (the page says so); conversations are always shown.
@@ -78,15 +88,31 @@ def _common_prefix(seqs: Sequence[Sequence[int]], masks: Sequence[Sequence[int]]
     return n
 
 
-@dataclass
-class _TokenData:
-    """What the page's token view reads; ids are decoded once each into ``text``."""
+def _shrink_prefix(prefix: list[int], tokens: Sequence[Sequence[int]], masks: Sequence[Sequence[int]]) -> None:
+    """Cut ``prefix`` to the part every rollout of a group starts with, as prompt (masked) tokens."""
+    keep = 0
+    while keep < len(prefix) and all(
+        keep < len(t) and t[keep] == prefix[keep] and m[keep] == MASKED for t, m in zip(tokens, masks, strict=True)
+    ):
+        keep += 1
+    del prefix[keep:]
 
-    budget: int
-    used: int = 0
-    file_prefix: list[int] | None = None
-    groups: list[dict[str, Any]] = field(default_factory=list)
-    omitted_rollouts: int = 0
+
+class _TokenData:
+    """What the page's token view reads, written out group by group (nothing of a group is kept once written).
+
+    The page's ``#token-data`` block is ``{"filePrefix", "groups", "text", "decoded"}``: ``filePrefix`` the prompt
+    tokens every embedded rollout of the file starts with (found by :func:`_plan` before anything is written), each
+    group the further ``prefix`` its rollouts share and per rollout its own ``ids``, ``trained`` flags and the
+    logprobs of its trained tokens (``lp``); ``text`` decodes each distinct id once. Groups go to a spool file as
+    they come and are copied into the page at its end.
+    """
+
+    def __init__(self, file_prefix: list[int]) -> None:
+        self.file_prefix = file_prefix
+        self.count = 0
+        self.ids: set[int] = set(file_prefix)  # at most the vocabulary
+        self._spool = tempfile.TemporaryFile("w+", encoding="utf-8")
 
     def add_group(
         self,
@@ -95,26 +121,10 @@ class _TokenData:
         logprobs: list[list[float]] | None,
         extras: Mapping[str, Any] | None = None,
     ) -> int:
-        """Store one group's tokens; returns its index, or -1 when over budget. ``extras``: the group's
-        ``advantages`` / ``distill_token_ids`` / ``distill_logprobs`` when it has them (shown per trained token)."""
-        total = sum(len(t) for t in tokens)
-        if self.used + total > self.budget or not tokens:
-            self.omitted_rollouts += len(tokens)
-            return -1
-        self.used += total
-        if self.file_prefix is None:
-            self.file_prefix = list(tokens[0][: _common_prefix(tokens, masks)])
-        fp = self.file_prefix
-        # The file prefix only shrinks: later groups may share less of it.
-        keep = 0
-        while keep < len(fp) and all(
-            keep < len(t) and t[keep] == fp[keep] and m[keep] == MASKED for t, m in zip(tokens, masks, strict=True)
-        ):
-            keep += 1
-        if keep < len(fp):
-            for g in self.groups:
-                g["prefix"] = fp[keep:] + g["prefix"]
-            del fp[keep:]
+        """Store one group's tokens (every rollout starts with ``file_prefix``); returns its index. ``extras``: the
+        group's ``advantages`` / ``distill_token_ids`` / ``distill_logprobs`` when it has them (shown per trained
+        token)."""
+        keep = len(self.file_prefix)
         group_len = _common_prefix([t[keep:] for t in tokens], [m[keep:] for m in masks])
         group_prefix = list(tokens[0][keep : keep + group_len])
         start = keep + group_len
@@ -130,28 +140,27 @@ class _TokenData:
                 "lp": [round(float(lp), 4) for lp, f in zip(lps, trained, strict=False) if f == "1"],
             }
             rollout.update(_trained_extras(extras or {}, i, start, trained))
+            self.ids.update(own)
+            self.ids.update(x for x in rollout.get("t1") or [] if x >= 0)
             rollouts.append(rollout)
-        self.groups.append({"prefix": group_prefix, "rollouts": rollouts})
-        return len(self.groups) - 1
+        self.ids.update(group_prefix)
+        if self.count:
+            self._spool.write(",")
+        self._spool.write(_json_for_script({"prefix": group_prefix, "rollouts": rollouts}))
+        self.count += 1
+        return self.count - 1
 
-    def payload(self, tokenizer: Any) -> dict[str, Any]:
-        seen = set(self.file_prefix or [])
-        for group in self.groups:
-            seen.update(group["prefix"])
-            for rollout in group["rollouts"]:
-                seen.update(rollout["ids"])
-                seen.update(rollout.get("t1") or [])
-        ids = sorted(seen)
+    def write_payload(self, out: TextIO, tokenizer: Any) -> None:
+        ids = sorted(self.ids)
         text: dict[str, str] = {}
         if tokenizer is not None and ids:
             pieces = tokenizer.batch_decode([[i] for i in ids], skip_special_tokens=False)
             text = {str(i): piece for i, piece in zip(ids, pieces, strict=True)}
-        return {
-            "filePrefix": self.file_prefix or [],
-            "groups": self.groups,
-            "text": text,
-            "decoded": tokenizer is not None,
-        }
+        out.write(f'{{"filePrefix":{_json_for_script(self.file_prefix)},"groups":[')
+        self._spool.seek(0)
+        shutil.copyfileobj(self._spool, out)
+        out.write(f'],"text":{_json_for_script(text)},"decoded":{_json_for_script(tokenizer is not None)}}}')
+        self._spool.close()
 
 
 def _trained_extras(extras: Mapping[str, Any], i: int, start: int, trained: str) -> dict[str, list[Any]]:
@@ -354,67 +363,134 @@ def _asset(name: str) -> str:
     return resources.files("hermes_env.html_view").joinpath(name).read_text(encoding="utf-8")
 
 
-def render_html(
-    groups: Iterable[Mapping[str, Any]],
+#: Groups shown in full on one page; the others get a row each (task, scores) and are viewed one at a time.
+DEFAULT_MAX_GROUPS = 200
+
+
+@dataclass
+class _Plan:
+    """What the page needs to know about the whole file before writing it (one streaming pass)."""
+
+    groups: int = 0
+    rollouts: int = 0
+    score_sum: float = 0.0
+    system: str | None = None  # the system prompt, while every shown rollout has the same one
+    system_varies: bool = False
+    embedded: set[int] = field(default_factory=set)  # numbers of the groups whose tokens the page carries
+    omitted_rollouts: int = 0  # rollouts of shown groups left out of the token view (over the budget)
+    file_prefix: list[int] | None = None
+
+    @property
+    def shared_system(self) -> str | None:
+        return None if self.system_varies else self.system
+
+
+def _plan(groups: Iterable[tuple[int, Mapping[str, Any]]], max_groups: int, max_tokens: int) -> _Plan:
+    plan = _Plan()
+    used = 0
+    seen_system = False
+    for shown, (number, group) in enumerate(groups):
+        scores = [float(s) for s in group.get("scores") or []]
+        plan.groups += 1
+        plan.rollouts += len(scores)
+        plan.score_sum += sum(scores)
+        if shown >= max_groups:
+            continue
+        for conv in group.get("messages") or []:
+            text = _leading(conv, "system", 0)
+            if not seen_system:
+                plan.system, seen_system = text, True
+            elif text != plan.system:
+                plan.system_varies = True
+        tokens, masks = group.get("tokens"), group.get("masks")
+        if not (tokens and masks):
+            continue
+        total = sum(len(t) for t in tokens)
+        if used + total > max_tokens:
+            plan.omitted_rollouts += len(tokens)
+            continue
+        used += total
+        plan.embedded.add(number)
+        if plan.file_prefix is None:
+            plan.file_prefix = list(tokens[0][: _common_prefix(tokens, masks)])
+        else:
+            _shrink_prefix(plan.file_prefix, tokens, masks)
+    return plan
+
+
+def _group_html(number: int, group: Mapping[str, Any], shared_system: str | None, token_index: int) -> str:
+    scores = [float(s) for s in group.get("scores") or []]
+    n = len(scores)
+    messages: list[list[Mapping[str, Any]]] = list(group.get("messages") or [[] for _ in range(n)])
+    infos: list[Mapping[str, Any]] = list(group.get("rollout_info") or [{} for _ in range(n)])
+    end_reasons: list[str | None] = list(group.get("end_reasons") or [])
+    masks = group.get("masks") or [None] * n
+    task = next((i.get("task_id") for i in infos if i.get("task_id")), None)
+    mean = sum(scores) / n if n else 0.0
+    head = [f'<span class="gid">group {number}</span>']
+    if task:
+        head.append(f'<span class="task">task <code>{_e(task)}</code></span>')
+    head.append(f'<span class="score {_score_class(mean)}">mean reward {mean:.2f}</span>')
+    head.append(f'<span class="scores">scores {" ".join(_e(_fmt_score(s)) for s in scores)}</span>')
+    toolsets = next((i.get("toolsets") for i in infos if i.get("toolsets")), None)
+    if toolsets:
+        head.append(f'<span class="toolsets">tools: {_e(", ".join(toolsets))}</span>')
+    skip = 1 if shared_system is not None else 0  # otherwise each rollout shows its own system message
+    prompts = {_leading(c, "user", skip) for c in messages}
+    shared_prompt = next(iter(prompts)) if len(prompts) == 1 and None not in prompts else None
+    section = [f'<section class="group" id="group-{number}" data-mean="{mean}"><h2>{" · ".join(head)}</h2>']
+    if shared_prompt is not None:
+        prompt = _e(shared_prompt)
+        section.append(f'<div class="msg user prompt"><div class="label">user</div><pre>{prompt}</pre></div>')
+        skip += 1
+    for ri in range(n):
+        conv = messages[ri] if ri < len(messages) else []
+        ref = f"{token_index}:{ri}" if token_index >= 0 else None
+        info = infos[ri] if ri < len(infos) else {}
+        ended = end_reasons[ri] if ri < len(end_reasons) else None
+        section.append(_rollout_html(conv, skip, info, ended, scores[ri], masks[ri], ri, ref))
+    section.append("</section>")
+    return "".join(section)
+
+
+def _index_row(number: int, group: Mapping[str, Any]) -> str:
+    """One line for a group not shown in full."""
+    scores = [float(s) for s in group.get("scores") or []]
+    mean = sum(scores) / len(scores) if scores else 0.0
+    infos = group.get("rollout_info") or []
+    task = next((i.get("task_id") for i in infos if isinstance(i, Mapping) and i.get("task_id")), None)
+    return (
+        f'<tr id="group-{number}"><td>{number}</td><td><code>{_e(task or "")}</code></td>'
+        f'<td><span class="score {_score_class(mean)}">{mean:.2f}</span></td>'
+        f'<td>{" ".join(_e(_fmt_score(s)) for s in scores)}</td></tr>'
+    )
+
+
+def write_page(
+    out: TextIO,
+    groups: Callable[[], Iterable[tuple[int, Mapping[str, Any]]]],
     *,
     tokenizer: Any = None,
     title: str = "hermes_env rollouts",
     source: str | None = None,
     max_tokens: int = DEFAULT_MAX_TOKENS,
-) -> str:
-    """The whole page for ``groups`` (atroposlib ScoredDataGroups, as ``process`` writes them)."""
-    groups = list(groups)
-    all_messages = [conv for g in groups for conv in (g.get("messages") or [])]
-    system_texts = {_leading(conv, "system", 0) for conv in all_messages}
-    shared_system = next(iter(system_texts)) if len(system_texts) == 1 else None
-    tokens = _TokenData(budget=max_tokens)
-    body: list[str] = []
-    all_scores: list[float] = []
-    for gi, group in enumerate(groups):
-        scores = [float(s) for s in group.get("scores") or []]
-        all_scores.extend(scores)
-        n = len(scores)
-        messages: list[list[Mapping[str, Any]]] = list(group.get("messages") or [[] for _ in range(n)])
-        infos: list[Mapping[str, Any]] = list(group.get("rollout_info") or [{} for _ in range(n)])
-        end_reasons: list[str | None] = list(group.get("end_reasons") or [])
-        masks = group.get("masks") or [None] * n
-        token_index = -1
-        if group.get("tokens") and group.get("masks"):
-            token_index = tokens.add_group(group["tokens"], group["masks"], group.get("inference_logprobs"), group)
-        task = next((i.get("task_id") for i in infos if i.get("task_id")), None)
-        mean = sum(scores) / n if n else 0.0
-        head = [f'<span class="gid">group {gi + 1}</span>']
-        if task:
-            head.append(f'<span class="task">task <code>{_e(task)}</code></span>')
-        head.append(f'<span class="score {_score_class(mean)}">mean reward {mean:.2f}</span>')
-        head.append(f'<span class="scores">scores {" ".join(_e(_fmt_score(s)) for s in scores)}</span>')
-        toolsets = next((i.get("toolsets") for i in infos if i.get("toolsets")), None)
-        if toolsets:
-            head.append(f'<span class="toolsets">tools: {_e(", ".join(toolsets))}</span>')
-        skip = 1 if shared_system is not None else 0  # otherwise each rollout shows its own system message
-        prompts = {_leading(c, "user", skip) for c in messages}
-        shared_prompt = next(iter(prompts)) if len(prompts) == 1 and None not in prompts else None
-        section = [
-            f'<section class="group" id="group-{gi + 1}" data-mean="{mean}"><h2>{" · ".join(head)}</h2>',
-        ]
-        if shared_prompt is not None:
-            section.append(
-                f'<div class="msg user prompt"><div class="label">user</div><pre>{_e(shared_prompt)}</pre></div>'
-            )
-            skip += 1
-        for ri in range(n):
-            conv = messages[ri] if ri < len(messages) else []
-            ref = f"{token_index}:{ri}" if token_index >= 0 else None
-            info = infos[ri] if ri < len(infos) else {}
-            ended = end_reasons[ri] if ri < len(end_reasons) else None
-            section.append(_rollout_html(conv, skip, info, ended, scores[ri], masks[ri], ri, ref))
-        section.append("</section>")
-        body.append("".join(section))
-    mean_all = sum(all_scores) / len(all_scores) if all_scores else 0.0
+    max_groups: int = DEFAULT_MAX_GROUPS,
+    one_group_command: str | None = None,
+) -> None:
+    """Write the page for ``groups()`` (numbered ScoredDataGroups, as ``process`` writes them) to ``out``.
+
+    ``groups`` is called twice (a planning pass, then the writing pass) and must yield the same groups each
+    time; only one group is in memory at a time. The first ``max_groups`` are shown in full, the others as a
+    row each; ``one_group_command`` tells the reader how to view one of those.
+    """
+    plan = _plan(groups(), max_groups, max_tokens)
+    shared_system = plan.shared_system
+    tokens = _TokenData(plan.file_prefix or [])
+    mean_all = plan.score_sum / plan.rollouts if plan.rollouts else 0.0
     header = [
         f"<h1>{_e(title)}</h1>",
         '<div class="meta">',
-        f"<span>{len(groups)} groups</span> · <span>{len(all_scores)} rollouts</span> · ",
+        f"<span>{plan.groups} groups</span> · <span>{plan.rollouts} rollouts</span> · ",
         f'<span class="score {_score_class(mean_all)}">mean reward {mean_all:.3f}</span>',
         f" · <span>{_e(source)}</span>" if source else "",
         "</div>",
@@ -426,29 +502,75 @@ def render_html(
         '<select id="token-colour"><option value="mask">trained / not trained</option>'
         '<option value="logprob">logprob of trained tokens</option></select></div>',
     ]
-    if tokens.omitted_rollouts:
+    if plan.groups > max_groups:
         header.append(
-            f'<div class="note">token view left out for {tokens.omitted_rollouts} rollouts '
+            f'<div class="note">the first {max_groups:,} of {plan.groups:,} groups are shown in full; the others are '
+            '<a href="#more-groups">listed below</a> with their scores</div>'
+        )
+    if plan.omitted_rollouts:
+        header.append(
+            f'<div class="note">token view left out for {plan.omitted_rollouts} rollouts '
             f"(over {max_tokens:,} tokens in this file)</div>"
         )
-    shared = ""
+    out.write(
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{_e(title)}</title><style>{_asset('page.css')}</style></head><body>"
+        f'<header id="top">{"".join(header)}</header><main>'
+    )
     if shared_system is not None:
-        shared = (
+        out.write(
             '<details class="msg system" open><summary class="label">system prompt (the same in every rollout)'
             f"</summary><pre>{_e(shared_system)}</pre></details>"
         )
-    return "".join(
-        [
-            '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
-            '<meta name="viewport" content="width=device-width, initial-scale=1">',
-            f"<title>{_e(title)}</title><style>{_asset('page.css')}</style></head><body>",
-            f'<header id="top">{"".join(header)}</header><main>{shared}',
-            "".join(body) if body else '<p class="note">no groups</p>',
-            "</main>",
-            f'<script type="application/json" id="token-data">{_json_for_script(tokens.payload(tokenizer))}</script>',
-            f"<script>{_asset('page.js')}</script></body></html>",
-        ]
+    listed = 0
+    for shown, (number, group) in enumerate(groups()):
+        if shown < max_groups:
+            token_index = -1
+            if number in plan.embedded:
+                token_index = tokens.add_group(group["tokens"], group["masks"], group.get("inference_logprobs"), group)
+            out.write(_group_html(number, group, shared_system, token_index))
+            continue
+        if not listed:
+            how = f"; to view one: <code>{_e(one_group_command)}</code>" if one_group_command else ""
+            out.write(
+                f'<section class="more" id="more-groups"><h2>groups not shown in full{how}</h2>'
+                "<table><thead><tr><th>group</th><th>task</th><th>mean reward</th><th>scores</th></tr></thead>"
+                "<tbody>"
+            )
+        listed += 1
+        out.write(_index_row(number, group))
+    if listed:
+        out.write("</tbody></table></section>")
+    if not plan.groups:
+        out.write('<p class="note">no groups</p>')
+    out.write('</main><script type="application/json" id="token-data">')
+    tokens.write_payload(out, tokenizer)
+    out.write(f"</script><script>{_asset('page.js')}</script></body></html>")
+
+
+def render_html(
+    groups: Iterable[Mapping[str, Any]],
+    *,
+    tokenizer: Any = None,
+    title: str = "hermes_env rollouts",
+    source: str | None = None,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    max_groups: int = DEFAULT_MAX_GROUPS,
+) -> str:
+    """The whole page for ``groups`` held in memory (for a file, :func:`write_html` streams it)."""
+    held = list(groups)
+    out = io.StringIO()
+    write_page(
+        out,
+        lambda: enumerate(held, 1),
+        tokenizer=tokenizer,
+        title=title,
+        source=source,
+        max_tokens=max_tokens,
+        max_groups=max_groups,
     )
+    return out.getvalue()
 
 
 def write_html(
@@ -457,12 +579,57 @@ def write_html(
     *,
     tokenizer: Any = None,
     max_tokens: int = DEFAULT_MAX_TOKENS,
+    max_groups: int = DEFAULT_MAX_GROUPS,
+    group: int | None = None,
 ) -> Path:
-    """Render the groups in ``jsonl_path`` to HTML (default: same stem, ``.html``) and return its path."""
+    """Render the groups in ``jsonl_path`` to HTML and return its path, reading the file as a stream.
+
+    The default target is the jsonl's path with ``.html`` (``.group-N.html`` for one ``group``, numbered from 1
+    as the page numbers them). Memory stays that of one group, whatever the file's size.
+    """
     source = Path(jsonl_path)
-    target = Path(html_path) if html_path is not None else source.with_suffix(".html")
-    page = render_html(
-        read_groups(source), tokenizer=tokenizer, title=source.stem, source=str(source), max_tokens=max_tokens
-    )
-    target.write_text(page, encoding="utf-8")
+    if group is not None:
+        chosen = _nth_group(source, group)
+        default = source.with_name(f"{source.stem}.group-{group}.html")
+
+        def numbered() -> Iterable[tuple[int, Mapping[str, Any]]]:
+            return [(group, chosen)]
+
+        title = f"{source.stem} · group {group}"
+    else:
+        default = source.with_suffix(".html")
+
+        def numbered() -> Iterable[tuple[int, Mapping[str, Any]]]:
+            return enumerate(iter_groups(source), 1)
+
+        title = source.stem
+    target = Path(html_path) if html_path is not None else default
+    command = f"python -m hermes_env.html_view {shlex.quote(str(source))} --group N"
+    partial = target.with_name(f".{target.name}.partial")
+    try:
+        with partial.open("w", encoding="utf-8") as out:
+            write_page(
+                out,
+                numbered,
+                tokenizer=tokenizer,
+                title=title,
+                source=str(source),
+                max_tokens=max_tokens,
+                max_groups=max_groups,
+                one_group_command=command,
+            )
+        partial.replace(target)
+    finally:
+        partial.unlink(missing_ok=True)
     return target
+
+
+def _nth_group(path: Path, number: int) -> dict[str, Any]:
+    """Group ``number`` (from 1) of the jsonl, parsing no other line; ValueError when there is no such group."""
+    if number < 1:
+        raise ValueError(f"group numbers start at 1, got {number}")
+    count = 0
+    for count, line in enumerate(iter_lines(path), 1):  # noqa: B007 - count is the answer when it runs out
+        if count == number:
+            return json.loads(line)
+    raise ValueError(f"{path} has {count} groups; there is no group {number}")

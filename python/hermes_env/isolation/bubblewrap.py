@@ -10,7 +10,11 @@ What a sandboxed command sees:
   the system directories (``/tests``, ``/logs/verifier``, ``/app``) are the task's and persist between calls;
 - new user, PID, IPC, UTS, cgroup and network namespaces: no network, not even loopback to the
   host's services, unless the policy allows it; no capabilities; a new session (no terminal
-  to inject keystrokes into).
+  to inject keystrokes into);
+- the seccomp filter of ``hermes_env.isolation.seccomp`` (no nested namespaces, keyrings, bpf,
+  perf, ptrace, mounts, modules ...). bwrap reads it from a file descriptor: the command line names it
+  as :data:`SECCOMP_FD`, which :func:`with_seccomp_fd` replaces with a fresh descriptor's number at
+  each start (``hermes_env.isolation.process.spawn`` does so for every sandbox).
 
 The rlimits (``ResourceLimits.prlimit_argv``) wrap the whole command line; which user it runs as is
 the caller's choice (``hermes_env.isolation.users``).
@@ -18,15 +22,18 @@ the caller's choice (``hermes_env.isolation.users``).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from hermes_env.isolation import seccomp
+from hermes_env.isolation.reaper import spawn_guard
 from hermes_env.isolation.users import SandboxUser
 
 WORKSPACE_MOUNT = "/workspace"
@@ -39,6 +46,8 @@ HOST_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
 # (a VM agent) turned that into "bwrap: Can't fork for pid 1", and where the trainer is PID 1 of a container
 # they would never be reaped. With --as-pid-1 the monitor reaps its own child.
 SANDBOX_INIT = ("/bin/sh", "-c", '"$@"; exit $?', "sandbox-init")
+# Stands for the seccomp program's file descriptor in a bwrap command line until it is started.
+SECCOMP_FD = "{seccomp-fd}"
 
 # /etc entries programs commonly need; bound read-only when they exist on the host.
 _ETC_ENTRIES = (
@@ -156,6 +165,8 @@ class BwrapSpec:
             "--new-session",
             "--hostname",
             "sandbox",
+            "--seccomp",
+            SECCOMP_FD,
             *(["--bind", self.root, "/"] if self.root is not None else []),
             *_system_mounts(self.root is not None),
         ]
@@ -189,6 +200,26 @@ class BwrapSpec:
         return [*argv, "--as-pid-1", "--", *SANDBOX_INIT, *command]
 
 
+@contextlib.contextmanager
+def with_seccomp_fd(argv: Sequence[str]) -> Iterator[tuple[list[str], tuple[int, ...]]]:
+    """``argv`` with its seccomp placeholder replaced by an open descriptor of the filter, and the fds to pass.
+
+    The descriptor is closed on leaving: start the process inside the block, with ``pass_fds``. A command
+    line without the placeholder (not a sandbox) comes back as it is.
+    """
+    argv = list(argv)
+    try:
+        at = argv.index(SECCOMP_FD)
+    except ValueError:
+        yield argv, ()
+        return
+    if at == 0 or argv[at - 1] != "--seccomp":
+        raise ValueError(f"{SECCOMP_FD!r} appears in a command line other than as bwrap's --seccomp argument")
+    with seccomp.program_fd() as fd:
+        argv[at] = str(fd)
+        yield argv, (fd,)
+
+
 def probe(user: SandboxUser | None = None, *, allow_network: bool = False) -> str | None:
     """None when bubblewrap can sandbox a command here as ``user``, else why not (one sentence, with the fix)."""
     if shutil.which("bwrap") is None:
@@ -198,8 +229,9 @@ def probe(user: SandboxUser | None = None, *, allow_network: bool = False) -> st
     try:
         scratch.chmod(0o777)
         argv = BwrapSpec(str(scratch), allow_network=allow_network).argv(["/bin/sh", "-c", "true"])
-        argv = user.argv_prefix() + argv
-        proc = subprocess.run(argv, capture_output=True, timeout=30, check=False, env=HOST_ENV)
+        # spawn_guard: a task user's zombie must wait for subprocess's own waitpid, not go to the reaper.
+        with spawn_guard(), with_seccomp_fd(user.argv_prefix() + argv) as (argv, fds):
+            proc = subprocess.run(argv, capture_output=True, timeout=30, check=False, env=HOST_ENV, pass_fds=fds)
     except (OSError, subprocess.SubprocessError) as exc:
         return f"bwrap could not be started: {exc}"
     finally:

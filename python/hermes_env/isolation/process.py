@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import os
 import signal
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from hermes_env.isolation.bubblewrap import with_seccomp_fd
+from hermes_env.isolation.reaper import spawn_guard
 from hermes_env.isolation.result import ExecResult
 from hermes_env.isolation.users import SandboxUser
 
@@ -29,27 +30,20 @@ _READ_CHUNK = 65536
 _DRAIN_GRACE_S = 2.0
 TIMEOUT_EXIT_CODE = 124  # as timeout(1)
 
-# Children started by this process through :func:`spawn` (their statuses belong to asyncio's child
-# watcher); any other zombie child is an orphan reparented to us as subreaper (``reap_orphans``).
-_MANAGED: dict[int, asyncio.subprocess.Process] = {}
-_PR_SET_CHILD_SUBREAPER = 36
-_SPAWNING = 0  # spawns between fork and registration in _MANAGED
-# A child unregistered for this long cannot be a spawn still in progress.
-_SPAWN_GRACE_S = 30.0
-
 
 async def spawn(*argv: str, user: SandboxUser | None = None, **kwargs: Any) -> asyncio.subprocess.Process:
-    """``asyncio.create_subprocess_exec`` in a new session (its own process group), as ``user``."""
-    global _SPAWNING
+    """``asyncio.create_subprocess_exec`` in a new session (its own process group), as ``user``.
+
+    A bwrap command line gets its seccomp filter's descriptor here (:func:`bubblewrap.with_seccomp_fd`); the
+    process is registered with the reaper (``hermes_env.isolation.reaper``) as one whose status is ours.
+    """
     kwargs["start_new_session"] = True
     if user is not None:
         argv = (*user.argv_prefix(), *argv)
-    _SPAWNING += 1
-    try:
-        proc = await asyncio.create_subprocess_exec(*argv, **kwargs)
-        _MANAGED[proc.pid] = proc
-    finally:
-        _SPAWNING -= 1
+    with spawn_guard() as own, with_seccomp_fd(argv) as (resolved, fds):
+        pass_fds = (*kwargs.pop("pass_fds", ()), *fds)
+        proc = await asyncio.create_subprocess_exec(*resolved, pass_fds=pass_fds, **kwargs)
+        own(proc)
     return proc
 
 
@@ -118,52 +112,6 @@ async def stop_tree(pid: int, *, settle_s: float = 2.0) -> None:
     """
     for _ in _stop_tree_steps(pid, settle_s):
         await asyncio.sleep(0.001)
-
-
-# -- orphans (sandbox workers) ----------------------------------------------------------------
-def become_subreaper() -> bool:
-    """Make orphaned descendants (a sandbox's first process after its monitor exited) reparent to this process."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
-
-
-def reap_orphans() -> int:
-    """waitpid every zombie child that is an orphan reparented to us; returns how many were reaped.
-
-    A child we spawned belongs to asyncio's child watcher; between the fork and its registration
-    in ``_MANAGED`` (``create_subprocess_exec`` is still connecting pipes) it is unknown to us,
-    so while a spawn is in progress only zombies older than ``_SPAWN_GRACE_S`` are taken.
-    """
-    for pid in [pid for pid, proc in _MANAGED.items() if proc.returncode is not None]:
-        _MANAGED.pop(pid, None)
-    me = str(os.getpid())
-    reaped = 0
-    try:
-        with open("/proc/uptime") as f:
-            uptime = float(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 0
-    ticks = os.sysconf("SC_CLK_TCK")
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) in _MANAGED:
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-            state, ppid, started = fields[0], fields[1].decode(), int(fields[19]) / ticks
-        except (OSError, IndexError, ValueError):
-            continue
-        if state != b"Z" or ppid != me:
-            continue
-        if _SPAWNING and uptime - started < _SPAWN_GRACE_S:
-            continue  # might be a spawn not registered yet
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(int(entry.name), os.WNOHANG)
-            reaped += 1
-    return reaped
 
 
 # -- the runner -------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from typing import Any, Literal
 import aiohttp
 
 from hermes_env.errors import PoolClosedError, SlotAcquireTimeout, WorkerStartError
+from hermes_env.isolation import reaper
 from hermes_env.isolation.roots import RunRoot, sweep_dead_runs
 from hermes_env.isolation.users import SLOT_UID_BASE, UidBlock
 from hermes_env.sandbox.config import PoolConfig, SandboxPolicy
@@ -94,6 +95,8 @@ class SlotPool(AsyncService):
         if self._started:
             return
         self._started = True
+        # Sandboxes of a worker that dies come to this process (local workers are its children) and are reaped here.
+        reaper.start()
         if self.config.root_dir is None:
             sweep_dead_runs()
             self._run_root = RunRoot("sandbox")

@@ -30,7 +30,7 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
-from hermes_env.isolation.process import become_subreaper, reap_orphans
+from hermes_env.isolation import reaper
 from hermes_env.isolation.quota import private_mount_namespace
 from hermes_env.isolation.result import ExecResult
 from hermes_env.isolation.users import SLOT_UID_BASE
@@ -180,7 +180,7 @@ def _ready_line(info: dict[str, Any]) -> None:
 
 async def serve(args: argparse.Namespace) -> int:
     policy = SandboxPolicy.model_validate_json(args.policy)
-    become_subreaper()
+    reaper.start()  # orphaned sandboxes come to this worker and are reaped here
     host = SlotHost(
         Path(args.root),
         args.slots,
@@ -220,7 +220,6 @@ async def serve(args: argparse.Namespace) -> int:
             if args.parent_pid and os.getppid() != args.parent_pid:
                 log.warning("parent %d is gone; shutting down", args.parent_pid)
                 stop.set()
-            reap_orphans()
             await asyncio.sleep(0.5)
 
     watcher = asyncio.create_task(watch_parent())

@@ -204,7 +204,7 @@ def _scripted_policy(
     for j, spec in enumerate(faults):
         prompts = [str(t["prompt"]) for t in list(tasks)[j :: len(faults) + 1]]
         responder = _fault(responder, spec, prompts, parser)
-    with ScriptedVLLMServer(tokenizer, responder, model_name="scripted-policy") as server:
+    with ScriptedVLLMServer(tokenizer, responder, model_name="scripted-policy", max_recorded=64) as server:
         yield DemoPolicy(
             "a SCRIPTED vLLM /generate policy (no model)", server.base_url, "scripted-policy", tokenizer_name
         )

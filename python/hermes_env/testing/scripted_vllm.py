@@ -244,7 +244,8 @@ class ScriptedVLLMServer(ThreadedHTTPServer):
     ``responder``: ``(ScriptedRequest) -> str | ScriptedCompletion``, or a sequence of texts /
     ``ScriptedCompletion`` served in order (``cycle=True`` to wrap around).
     ``port=0`` picks a free port. Start with ``start()`` or ``with``; ``requests`` records what
-    was asked and answered.
+    was asked and answered: the last ``max_recorded`` requests (a long run against this server, a demo or a
+    soak, would otherwise keep every prompt it was sent).
     """
 
     server_name = "ScriptedVLLMServer"
@@ -258,8 +259,10 @@ class ScriptedVLLMServer(ThreadedHTTPServer):
         model_name: str = "scripted",
         cycle: bool = False,
         logprob_fn: Callable[[int, int], float] = scripted_logprob,
+        max_recorded: int = 1000,
     ) -> None:
         super().__init__(port=port)
+        self.max_recorded = max_recorded
         self.tokenizer = tokenizer
         if callable(responder):
             self._responder: Responder = responder
@@ -476,6 +479,8 @@ class ScriptedVLLMServer(ThreadedHTTPServer):
                 answer = answer.answer
             record.samples.append(self._sample(answer, max_tokens))
         self.requests.append(record)
+        if len(self.requests) > 2 * self.max_recorded:  # trimmed in bulk: appends stay O(1)
+            del self.requests[: -self.max_recorded]
         out: dict[str, Any] = {
             "text": [s.text for s in record.samples],
             "prompt": prompt_text,

@@ -74,10 +74,16 @@ class LocalWorker(WorkerHandle):
             await self.kill()
 
     async def kill(self) -> None:
-        if self._proc is None or self._proc.returncode is not None:
+        if self._proc is None:
             return
-        await stop_tree(self._proc.pid)  # the server and every sandbox it still runs
-        await self._proc.wait()
+        if self._proc.returncode is None:
+            await stop_tree(self._proc.pid)  # the server and every sandbox it still runs
+            await self._proc.wait()
+        if self._proc.stdout is not None:  # read to EOF, so that asyncio closes the process's transport now
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._proc.stdout.read(), 2.0)
+        # Also when the worker was already dead (SIGKILLed from outside): a sandbox it was setting up may have
+        # missed its parent-death signal and still run under its slot's uid.
         await asyncio.to_thread(kill_worker_uids, self.spec)
 
 
