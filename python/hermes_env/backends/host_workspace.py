@@ -109,8 +109,15 @@ class HostWorkspaceBackend(ExecutionBackend):
         for pid in list(self._running.pop(task_id, ())):
             await stop_tree(pid)
         ws = self._workspaces.pop(task_id, None) or (self.root / workspace_dir_name(task_id))
+        lock = self._locks.get(task_id)
+        if lock is None:
+            await asyncio.to_thread(self._destroy, task_id, ws)
+        else:
+            # A workspace still being made (a cleanup right after the first call) is finished, then destroyed:
+            # removing its directory under the mount would fail that call with a bare FileNotFoundError.
+            async with lock:
+                await asyncio.to_thread(self._destroy, task_id, ws)
         self._locks.pop(task_id, None)
-        await asyncio.to_thread(self._destroy, task_id, ws)
 
     def _destroy(self, task_id: str, ws: Path) -> None:
         self._release_user(task_id)
