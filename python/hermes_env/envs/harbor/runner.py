@@ -94,16 +94,18 @@ class HarborRunner:
         self.memory_mb_cap = memory_mb_cap
         self._toolbox_lock = asyncio.Lock()
 
-    async def prepare(self, task: HarborTask) -> PreparedTask:
+    async def prepare(self, task: HarborTask, *, image: str | None = None) -> PreparedTask:
         """Build the task's image (with what its test.sh apt-installs) and its toolbox; ImageBuildError or
-        ToolboxError (the task fails, not the run)."""
+        ToolboxError (the task fails, not the run). ``image``: a local image to run instead of building
+        ``environment/`` (it must already hold what test.sh would apt-install)."""
         started = time.monotonic()
         needs = read_needs(task.test_sh)
-        image = await self.builder.build(
-            task.environment_dir,
-            extra_packages=needs.apt_packages,
-            timeout_s=task.config.environment.build_timeout_sec,
-        )
+        if image is None:
+            image = await self.builder.build(
+                task.environment_dir,
+                extra_packages=needs.apt_packages,
+                timeout_s=task.config.environment.build_timeout_sec,
+            )
         async with self._toolbox_lock:  # provisioning shares one directory (and pip's downloads)
             toolbox = await asyncio.to_thread(provision, self.engine, needs)
         env_cfg = task.config.environment
