@@ -13,6 +13,7 @@ import re
 import time
 from dataclasses import dataclass, field
 
+from hermes_env.backends.base import ExecutionBackend
 from hermes_env.backends.docker import ContainerOptions, DockerBackend
 from hermes_env.containers.engine import ContainerEngine
 from hermes_env.containers.images import ImageSpec
@@ -187,11 +188,12 @@ class HarborRunner:
         if result.timed_out:
             return VerifyResult(0.0, time.monotonic() - started, output,
                                 f"the verifier ran past its {task.config.verifier.timeout_sec:g}s")  # fmt: skip
-        reward, error = await self._reward(backend, task_id)
+        reward, error = await self.read_reward(backend, task_id)
         return VerifyResult(reward, time.monotonic() - started, output, error)
 
     @staticmethod
-    async def _reward(backend: DockerBackend, task_id: str) -> tuple[float | None, str | None]:
+    async def read_reward(backend: ExecutionBackend, task_id: str) -> tuple[float | None, str | None]:
+        """The reward a verifier wrote in the task's sandbox (``reward.txt``, else ``reward.json``), or None and why."""
         text = await backend.execute(task_id, f"cat {VERIFIER_LOGS}/reward.txt", timeout=30)
         if text.exit_code == 0 and text.output.strip():
             try:

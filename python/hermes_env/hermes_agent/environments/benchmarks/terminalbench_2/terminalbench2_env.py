@@ -13,7 +13,10 @@ Each task runs as :mod:`hermes_env.envs.harbor` runs a Harbor task: its image is
 ``docker`` backend, and ``test_sh`` with ``tests_tar`` is the verifier, run offline with the provisioned
 toolbox, its reward read from ``/logs/verifier``. A prebuilt ``docker_image`` is used only where this machine
 already holds it (nothing is pulled); otherwise, or with ``force_build``, the image is built. A task whose image
-does not build fails with the end of its build log; the others go on.
+does not build fails with the end of its build log; the others go on. On a backend without images (``bwrap``,
+``local``) each task runs in that backend's sandbox with the host's tools, said once at start, and its verifier
+runs there as upstream runs it (tests uploaded to ``/tests``, ``bash /tests/test.sh``, the reward from
+``/logs/verifier``, else the script's exit status), with whatever network the sandbox has.
 """
 
 from __future__ import annotations
@@ -39,8 +42,9 @@ from atroposlib.envs.server_handling.server_manager import APIServerConfig
 from pydantic import Field
 
 from hermes_env.env.dataset import DatasetError, load_rows
-from hermes_env.envs.harbor.runner import HarborRunner, PreparedTask
+from hermes_env.envs.harbor.runner import TESTS_DIR, VERIFIER_LOGS, HarborRunner, PreparedTask, VerifyResult
 from hermes_env.envs.harbor.task import EnvironmentSection, HarborTask, TaskConfig, TimeoutSection
+from hermes_env.errors import ContainerError
 from hermes_env.hermes_agent.environments.agent_loop import HermesAgentLoop
 from hermes_env.hermes_agent.environments.hermes_base_env import HermesAgentBaseEnv, HermesAgentEnvConfig
 from hermes_env.hermes_agent.environments.tool_context import ToolContext
@@ -128,10 +132,11 @@ class TerminalBench2EvalEnv(HermesAgentBaseEnv):
     # ------------------------------------------------------------------ setup
     async def setup(self) -> None:
         """Read the rows, apply ``task_filter`` / ``skip_tasks``, index categories, make the task runner."""
-        if self.config.terminal_backend != "docker":
-            raise DatasetError(
-                f"Terminal-Bench 2 runs each task in its own image; terminal_backend "
-                f"{self.config.terminal_backend!r} runs none. Use --env.terminal_backend docker"
+        if not self.backend.supports_images:
+            logger.warning(
+                "terminal_backend %r runs no images: each task runs in its sandbox with the host's tools, not in the "
+                "task's image (--env.terminal_backend docker runs each task in its image)",
+                self.config.terminal_backend,
             )
         lifetime = self.config.task_timeout + 120  # sandboxes outlive a task that runs to its time limit
         self.config.terminal_lifetime = lifetime
@@ -168,8 +173,8 @@ class TerminalBench2EvalEnv(HermesAgentBaseEnv):
         for index, row in enumerate(tasks):
             self.category_index[row.get("category") or "unknown"].append(index)
         self.eval_metrics: list[tuple[str, float]] = []
-        self.runner = HarborRunner(self.backend.engine)
-        self._prepared: dict[str, tuple[HarborTask, PreparedTask]] = {}
+        self.runner = HarborRunner(self.backend.engine) if self.backend.supports_images else None
+        self._prepared: dict[str, tuple[HarborTask, PreparedTask | None]] = {}
         self._loop = asyncio.get_running_loop()
         self._streaming_lock = threading.Lock()
         self._streaming_file: TextIO | None = None
@@ -216,7 +221,9 @@ class TerminalBench2EvalEnv(HermesAgentBaseEnv):
         path of the Dockerfile unpacked from ``environment_tar`` into ``temp_dir`` (the caller removes it);
         ``("", None)`` when the row has neither."""
         docker_image = item.get("docker_image") or ""
-        if docker_image and not self.config.force_build:
+        if docker_image and (not self.config.force_build or not self.backend.supports_images):
+            if not self.backend.supports_images:
+                return docker_image, None  # named only: this backend runs the task in its own sandbox
             if self.backend.engine.image_id_sync(docker_image) is not None:
                 logger.info("Task %s: using local image %s", task_name, docker_image)
                 return docker_image, None
@@ -278,10 +285,12 @@ class TerminalBench2EvalEnv(HermesAgentBaseEnv):
             else:
                 local_image = None
             task = self._harbor_task(eval_item, task_name, task_dir)
-            prepared = await self.runner.prepare(task, image=local_image)
-            for note in prepared.notes:
-                logger.info("Task %s: not honoured here: %s", task_name, note)
-            HarborRunner.use(self.backend, task_id, prepared)
+            prepared = None
+            if self.runner is not None:
+                prepared = await self.runner.prepare(task, image=local_image)
+                for note in prepared.notes:
+                    logger.info("Task %s: not honoured here: %s", task_name, note)
+                HarborRunner.use(self.backend, task_id, prepared)
             self._prepared[task_id] = (task, prepared)
 
             tools, valid_names = self._resolve_tools_for_group()
@@ -330,7 +339,8 @@ class TerminalBench2EvalEnv(HermesAgentBaseEnv):
             self._save_result(out)
             return out
         except Exception as exc:  # noqa: BLE001 - one task's failure (an image that does not build) is its own
-            logger.error("Task %s: rollout failed: %s", task_name, exc, exc_info=True)
+            # An image that does not build says why in its message; anything else gets its traceback.
+            logger.error("Task %s: rollout failed: %s", task_name, exc, exc_info=not isinstance(exc, ContainerError))
             print(f"  [ERROR] {task_name}: {exc} ({time.time() - started:.0f}s)")
             out = {"passed": False, "reward": 0.0, "task_name": task_name, "category": category, "error": str(exc)}
             self._save_result(out)
@@ -364,13 +374,31 @@ class TerminalBench2EvalEnv(HermesAgentBaseEnv):
         else:
             raise RuntimeError("_run_tests blocks: call it from a worker thread (run_in_executor), not the event loop")
         task, prepared = found
-        verify = self.runner.verify(self.backend, ctx.task_id, task, prepared)
+        if self.runner is not None and prepared is not None:
+            verify = self.runner.verify(self.backend, ctx.task_id, task, prepared)
+        else:
+            verify = self._verify_in_sandbox(ctx, task)
         verified = asyncio.run_coroutine_threadsafe(verify, self._loop).result()
         if verified.error:
             logger.info("Task %s: verifier: %s\n%s", task_name, verified.error, verified.output[-500:])
         elif not verified.reward:
             logger.info("Task %s: FAIL\n%s", task_name, verified.output[-500:])
         return float(verified.reward or 0.0)
+
+    async def _verify_in_sandbox(self, ctx: ToolContext, task: HarborTask) -> VerifyResult:
+        """The verifier on a backend without images, as upstream runs it: the reward from ``/logs/verifier``, else
+        1.0 when test.sh exits 0 (upstream's fallback)."""
+        started = time.monotonic()
+        await ctx.terminal(f"rm -rf {TESTS_DIR} {VERIFIER_LOGS} && mkdir -p {TESTS_DIR} {VERIFIER_LOGS}")
+        await ctx.upload_dir(str(task.tests_dir), TESTS_DIR)
+        result = await ctx.terminal(f"bash {TESTS_DIR}/test.sh", timeout=self.config.test_timeout)
+        output = str(result.get("output") or "")
+        reward, error = await HarborRunner.read_reward(self.backend, ctx.task_id)
+        if reward is None:
+            exit_code = result.get("exit_code", -1)
+            logger.info("Task %s: %s; the reward is test.sh's exit status (%s)", task.name, error, exit_code)
+            reward, error = (1.0 if exit_code == 0 else 0.0), None
+        return VerifyResult(reward, time.monotonic() - started, output, error)
 
     # ------------------------------------------------------------------ evaluation
     async def _eval_with_timeout(self, item: dict[str, Any]) -> dict[str, Any]:
