@@ -16,11 +16,14 @@ exist in ``hermes_env.hermes_agent`` is left as written and named; the exit stat
 ``--allow-unmapped`` is given (the file is written either way). Porting a ported file changes nothing.
 
 Upstream environment files also import each other (``tblite_env.py`` imports ``environments.benchmarks.
-terminalbench_2.terminalbench2_env``) with their repository root put on ``sys.path`` by themselves. Only
-hermes-agent's framework modules have a counterpart in ``hermes_env.hermes_agent``; an upstream module that
-has none but is a file of the tree being ported stays imported as written, so the ported file imports its
-ported sibling. Directory mode ports every ``.py`` file of a tree (other files are copied unchanged, layout
-kept); for a single file whose upstream sibling is not ported, the message says to port the tree.
+terminalbench_2.terminalbench2_env``) with their repository root put on ``sys.path`` by themselves. An import
+of an environment file (any upstream module that is not one of hermes-agent's framework modules, see
+:func:`is_framework_module`) that is a file of the tree being ported stays imported as written, so the ported
+file imports its ported sibling, even where ``hermes_env.hermes_agent`` has a module of that name (a user's own
+edited Terminal-Bench 2 wins in a tree port); with no such sibling (a single file ported) it goes to the front's
+module, where there is one. Framework modules always go to the front. Directory mode ports every ``.py`` file
+of a tree (other files are copied unchanged, layout kept); for a single file whose upstream sibling is not
+ported and has no front module, the message says to port the tree.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ __all__ = [
     "KeptImport",
     "UnmappedImport",
     "infer_package",
+    "is_framework_module",
     "module_file",
     "port_tree",
     "upstream_root",
@@ -65,6 +69,13 @@ UPSTREAM_ROOTS = frozenset({"environments", "model_tools", "toolsets", "toolset_
 DEFAULT_PACKAGE = "atropos.envs"
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# hermes-agent's framework: the modules environment files build on (as opposed to environment files themselves).
+_FRAMEWORK_MODULES = frozenset({
+    "model_tools", "toolsets", "toolset_distributions", "tools", "environments", "environments.agent_loop",
+    "environments.hermes_base_env", "environments.tool_context", "environments.patches",
+    "environments.tool_call_parsers", "atropos", "atropos.envs", "atropos.envs.agent_env",
+})  # fmt: skip
+_FRAMEWORK_PACKAGES = ("tools.", "environments.tool_call_parsers.", "atropos.")
 
 
 class PortError(ValueError):
@@ -94,6 +105,17 @@ def map_module(absolute: str) -> str | None:
     if root not in UPSTREAM_ROOTS:
         return None
     return f"{TARGET_PACKAGE}.{absolute}"
+
+
+def is_framework_module(absolute: str) -> bool:
+    """Whether upstream module ``absolute`` is part of hermes-agent's framework (``environments.agent_loop``,
+    ``hermes_base_env``, ``tool_context``, ``tools.*``, ``model_tools``, ``atropos.*`` but its environment files
+    in ``atropos.envs``, ...), which the front always stands for, rather than an environment file."""
+    if absolute in _FRAMEWORK_MODULES:
+        return True
+    if absolute.startswith("atropos.envs."):
+        return False
+    return absolute.startswith(_FRAMEWORK_PACKAGES)
 
 
 def infer_package(path: Path | str) -> str | None:
@@ -232,9 +254,10 @@ def port_source(
 ) -> PortResult:
     """Rewrite the upstream imports of ``source`` (see the module docstring). ``package`` is the package
     relative imports are resolved against; ``exists`` says whether a target module exists. An upstream module
-    without a target for which ``siblings`` gives a path (a file of the tree being ported) is kept as written;
-    one for which only ``upstream_file`` gives a path (upstream's file, not being ported) is unmapped with a
-    reason saying to port the tree."""
+    for which ``siblings`` gives a path (a file of the tree being ported) is kept as written when it is an
+    environment file, or a framework module without a target; one without a target for which only
+    ``upstream_file`` gives a path (upstream's file, not being ported) is unmapped with a reason saying to port
+    the tree."""
     try:
         tree = ast.parse(source)
     except SyntaxError as err:
@@ -254,10 +277,11 @@ def port_source(
         target = map_module(absolute)
         if target is None:
             return None
-        if exists(target):
+        local = siblings(absolute) if siblings is not None else None
+        # The tree's own environment file wins over the front's; the front stands for framework modules always.
+        if exists(target) and (local is None or is_framework_module(absolute)):
             return target
         statement = _one_line(source[slice(*span(node))])
-        local = siblings(absolute) if siblings is not None else None
         if local is not None:
             siblings_kept.append(KeptImport(node.lineno, statement, absolute, local))
             return None
@@ -424,8 +448,9 @@ def _port_one(
             )
     for keep in result.kept:
         print(
-            f"{file}:{keep.line}: kept {keep.statement!r}: {keep.module} is a file of the ported tree ({keep.path}), "
-            "not a framework module, so the ported file imports the ported sibling",
+            f"{file}:{keep.line}: kept {keep.statement!r}: {keep.module} is a file of the ported tree ({keep.path})"
+            + ("" if is_framework_module(keep.module) else ", an environment file, not a framework module")
+            + ", so the ported file imports the ported sibling",
             file=sys.stderr,
         )
     for miss in result.unmapped:
@@ -507,7 +532,10 @@ def _front_counterpart(root: Path, file: Path) -> str | None:
     parts = [*file.parent.relative_to(root).parts, file.name.removesuffix(".py")]
     if file.name == "__init__.py" or not all(_IDENTIFIER.match(part) for part in parts):
         return None
-    target = map_module(".".join(parts))
+    module = ".".join(parts)
+    if not is_framework_module(module):
+        return None  # an environment file: the ported tree's copy is the one its siblings import
+    target = map_module(module)
     return target if target is not None and module_exists(target) else None
 
 

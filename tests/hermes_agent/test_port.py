@@ -14,6 +14,7 @@ from hermes_env.port import (
     DEFAULT_PACKAGE,
     PortError,
     infer_package,
+    is_framework_module,
     map_module,
     module_file,
     port_source,
@@ -578,6 +579,40 @@ def test_a_module_of_the_ported_tree_stays_as_written() -> None:
     assert "port the tree that holds it (python -m hermes_env.port /up -o OUTDIR)" in alone.unmapped[0].reason
 
 
+def test_an_environment_file_of_the_tree_wins_over_the_front_and_the_front_stands_in_without_it() -> None:
+    def exists(name: str) -> bool:  # the front has both: a framework module and a Terminal-Bench 2 of its own
+        return name in (f"{T}.environments.agent_loop", f"{T}.{SIBLING}")
+
+    def siblings(module: str) -> Path | None:
+        return Path(f"/up/{module.replace('.', '/')}.py")  # the tree holds upstream's copy of every module
+
+    tree = port_source(TBLITE_STYLE, package="environments.benchmarks.tblite", exists=exists, siblings=siblings)
+    assert tree.source == TBLITE_STYLE.replace("from environments.agent_loop", f"from {T}.environments.agent_loop")
+    assert [k.module for k in tree.kept] == [SIBLING, SIBLING] and not tree.unmapped
+    single = port_source(TBLITE_STYLE, package="environments.benchmarks.tblite", exists=exists)
+    assert single.source == TBLITE_STYLE.replace("environments.", f"{T}.environments.")
+    assert not single.kept and not single.unmapped
+
+
+@pytest.mark.parametrize(
+    ("module", "framework"),
+    [
+        ("environments.agent_loop", True),
+        ("environments.hermes_base_env", True),
+        ("environments.tool_call_parsers.hermes_parser", True),
+        ("tools.terminal_tool", True),
+        ("model_tools", True),
+        ("atropos.backends.base", True),
+        ("atropos.envs.agent_env", True),
+        ("atropos.envs.swe_smith_oracle_env", False),
+        ("environments.benchmarks.terminalbench_2.terminalbench2_env", False),
+        ("environments.hermes_swe_env.hermes_swe_env", False),
+    ],
+)
+def test_framework_modules_are_told_from_environment_files(module: str, framework: bool) -> None:
+    assert is_framework_module(module) is framework
+
+
 def _upstream_tree(root: Path) -> None:
     """A small tree in upstream's layout: environments/ (a benchmark importing another, putting the root on
     sys.path as upstream's do), atropos/envs (relative imports), and files that are not Python."""
@@ -616,9 +651,13 @@ def _upstream_tree(root: Path) -> None:
 
 
 def test_command_ports_a_tree_keeping_its_layout(tmp_path: Path) -> None:
-    front = _fake_front(tmp_path / "front", ["environments.agent_loop", "atropos.envs.agent_env"])
+    front = _fake_front(tmp_path / "front", ["environments.agent_loop", "atropos.envs.agent_env", SIBLING])
     (front / "environments" / "agent_loop.py").write_text("class HermesAgentLoop:\n    pass\n")
     (front / "atropos" / "envs" / "agent_env.py").write_text("class AgentEnv:\n    pass\n")
+    # the front's own Terminal-Bench 2 (no `loop`): the tree's copy must win, or running tblite below fails
+    (front / "environments/benchmarks/terminalbench_2/terminalbench2_env.py").write_text(
+        "class TerminalBench2EvalEnv:\n    pass\n"
+    )
     upstream = tmp_path / "hermes-agent"
     _upstream_tree(upstream)
     out = tmp_path / "ported"
@@ -675,6 +714,13 @@ def test_command_a_single_file_whose_sibling_is_not_ported_says_to_port_the_tree
         run.stderr
     )
     assert f"port the tree that holds it (python -m hermes_env.port {upstream.resolve()} -o OUTDIR)" in run.stderr
+    # with a front module of that name (hermes_env's own Terminal-Bench 2), the single file ports and imports it
+    front = _fake_front(tmp_path / "front2", ["environments.agent_loop", SIBLING])
+    with_front = _run_port(
+        [str(upstream / "environments/benchmarks/tblite/tblite_env.py"), "-o", str(tmp_path / "t2.py")], front, tmp_path
+    )
+    assert with_front.returncode == 0, with_front.stderr
+    assert f"from {T}.{SIBLING} import TerminalBench2EvalEnv\n" in (tmp_path / "t2.py").read_text()
 
 
 def test_command_tree_bad_input(tmp_path: Path) -> None:

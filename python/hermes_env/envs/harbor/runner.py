@@ -13,6 +13,7 @@ import re
 import time
 from dataclasses import dataclass, field
 
+from hermes_env.backends.base import ExecutionBackend
 from hermes_env.backends.docker import ContainerOptions, DockerBackend
 from hermes_env.containers.engine import ContainerEngine
 from hermes_env.containers.images import ImageSpec
@@ -94,16 +95,18 @@ class HarborRunner:
         self.memory_mb_cap = memory_mb_cap
         self._toolbox_lock = asyncio.Lock()
 
-    async def prepare(self, task: HarborTask) -> PreparedTask:
+    async def prepare(self, task: HarborTask, *, image: str | None = None) -> PreparedTask:
         """Build the task's image (with what its test.sh apt-installs) and its toolbox; ImageBuildError or
-        ToolboxError (the task fails, not the run)."""
+        ToolboxError (the task fails, not the run). ``image``: a local image to run instead of building
+        ``environment/`` (it must already hold what test.sh would apt-install)."""
         started = time.monotonic()
         needs = read_needs(task.test_sh)
-        image = await self.builder.build(
-            task.environment_dir,
-            extra_packages=needs.apt_packages,
-            timeout_s=task.config.environment.build_timeout_sec,
-        )
+        if image is None:
+            image = await self.builder.build(
+                task.environment_dir,
+                extra_packages=needs.apt_packages,
+                timeout_s=task.config.environment.build_timeout_sec,
+            )
         async with self._toolbox_lock:  # provisioning shares one directory (and pip's downloads)
             toolbox = await asyncio.to_thread(provision, self.engine, needs)
         env_cfg = task.config.environment
@@ -185,11 +188,12 @@ class HarborRunner:
         if result.timed_out:
             return VerifyResult(0.0, time.monotonic() - started, output,
                                 f"the verifier ran past its {task.config.verifier.timeout_sec:g}s")  # fmt: skip
-        reward, error = await self._reward(backend, task_id)
+        reward, error = await self.read_reward(backend, task_id)
         return VerifyResult(reward, time.monotonic() - started, output, error)
 
     @staticmethod
-    async def _reward(backend: DockerBackend, task_id: str) -> tuple[float | None, str | None]:
+    async def read_reward(backend: ExecutionBackend, task_id: str) -> tuple[float | None, str | None]:
+        """The reward a verifier wrote in the task's sandbox (``reward.txt``, else ``reward.json``), or None and why."""
         text = await backend.execute(task_id, f"cat {VERIFIER_LOGS}/reward.txt", timeout=30)
         if text.exit_code == 0 and text.output.strip():
             try:

@@ -1,0 +1,1 @@
+"""hermes-agent's ``environments.benchmarks``: the benchmark environments other environment files subclass."""
