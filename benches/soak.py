@@ -9,7 +9,9 @@ Faults, each at its own rate:
   group is dropped whole);
 - hostile tool calls: a rollout's first turn runs a fork bomb, a command that exhausts memory, or one that fills
   the disk quota (contained by the sandbox's limits; the rollout goes on and scores 0);
-- a SIGKILLed slot-pool worker (``--backend sandbox``): its rollouts fail and their groups are dropped.
+- a SIGKILLed slot-pool worker (``--backend sandbox``): its rollouts fail and their groups are dropped;
+- a restart of the policy server (down ``--policy-down-s`` seconds): requests in flight fail with a connection
+  error, which drops their groups.
 
 Every pulled group is checked: arrays aligned, masks that are -100 or their token id, token ids inside the
 vocabulary, finite scores, logprobs aligned and finite, each rollout's last trained token the end of a turn
@@ -20,7 +22,7 @@ processes mentioning the run's directory, run directories of the sandbox layer. 
 cause from ``serve``'s log.
 
 Not yet here (issue 26): container kills and the docker backend, the Harbor tasks, tool-server and ``run-api``
-restarts, a restart of the policy server.
+restarts.
 
 Run: ``python benches/soak.py --minutes 3 --backend sandbox --out /tmp/soak`` (report.json and rss.png there).
 """
@@ -272,8 +274,9 @@ def soak(args: argparse.Namespace) -> dict[str, Any]:
     )  # fmt: skip
     started = time.monotonic()
     samples: list[dict[str, float]] = []
-    killed_workers = 0
+    killed_workers = policy_restarts = 0
     next_kill = started + args.worker_kill_every_s
+    next_restart = started + args.policy_restart_every_s if args.policy_restart_every_s > 0 else math.inf
     try:
         while time.monotonic() - started < args.minutes * 60 and serve.poll() is None:
             point = sample(serve.pid, started)
@@ -285,6 +288,13 @@ def soak(args: argparse.Namespace) -> dict[str, Any]:
                     os.kill(random.choice(workers), signal.SIGKILL)
                     killed_workers += 1
                 next_kill = time.monotonic() + args.worker_kill_every_s
+            if time.monotonic() >= next_restart:
+                port = server.port
+                server.stop()
+                time.sleep(args.policy_down_s)
+                server = ScriptedVLLMServer(tok, policy, port=port, model_name="soak", max_recorded=64).start()
+                policy_restarts += 1
+                next_restart = time.monotonic() + args.policy_restart_every_s
             time.sleep(args.sample_s)
         serve_alive = serve.poll() is None
         log.flush()
@@ -320,6 +330,7 @@ def soak(args: argparse.Namespace) -> dict[str, Any]:
         "problems": trainer.problems[:50],
         "faults_injected": dict(sorted(policy.injected.items())),
         "workers_killed": killed_workers,
+        "policy_server_restarts": policy_restarts,
         "groups_dropped_by_cause": dict(dropped.most_common()),
         "groups_dropped_while_stopping": after_stop.count("dropping group"),
         "serve_exit_status": serve.returncode,
@@ -344,6 +355,8 @@ def main() -> int:
     p.add_argument("--fault-rate", type=float, default=0.03, help="policy faults per model request")
     p.add_argument("--hostile-rate", type=float, default=0.03, help="hostile first turns per rollout")
     p.add_argument("--worker-kill-every-s", type=float, default=90, help="seconds between SIGKILLed slot workers")
+    p.add_argument("--policy-restart-every-s", type=float, default=150, help="seconds between restarts (0: none)")
+    p.add_argument("--policy-down-s", type=float, default=3.0, help="how long the policy server stays down")
     p.add_argument("--group-size", type=int, default=4)
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--concurrency", type=int, default=8, help="groups in flight (serve's max_num_workers)")

@@ -18,8 +18,9 @@ pytest.importorskip("matplotlib")
 
 SOAK_MINUTES = 1.0
 # What each injected fault may cost: a policy fault drops its group as a bad response, a killed worker as a failed
-# sandbox; a hostile command (fork bomb, memory, disk) is contained and drops nothing.
-EXPLAINED = {"policy_bad_response", "sandbox_failed"}
+# sandbox, a restart of the policy server as a connection error; a hostile command (fork bomb, memory, disk) is
+# contained and drops nothing.
+EXPLAINED = {"policy_bad_response", "sandbox_failed", "policy_connection_error"}
 
 
 @pytest.mark.timeout(900)
@@ -30,7 +31,8 @@ def test_short_soak_on_the_slot_pool(tmp_path: Path) -> None:
 
     args = argparse.Namespace(
         minutes=SOAK_MINUTES, backend="sandbox", fault_rate=0.05, hostile_rate=0.05, worker_kill_every_s=20.0,
-        group_size=4, batch_size=8, concurrency=8, sample_s=2.0, seed=1, out=str(tmp_path),
+        policy_restart_every_s=25.0, policy_down_s=2.0, group_size=4, batch_size=8, concurrency=8, sample_s=2.0,
+        seed=1, out=str(tmp_path),
     )  # fmt: skip
     report = soak.soak(args)
     assert report["serve_ran_to_the_end"] and report["serve_exit_status"] == 143, report
@@ -38,6 +40,8 @@ def test_short_soak_on_the_slot_pool(tmp_path: Path) -> None:
     assert set(report["groups_dropped_by_cause"]) <= EXPLAINED, report
     if report["groups_dropped_by_cause"].get("sandbox_failed"):
         assert report["workers_killed"] > 0
+    if report["groups_dropped_by_cause"].get("policy_connection_error"):
+        assert report["policy_server_restarts"] > 0
     assert report["groups_dropped_while_stopping"] == 0
     assert not any(report["leftovers"].values()), report["leftovers"]
     assert (tmp_path / "rss.png").is_file()
