@@ -126,19 +126,9 @@ class _Scorer:
         self.model.seq_rm(0, start)
         out = np.full(n, np.nan)
         out[:k] = self.cached_logprobs[:k]
-        step = self.model.n_batch
-        for lo in range(start, n, step):
-            hi = min(n, lo + step)
-            rows = self.model.decode(
-                np.asarray(tokens[lo:hi], dtype=np.int32),
-                np.arange(lo, hi, dtype=np.int32),
-                np.zeros(hi - lo, dtype=np.int32),
-                np.ones(hi - lo, dtype=np.int8),
-            )
-            for j, row in enumerate(rows):
-                pos = lo + j
-                if pos + 1 < n:
-                    out[pos + 1] = log_softmax(row)[tokens[pos + 1]]
+        for pos, row in self._decoded(tokens, start):
+            if pos + 1 < n:
+                out[pos + 1] = log_softmax(row)[tokens[pos + 1]]
         self.cached, self.cached_logprobs = list(tokens), out
         return out
 
@@ -154,9 +144,13 @@ class _Scorer:
         wanted = {p - 1 for p in positions}
         self.model.seq_rm(0, 0)
         self.cached, self.cached_logprobs = [], np.empty(0)
-        out: dict[int, np.ndarray] = {}
-        step = self.model.n_batch
-        for lo in range(0, n, step):
+        return {pos + 1: log_softmax(row) for pos, row in self._decoded(tokens, 0) if pos in wanted}
+
+    def _decoded(self, tokens: Sequence[int], start: int) -> Iterator[tuple[int, np.ndarray]]:
+        """Decode ``tokens[start:]`` (the cache holds ``tokens[:start]``) a batch at a time: each position with
+        the logits that predict the token after it."""
+        n, step = len(tokens), self.model.n_batch
+        for lo in range(start, n, step):
             hi = min(n, lo + step)
             rows = self.model.decode(
                 np.asarray(tokens[lo:hi], dtype=np.int32),
@@ -165,9 +159,7 @@ class _Scorer:
                 np.ones(hi - lo, dtype=np.int8),
             )
             for j, row in enumerate(rows):
-                if lo + j in wanted:
-                    out[lo + j + 1] = log_softmax(row)
-        return out
+                yield lo + j, row
 
     def close(self) -> None:
         self.model.close()
