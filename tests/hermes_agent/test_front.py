@@ -268,6 +268,14 @@ async def test_tool_pool_mode_chooses_compute_reward_or_the_sandbox_hooks(
     await env.close()
 
 
+async def test_default_sandbox_hooks_score_with_compute_reward(tmp_path: Path) -> None:
+    # Upstream's default verify_and_score_trajectory: compute_reward with ToolContext(trajectory_id), the same sandbox.
+    env = make_env(tmp_path, group_size=1, tool_pool_mode="modal")
+    group, _ = await env.collect_trajectories(await env.get_next_item())
+    assert group is not None and group["scores"] == [1.0]
+    await env.close()
+
+
 async def test_a_failed_loop_is_logged(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -285,6 +285,13 @@ class HermesAgentBaseEnv(_HermesEnv):
         )
         agent_loop.use_environment(self)
         self._warn_about_toolsets()
+        if self._uses_sandbox_hooks():
+            logger.info(
+                "tool_pool_mode %r: setup_trajectory_workspace and verify_and_score_trajectory run in each rollout's "
+                "own sandbox on terminal_backend %r (no slot pool here)",
+                config.tool_pool_mode,
+                config.terminal_backend,
+            )
 
     # ------------------------------------------------------------------ toolsets, upstream's way
     def _warn_about_toolsets(self) -> None:
