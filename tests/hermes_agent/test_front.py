@@ -219,3 +219,78 @@ def test_upstream_tool_call_parsers() -> None:
     assert get_parser("hermes").parse("no calls") == ("no calls", None)
     with pytest.raises(KeyError, match="not found"):
         get_parser("no-such-parser")
+
+
+class HookEnv(UpstreamEnv):
+    """Upstream's older sandbox hooks, recording what they were given."""
+
+    calls: list[str]
+
+    async def setup_trajectory_workspace(self, item: Any, *, trajectory_id: str, exec_tool: Any) -> dict[str, Any]:
+        self.calls.append("setup")
+        made = await exec_tool("bash", {"command": "echo prepared > prep.txt"}, timeout=30)
+        assert made.success and made.error == "" and made.metadata == {"returncode": 0}
+        return {"dir": "."}
+
+    async def verify_and_score_trajectory(
+        self, item: Any, result: AgentResult, *, trajectory_id: str, exec_tool: Any, workspace_meta: Any = None
+    ) -> tuple[float, dict[str, Any]]:
+        self.calls.append("verify")
+        failed = await exec_tool("bash", {"command": "echo oops >&2; exit 4"})
+        assert not failed.success and failed.metadata["returncode"] == 4 and "oops" in failed.output
+        with pytest.raises(ValueError, match=r"args\['command'\]"):
+            await exec_tool("bash", {})
+        both = await exec_tool("bash", {"command": "cat prep.txt hi.txt"}, timeout=30)
+        return (0.5 if both.success and workspace_meta == {"dir": "."} else 0.0), {"checked": 1}
+
+    async def compute_reward(self, item: Any, result: AgentResult, ctx: ToolContext) -> float:
+        self.calls.append("compute_reward")
+        return await super().compute_reward(item, result, ctx)
+
+
+@pytest.mark.parametrize(
+    ("mode", "calls", "score"), [("default", ["compute_reward"], 1.0), ("nomad", ["setup", "verify"], 0.5)]
+)
+async def test_tool_pool_mode_chooses_compute_reward_or_the_sandbox_hooks(
+    tmp_path: Path, mode: str, calls: list[str], score: float
+) -> None:
+    config = HermesAgentEnvConfig(
+        tokenizer_name=str(qwen3_tokenizer_dir()), group_size=1, use_wandb=False, terminal_backend="local",
+        terminal_backend_options={"root": str(tmp_path / "ws")}, tool_pool_mode=mode,
+    )  # fmt: skip
+    server = APIServerConfig(base_url="http://127.0.0.1:9/v1", server_type="openai", api_key="", model_name="m")
+    env = HookEnv(config, [server])
+    env.server = Recorder(env.server.servers)  # type: ignore[assignment]
+    env.calls = []
+    group, _ = await env.collect_trajectories(await env.get_next_item())
+    assert env.calls == calls
+    assert group is not None and group["scores"] == [score]
+    await env.close()
+
+
+async def test_default_sandbox_hooks_score_with_compute_reward(tmp_path: Path) -> None:
+    # Upstream's default verify_and_score_trajectory: compute_reward with ToolContext(trajectory_id), the same sandbox.
+    env = make_env(tmp_path, group_size=1, tool_pool_mode="modal")
+    group, _ = await env.collect_trajectories(await env.get_next_item())
+    assert group is not None and group["scores"] == [1.0]
+    await env.close()
+
+
+async def test_a_failed_loop_is_logged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    class Broken(Recorder):
+        async def chat_completion(self, **kwargs: Any) -> ChatCompletion:
+            raise RuntimeError("the template cannot render this")
+
+    monkeypatch.setattr(terminal_tool, "_settings", terminal_tool._Settings())
+    monkeypatch.setattr(terminal_tool, "_contexts", {})
+    backend = get_backend("local", root=str(tmp_path / "ws"))
+    terminal_tool.use_environment(lambda: backend, timeout=10, background_timeout=60)
+    loop = HermesAgentLoop(server=Broken([]), tool_schemas=[], valid_tool_names=set(), task_id="t9")
+    result = await loop.run([{"role": "user", "content": "hi"}])
+    assert result.turns_used == 0 and result.failure is not None
+    assert "agent loop of task t9 failed after 0 turns" in caplog.text
+    assert "the template cannot render this" in caplog.text
+    terminal_tool.cleanup_all_environments()
+    await backend.aclose()

@@ -55,6 +55,7 @@ REPLAY = {
         {"match": "defining sq", "turns": [_shell("printf 'def sq(x): return x * x\\n' > /workspace/sq.py"), DONE]},
         {"match": "/app/hello\\.txt", "turns": [_shell("mkdir -p /app && echo hello > /app/hello.txt"), DONE]},
         {"match": "integers 1 to 10", "turns": [_shell("mkdir -p /app && echo 55 > /app/sum.txt"), DONE]},
+        {"match": "Repair the project", "turns": [_shell("mkdir -p proj && echo fixed > proj/state.txt"), DONE]},
     ]
 }  # fmt: skip
 
@@ -265,3 +266,34 @@ def test_tb2_style_env_on_docker_runs_each_task_in_its_image(work: Path, servers
         ("hello-file", 1.0, None),
         ("sum-numbers", 1.0, None),
     ]
+
+
+REPAIR = "Repair the project in ./proj: its state.txt must say fixed."
+
+
+@pytest.mark.parametrize("phase", ["openai", "vllm"])
+def test_sandbox_hook_env_scores_as_its_tool_pool_mode_says(work: Path, servers: dict[str, str], phase: str) -> None:
+    # default: compute_reward (0.05 for one tool call, once its `python` check passes on bwrap); the hooks unused.
+    default = work / f"repo_fix_default_{phase}.jsonl"
+    run_env(
+        work, "repo_fix_env/repo_fix_env.py", "process", phase, servers[phase],
+        "--env.terminal_backend", "bwrap", "--env.data_path_to_save_groups", str(default),
+    )  # fmt: skip
+    assert _scores(default) == [(REPAIR, [0.05, 0.05])]
+    # Another mode: setup_trajectory_workspace and verify_and_score_trajectory, through exec_tool, in the sandbox.
+    hooks = work / f"repo_fix_hooks_{phase}.jsonl"
+    run_env(
+        work, "repo_fix_env/repo_fix_env.py", "process", phase, servers[phase], "--env.terminal_backend", "bwrap",
+        "--env.tool_pool_mode", "nomad", "--env.data_path_to_save_groups", str(hooks),
+    )  # fmt: skip
+    assert _scores(hooks) == [(REPAIR, [1.0, 1.0])]
+
+
+def test_evaluate_with_no_system_prompt_in_phase_2(work: Path, servers: dict[str, str]) -> None:
+    # The environment sends {"role": "system", "content": None}: rendered as "" (as vLLM does), the loop runs.
+    evals = work / "repo_fix_eval"
+    run_env(
+        work, "repo_fix_env/repo_fix_env.py", "evaluate", "vllm", servers["vllm"],
+        "--env.terminal_backend", "bwrap", "--env.data_dir_to_save_evals", str(evals),
+    )  # fmt: skip
+    assert json.loads((evals / "metrics.json").read_text())["results"]["all"]["eval/avg_reward"] == 0.05

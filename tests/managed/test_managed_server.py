@@ -242,6 +242,19 @@ async def test_unknown_assistant_message_starts_a_new_branch(server_manager: Any
     assert branches[1].trajectory.num_trained == len(server.requests[1].samples[0].token_ids)
 
 
+async def test_none_content_is_rendered_as_empty_text(server_manager: Any, scripted: Any, tok: Any) -> None:
+    # hermes-agent files send {"role": "system", "content": None} when no system prompt is set; vLLM renders it "".
+    server, script = scripted
+    script.fn = lambda r: "reply"
+    async with managed_server(server_manager, tok) as m:
+        messages = [{"role": "system", "content": None}, {"role": "user", "content": "a"}]
+        await m.chat_completion(messages=messages)
+    assert messages[0]["content"] is None, "the caller's message is left as it was"
+    expected = tok.apply_chat_template([{"role": "system", "content": ""}, {"role": "user", "content": "a"}],
+                                       tokenize=False, add_generation_prompt=True)  # fmt: skip
+    assert server.requests[0].body["prompt"]["prompt_token_ids"] == tok.encode(expected, add_special_tokens=False)
+
+
 async def test_bad_arguments(server_manager: Any, tok: Any) -> None:
     async with managed_server(server_manager, tok) as m:
         with pytest.raises(ValueError, match="messages is empty"):

@@ -376,7 +376,7 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
             try:
                 # Setup is bounded by the workspace's lifetime, as the rollout once was as a whole.
                 async with asyncio.timeout(self.config.terminal_lifetime):
-                    meta = await self.setup_trajectory_workspace(item, trajectory_id=trajectory_id, exec_tool=ctx)
+                    meta = await self.prepare_workspace(item, trajectory_id, ctx)
             except TimeoutError:
                 raise RolloutFailed(
                     f"setup_trajectory_workspace of {trajectory_id} took longer than "
@@ -444,6 +444,11 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
                 await ctx.cleanup()
             except Exception:  # noqa: BLE001 - cleanup failure must not hide the rollout's outcome
                 logger.exception("cleanup of %s failed", trajectory_id)
+
+    async def prepare_workspace(self, item: Any, trajectory_id: str, ctx: Any) -> dict[str, Any] | None:
+        """The workspace hook a rollout calls before the first turn (default:
+        ``setup_trajectory_workspace(item, trajectory_id=..., exec_tool=ctx)``)."""
+        return await self.setup_trajectory_workspace(item, trajectory_id=trajectory_id, exec_tool=ctx)
 
     async def score_rollout(
         self, item: Any, result: AgentResult, ctx: Any, *, trajectory_id: str, workspace_meta: dict[str, Any]

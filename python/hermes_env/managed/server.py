@@ -331,11 +331,12 @@ class ManagedServer:
     def _template_messages(
         self, msgs: list[dict[str, Any]], keys: list[MessageKey], branch: ManagedBranch | None
     ) -> list[dict[str, Any]]:
-        """The messages as the template should see them: our replies as raw model text."""
+        """The messages as the template should see them: our replies as raw model text, and a ``content`` of
+        None as "" (as vLLM's server renders it; templates such as Qwen3's cannot render None)."""
         out = []
         for i, (m, k) in enumerate(zip(msgs, keys, strict=True)):
             if k[0] != "generated":
-                out.append(m)
+                out.append(m if m.get("content") is not None else {**m, "content": ""})
                 continue
             cids: frozenset[int] = k[1]
             if branch is not None and i < len(branch.keys) and branch.keys[i][0] == "generated":

@@ -152,6 +152,15 @@ class HermesAgentLoop:
             )
         if result.messages is not messages:  # upstream extends the caller's list
             messages[:] = result.messages
+        if result.failure is not None:
+            # Environment files read only the messages and turn count: without this line the cause is lost.
+            logger.warning(
+                "agent loop of task %s failed after %d turns (%s): %s",
+                self.task_id,
+                result.turns_used,
+                result.failure.kind,
+                result.failure.message,
+            )
         return result
 
 

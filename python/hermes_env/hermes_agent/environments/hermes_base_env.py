@@ -17,6 +17,15 @@ Where upstream and hermes_env differ, this front does as upstream does:
   ``ToolContext(task_id)`` / ``HermesAgentLoop(task_id=...)`` / ``cleanup_vm(task_id)`` reach the sandboxes of
   this environment's backend.
 
+- ``tool_pool_mode`` (default ``default``) chooses the scoring path, as in upstream's base with that field:
+  ``default`` scores with ``compute_reward(item, result, ctx)`` and never calls the sandbox hooks; any other
+  mode (upstream's ``nomad``/``modal`` slot pools) calls ``setup_trajectory_workspace(item, trajectory_id=,
+  exec_tool=)`` before the first turn and ``verify_and_score_trajectory(item, result, trajectory_id=,
+  exec_tool=, workspace_meta=)`` after the last, in the rollout's own sandbox on ``terminal_backend``;
+  ``await exec_tool(tool_name, {"command": ...}, timeout=300)`` runs the command there and answers with
+  ``.success``, ``.output``, ``.error`` and ``.metadata["returncode"]`` (:class:`ExecResult`);
+- bwrap sandboxes have a ``python`` command (python3), as upstream's sandbox images do.
+
 What this machine lacks is a command-line choice: ``terminal_backend`` modal/daytona/ssh/singularity stops the
 run at start naming ``--env.terminal_backend docker|bwrap``; a Hub dataset is replaced by
 ``--env.dataset_name PATH`` (a local folder in the same layout, or a .jsonl/.parquet file).
@@ -26,6 +35,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import inspect
 import logging
 import os
 import sys
@@ -46,12 +57,51 @@ from hermes_env.hermes_agent import model_tools
 from hermes_env.hermes_agent.environments import agent_loop
 from hermes_env.hermes_agent.environments.agent_loop import AgentResult, HermesAgentLoop
 from hermes_env.hermes_agent.environments.tool_context import ToolContext
+from hermes_env.hermes_agent.sandbox_python import with_python_command
 from hermes_env.hermes_agent.tools import terminal_tool
 from hermes_env.hermes_agent.toolset_distributions import sample_toolsets_from_distribution
 from hermes_env.tools import REGISTRY
 from hermes_env.tools.distributions import validate_distribution
 
 logger = logging.getLogger(__name__)
+
+DEFAULT_POOL_MODE = "default"
+
+
+@dataclasses.dataclass
+class ExecResult:
+    """What upstream's sandbox hooks get from ``await exec_tool(...)``."""
+
+    success: bool
+    output: str = ""
+    error: str = ""
+    metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def hook_exec_tool(ctx: Any) -> Any:
+    """Upstream's ``exec_tool(tool_name, args, timeout=300)`` for the sandbox hooks, on a rollout's ToolContext.
+
+    As upstream's, every call runs ``args["command"]`` in the rollout's terminal, whatever ``tool_name`` says
+    (``bash`` in upstream's files); ``success`` is exit code 0, ``error`` is set only on failure.
+    """
+
+    async def exec_tool(tool_name: str, args: dict[str, Any], timeout: float = 300) -> ExecResult:
+        command = args.get("command")
+        if not isinstance(command, str) or not command:
+            raise ValueError(
+                f"exec_tool({tool_name!r}, {args!r}) needs args['command'], the shell command to run in the sandbox"
+            )
+        answer = await ctx.terminal(command, timeout=float(timeout))
+        code = answer.get("exit_code", 1)
+        failed = code != 0 or getattr(answer, "timed_out", False)
+        return ExecResult(
+            success=not failed,
+            output=str(answer.get("output") or ""),
+            error=str(answer.get("error") or "") if failed else "",
+            metadata={"returncode": code},
+        )
+
+    return exec_tool
 
 
 def load_env_file(path: Path) -> bool:
@@ -161,6 +211,17 @@ class HermesAgentEnvConfig(_HermesConfig):
         "from the tokenizer's chat template.",
     )
 
+    tool_pool_mode: str = Field(
+        default=DEFAULT_POOL_MODE,
+        description="'default' scores with compute_reward; any other mode (upstream's 'nomad', 'modal') calls "
+        "setup_trajectory_workspace and verify_and_score_trajectory in the rollout's sandbox on terminal_backend.",
+    )
+
+    def backend_options(self) -> dict[str, Any]:
+        """``terminal_backend_options``, and on bwrap a ``python`` command as upstream's sandbox images have."""
+        options = dict(self.terminal_backend_options)
+        return with_python_command(options) if self.terminal_backend == "bwrap" else options
+
     @model_validator(mode="after")
     def _check_tools_and_data(self) -> HermesAgentEnvConfig:
         # Replaces hermes_env's check of the same name: no toolset combination is a configuration error here.
@@ -224,6 +285,13 @@ class HermesAgentBaseEnv(_HermesEnv):
         )
         agent_loop.use_environment(self)
         self._warn_about_toolsets()
+        if self._uses_sandbox_hooks():
+            logger.info(
+                "tool_pool_mode %r: setup_trajectory_workspace and verify_and_score_trajectory run in each rollout's "
+                "own sandbox on terminal_backend %r (no slot pool here)",
+                config.tool_pool_mode,
+                config.terminal_backend,
+            )
 
     # ------------------------------------------------------------------ toolsets, upstream's way
     def _warn_about_toolsets(self) -> None:
@@ -266,6 +334,53 @@ class HermesAgentBaseEnv(_HermesEnv):
     def _use_managed_server(self) -> bool:
         """Whether rollouts run in Phase 2 (hermes_env's managed server over ``/generate``)."""
         return self.phase == "managed"
+
+    @property
+    def backend(self) -> Any:
+        """hermes_env's backend, with the configuration's ``backend_options()``."""
+        if self._backend is None:
+            from hermes_env.backends import get_backend
+
+            self._backend = get_backend(self.config.terminal_backend, **self.config.backend_options())
+        return self._backend
+
+    # ------------------------------------------------------------------ sandbox hooks, upstream's way
+    def _uses_sandbox_hooks(self) -> bool:
+        return self.config.tool_pool_mode != DEFAULT_POOL_MODE
+
+    async def setup_trajectory_workspace(self, item: Any, *, trajectory_id: str, exec_tool: Any) -> dict[str, Any]:
+        """Upstream's hook (called when ``tool_pool_mode`` is not ``default``): prepare the sandbox; default
+        nothing. The dict returned is ``verify_and_score_trajectory``'s ``workspace_meta``."""
+        return {}
+
+    async def verify_and_score_trajectory(  # type: ignore[override]
+        self,
+        item: Any,
+        result: AgentResult,
+        *,
+        trajectory_id: str,
+        exec_tool: Any,
+        workspace_meta: dict[str, Any] | None = None,
+    ) -> tuple[float, dict[str, Any]]:
+        """Upstream's hook (called when ``tool_pool_mode`` is not ``default``): ``(reward, metadata)``; default
+        ``compute_reward`` with the trajectory's ToolContext."""
+        reward = self.compute_reward(item, result, ToolContext(trajectory_id))
+        return (await reward if inspect.isawaitable(reward) else reward), {}
+
+    async def prepare_workspace(self, item: Any, trajectory_id: str, ctx: Any) -> dict[str, Any] | None:
+        if not self._uses_sandbox_hooks():
+            return None
+        return await self.setup_trajectory_workspace(item, trajectory_id=trajectory_id, exec_tool=hook_exec_tool(ctx))
+
+    async def score_rollout(
+        self, item: Any, result: AgentResult, ctx: Any, *, trajectory_id: str, workspace_meta: dict[str, Any]
+    ) -> float | tuple[float, dict[str, Any]]:
+        if not self._uses_sandbox_hooks():
+            reward = self.compute_reward(item, result, ctx)
+            return await reward if inspect.isawaitable(reward) else reward
+        return await self.verify_and_score_trajectory(
+            item, result, trajectory_id=trajectory_id, exec_tool=hook_exec_tool(ctx), workspace_meta=workspace_meta
+        )
 
     # ------------------------------------------------------------------ rollouts
     def loop_settings(self, item: Any) -> dict[str, Any]:
@@ -368,6 +483,7 @@ class HermesAgentBaseEnv(_HermesEnv):
 
 __all__ = [
     "AgentResult",
+    "ExecResult",
     "BaseEnv",
     "HermesAgentBaseEnv",
     "HermesAgentEnvConfig",

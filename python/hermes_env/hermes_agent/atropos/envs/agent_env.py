@@ -19,9 +19,6 @@ hooks, ``AgentEnv[MyConfig]``, upstream's ``verify_and_score_trajectory`` signat
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 from urllib.parse import unquote, urlparse
@@ -35,9 +32,9 @@ from hermes_env.errors import ConfigError, EnvSetupError
 from hermes_env.hermes_agent.atropos.tools.base import ToolRegistry
 from hermes_env.hermes_agent.atropos.tools.build_registry import resolve_toolsets_leniently
 from hermes_env.hermes_agent.atropos.tools.tool_executor import ToolExecutor
-from hermes_env.isolation.bubblewrap import SANDBOX_PATH
+from hermes_env.hermes_agent.sandbox_python import python_shim, shared_dir, with_python_command
 
-__all__ = ["AgentEnv", "AgentEnvConfig", "AgentEnvConfigT"]
+__all__ = ["AgentEnv", "AgentEnvConfig", "AgentEnvConfigT", "python_shim"]
 
 
 def url_path(value: str) -> str | None:
@@ -48,30 +45,9 @@ def url_path(value: str) -> str | None:
     return str(path) if path.is_dir() else None
 
 
-def _shared_dir(name: str) -> Path:
-    """A folder under the temporary directory that the sandbox user can read (a home folder is often closed)."""
-    base = Path(tempfile.gettempdir()) / f"hermes_env-{name}-{os.getuid()}"
-    base.mkdir(mode=0o755, exist_ok=True)
-    return base
-
-
-def python_shim() -> Path | None:
-    """A folder holding ``python`` (python3), where the sandbox's PATH has no ``python``; None where it has."""
-    if shutil.which("python", path=SANDBOX_PATH) is not None:
-        return None
-    python3 = shutil.which("python3", path=SANDBOX_PATH)
-    if python3 is None:
-        return None
-    base = _shared_dir("python-shim")
-    link = base / "python"
-    if not link.is_symlink():
-        link.symlink_to(python3)
-    return base
-
-
 def git_trust_config() -> Path:
     """A git config file trusting every repository (``safe.directory = *``), in a folder of its own."""
-    path = _shared_dir("git-trust") / "gitconfig"
+    path = shared_dir("git-trust") / "gitconfig"
     if not path.is_file():
         path.write_text("[safe]\n\tdirectory = *\n")
         path.chmod(0o644)
@@ -112,12 +88,9 @@ class AgentEnvConfig(_AgentEnvConfig):
         options = super().backend_options()
         if self.terminal_backend not in ("bwrap", "sandbox"):
             return options
+        options = with_python_command(options)
         ro_paths = list(options.get("ro_paths", ()))
         env = dict(options.get("env") or {})
-        shim = python_shim()
-        if shim is not None and "PATH" not in env:
-            ro_paths.append(str(shim))
-            env["PATH"] = f"{shim}:{SANDBOX_PATH}"
         local = [url_path(value) for value in self.__dict__.values() if isinstance(value, str)]
         mirrors = [p for p in local if p is not None and p not in ro_paths]
         if mirrors:
