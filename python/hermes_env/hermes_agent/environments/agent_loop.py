@@ -21,6 +21,7 @@ from typing import Any
 from hermes_env.agent.loop import AgentResult, ToolError
 from hermes_env.agent.loop import HermesAgentLoop as _CoreLoop
 from hermes_env.agent.tool_pool import ToolWorkerPool
+from hermes_env.hermes_agent.tools import upstream_task_images
 from hermes_env.hermes_agent.tools.terminal_tool import task_context
 from hermes_env.tools import REGISTRY
 
@@ -152,6 +153,7 @@ class HermesAgentLoop:
             )
         if result.messages is not messages:  # upstream extends the caller's list
             messages[:] = result.messages
+        await upstream_task_images.agent_finished(self.task_id)  # the verifier comes next
         return result
 
 
