@@ -136,6 +136,9 @@ class ToolContext:
         #: When a list, every ``terminal`` call appends (command, result) to it: the environment sets
         #: one while the reward runs, so a view can show why a rollout scored what it did.
         self.command_log: list[tuple[str, ExecResult]] | None = None
+        #: When set, every ``terminal`` call's command goes through it first (the model's tool calls never do):
+        #: a task whose verifier needs its own tools (hermes-agent compatibility's upstream Dockerfiles) sets one.
+        self.command_wrapper: Callable[[ToolContext, str], Awaitable[str]] | None = None
 
     # -- commands --------------------------------------------------------------------------
     @awaitable_or_sync
@@ -146,7 +149,10 @@ class ToolContext:
         """Run a shell command in the workspace: ``{"output", "exit_code", "error"}`` (+ ``.ok``)."""
         self._check_open()
         limit = float(timeout or self.timeout)
-        result = await self.backend.execute(self.task_id, with_workdir(command, workdir), limit, stdin=stdin)
+        run = with_workdir(command, workdir)
+        if self.command_wrapper is not None:
+            run = await self.command_wrapper(self, run)
+        result = await self.backend.execute(self.task_id, run, limit, stdin=stdin)
         if self.command_log is not None:
             self.command_log.append((command, result))
         answer = CommandResult(terminal_answer(result, limit))

@@ -139,3 +139,27 @@ async def test_a_named_local_image_is_used_as_is(engine: ContainerEngine) -> Non
 
     assert await ImageCache(engine).resolve(ImageSpec(image=BASE_IMAGE)) == BASE_IMAGE
     assert await ImageCache(engine).resolve(None) == engine.image_id_sync(BASE_IMAGE)
+
+
+async def test_a_recipe_from_upstream_images_is_built_on_their_local_stand_ins(
+    engine: ContainerEngine, tmp_path: Path
+) -> None:
+    # debian:bookworm-slim cannot be pulled here: the image map's local Debian 12 stands in, as for Harbor tasks.
+    from hermes_env.containers.upstream_images import UpstreamImageBuilder, is_upstream_recipe
+
+    (tmp_path / "Dockerfile").write_text("FROM debian:bookworm-slim\nCOPY note.txt /etc/hermes-note\n")
+    (tmp_path / "note.txt").write_text(f"built for {tmp_path}\n")
+    assert is_upstream_recipe(tmp_path / "Dockerfile")
+    assert not is_upstream_recipe(Path(__file__).parent / "missing" / "Dockerfile")
+    (tmp_path / "other").mkdir()
+    for recipe in (RECIPE, "FROM alpine:3.20\n", "FROM scratch\n"):
+        (tmp_path / "other" / "Dockerfile").write_text(recipe)
+        assert not is_upstream_recipe(tmp_path / "other" / "Dockerfile"), recipe
+    cache = ImageCache(engine)
+    ref = await cache.resolve(ImageSpec(dockerfile=tmp_path / "Dockerfile"))
+    try:
+        assert ref == await UpstreamImageBuilder(engine).build(tmp_path)  # one implementation, one cached image
+        shown = engine.run_sync("run", "--rm", ref, "cat", "/etc/os-release", "/etc/hermes-note").text
+        assert 'VERSION_ID="12"' in shown and f"built for {tmp_path}" in shown
+    finally:
+        await remove_images(engine, ref)

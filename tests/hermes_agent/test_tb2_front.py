@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -148,3 +149,43 @@ def test_on_bwrap_tasks_run_in_the_sandbox_and_verify_as_upstream_does_phase_2(t
     }  # fmt: skip
     assert got["metrics"]["eval/pass_rate_files"] == 2 / 3
     assert "runs no images" in got["stderr"]
+
+
+BENCH = HERE / "upstream_style" / "environments" / "benchmarks" / "bench_tasks" / "bench_tasks_env.py"
+
+
+@pytest.mark.containers
+def test_upstream_style_tb2_file_verifies_in_upstream_images_offline_as_the_oracle_does(tmp_path: Path) -> None:
+    """A TB2-style file of its own (register_task_env_overrides with the Dockerfile path, then ``upload_dir('/tests')``,
+    ``bash /tests/test.sh``, ``download_dir('/logs/verifier')`` through its ToolContext): each image is built from
+    its upstream ``FROM`` on local bases, test.sh fetches uv and pytest offline from the read-only toolbox, and
+    the per-task rewards are the oracle's. tamper-verifier's "solution" rewrites pytest, plants uvx and
+    ``$HOME/.local/bin/env`` and writes reward.txt ahead: it gains nothing, as under the oracle."""
+    names = ["count-words", "wrong-solution", "tamper-verifier"]
+    tasks = tmp_path / "tasks"
+    for name in names:
+        shutil.copytree(TASKS / name, tasks / name)
+    # tamper-verifier asks what count-words asks; a first line of its own lets the replay tell the two apart
+    prompt = tasks / "tamper-verifier" / "instruction.md"
+    prompt.write_text("(the tamper-verifier task)\n" + prompt.read_text())
+    ported = tmp_path / "bench_tasks_env.py"
+    port = subprocess.run([sys.executable, "-m", "hermes_env.port", str(BENCH), "-o", str(ported)],
+                          capture_output=True, text=True, env=ENV, timeout=60, check=False)  # fmt: skip
+    assert port.returncode == 0, port.stderr
+    _export(tasks, tmp_path / "rows", names)
+    oracle = subprocess.run([sys.executable, "-m", "hermes_env.envs.harbor", "oracle", str(tasks), *names,
+                             "--out", str(tmp_path / "oracle")],
+                            capture_output=True, text=True, env=ENV, timeout=900, check=False)  # fmt: skip
+    by_oracle = {row["task"]: row["reward_after"] for row in json.loads((tmp_path / "oracle.json").read_text())}
+    assert by_oracle == {"count-words": 1.0, "wrong-solution": 0.0, "tamper-verifier": 0.0}, oracle.stdout
+    # the first matching rule answers: tamper-verifier's prompt holds count-words' whole prompt
+    rules = [{"match": re.escape(t.instruction[:60]), "turns": _shell(oracle_command(t))}
+             for t in sorted(load_tasks(tasks, names), key=lambda t: t.name != "tamper-verifier")]  # fmt: skip
+    results = tmp_path / "results.jsonl"
+    _evaluate(tmp_path, ported, rules, "openai", "--env.terminal_backend", "docker",
+              "--env.dataset_name", str(tmp_path / "rows"), "--env.test_timeout", "600",
+              "--env.force_build", "true", "--env.results_file", str(results))  # fmt: skip
+    got = {r["task_name"]: r for r in map(json.loads, results.read_text().splitlines())}
+    assert {name: (r["reward"], r["error"]) for name, r in got.items()} == {
+        name: (reward, None) for name, reward in by_oracle.items()
+    }

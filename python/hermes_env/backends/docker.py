@@ -25,7 +25,7 @@ import itertools
 import os
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -177,6 +177,7 @@ class DockerBackend(ExecutionBackend):
         self.start_timeout_s = start_timeout_s
         self._images: dict[str, ImageSpec] = {}
         self._options: dict[str, ContainerOptions] = {}
+        self._prepare: dict[str, Callable[[], Awaitable[tuple[str, ContainerOptions]]]] = {}
         self._containers: dict[str, _Container] = {}
         self._names = itertools.count()
         self._run_id = uuid.uuid4().hex[:8]
@@ -201,9 +202,21 @@ class DockerBackend(ExecutionBackend):
         return ((options.workspace if options and options.workspace else self.workspace),)
 
     # -- container lifecycle ------------------------------------------------------------------------------------------
-    def use_image(self, task_id: str, spec: ImageSpec | None, options: ContainerOptions | None = None) -> None:
+    def use_image(
+        self,
+        task_id: str,
+        spec: ImageSpec | None,
+        options: ContainerOptions | None = None,
+        *,
+        prepare: Callable[[], Awaitable[tuple[str, ContainerOptions]]] | None = None,
+    ) -> None:
         """Run ``task_id``'s container from ``spec`` (None: the backend's default image), with ``options`` over the
-        backend's settings; before its first use."""
+        backend's settings; before its first use. ``prepare``, when given, is awaited when the container starts
+        instead of resolving ``spec``: it builds what the task needs and returns the image and its options."""
+        if prepare is None:
+            self._prepare.pop(task_id, None)
+        else:
+            self._prepare[task_id] = prepare
         if task_id in self._containers:
             raise RuntimeError(f"task {task_id!r} already has a container; name its image before its first use")
         if options is not None and options.workspace is not None:
@@ -279,13 +292,18 @@ class DockerBackend(ExecutionBackend):
             await asyncio.to_thread(sweep_dead_runs)
         spec = self._images.get(task_id, self.default_image)
         options = self._options.get(task_id, ContainerOptions())
+        prepare = self._prepare.get(task_id)
+        try:
+            if prepare is not None:
+                box.image, options = await prepare()
+                self._options[task_id] = options
+            else:
+                box.image = await self.images.resolve(spec)
+        except ContainerError as exc:
+            raise ContainerLostError(f"no image for task {task_id!r}: {exc}") from exc
         box.workspace = (options.workspace or self.workspace).rstrip("/")
         box.memory_mib = options.memory_mib or self.memory_mib
         network = self.allow_network if options.allow_network is None else options.allow_network
-        try:
-            box.image = await self.images.resolve(spec)
-        except ContainerError as exc:
-            raise ContainerLostError(f"no image for task {task_id!r}: {exc}") from exc
         args = ["run", "-d", "--init", "--security-opt", "no-new-privileges"]
         args += sandbox_run_args(
             box.name, "rollout", memory_mib=box.memory_mib, max_processes=self.max_processes,
@@ -325,6 +343,7 @@ class DockerBackend(ExecutionBackend):
 
     async def cleanup(self, task_id: str) -> None:
         self._images.pop(task_id, None)
+        self._prepare.pop(task_id, None)
         self._options.pop(task_id, None)
         box = self._containers.pop(task_id, None)
         if box is not None:
@@ -336,6 +355,7 @@ class DockerBackend(ExecutionBackend):
         boxes = list(self._containers.values())
         self._containers.clear()
         self._images.clear()
+        self._prepare.clear()
         self._options.clear()
         for box in boxes:
             box.removed = True

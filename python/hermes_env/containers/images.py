@@ -6,8 +6,11 @@ A task names its image in one of two ways:
 - ``dockerfile``: a Dockerfile beside the environment (its directory is the build context). It is built once per
   content: the tag ``hermes_env/task:<hash>`` hashes the Dockerfile, every file of its context and the base
   image's id, so an edit (or a new base image) makes a new image and an unchanged recipe is never rebuilt.
-  Recipes start ``ARG HERMES_BASE_IMAGE`` / ``FROM ${HERMES_BASE_IMAGE}`` to build on the base image; any other
-  ``FROM`` works where the engine can pull it.
+  Recipes start ``ARG HERMES_BASE_IMAGE`` / ``FROM ${HERMES_BASE_IMAGE}`` to build on the base image. A recipe
+  whose ``FROM`` names upstream images the default image map covers (``python:3.13-slim-bookworm``,
+  ``debian:bookworm-slim``, ``ubuntu:24.04``, ...) is built on their local stand-ins by
+  :class:`~hermes_env.containers.upstream_images.UpstreamImageBuilder`; any other ``FROM`` works where the engine
+  can pull it.
 
 Every image built here carries the label ``hermes_env`` (``base`` or ``task``).
 """
@@ -132,6 +135,7 @@ class ImageCache:
         self._locks: dict[str, asyncio.Lock] = {}
         self._resolved: dict[ImageSpec, str] = {}
         self._failed: dict[ImageSpec, ContainerError] = {}
+        self._upstream: Any = None  # the UpstreamImageBuilder for upstream recipes, made on first use
 
     async def base(self) -> str:
         """The base image's id; a clear error when set-up has not made it."""
@@ -165,6 +169,15 @@ class ImageCache:
             self._resolved[spec] = ref
             return ref
 
+    def upstream_builder(self) -> Any:
+        """This cache's :class:`~hermes_env.containers.upstream_images.UpstreamImageBuilder` (one, so that its
+        local bases are made once and its parallel-build bound holds)."""
+        if self._upstream is None:
+            from hermes_env.containers.upstream_images import UpstreamImageBuilder
+
+            self._upstream = UpstreamImageBuilder(self.engine, build_timeout_s=self.build_timeout_s)
+        return self._upstream
+
     async def _named(self, image: str) -> str:
         if await self.engine.image_id(image) is not None:
             return image
@@ -178,6 +191,11 @@ class ImageCache:
 
     async def _built(self, spec: ImageSpec) -> str:
         assert spec.dockerfile is not None
+        if not uses_base_image(spec.dockerfile):
+            from hermes_env.containers.upstream_images import is_upstream_recipe
+
+            if await asyncio.to_thread(is_upstream_recipe, spec.dockerfile):
+                return str(await self.upstream_builder().build(spec.context, dockerfile=spec.dockerfile))
         base_id = await self.base() if uses_base_image(spec.dockerfile) else None
         digest = await asyncio.to_thread(recipe_hash, spec.dockerfile, base_id)
         tag = f"{TASK_REPOSITORY}:{digest[:24]}"

@@ -244,6 +244,16 @@ def with_packages(recipe: RewrittenRecipe, packages: Sequence[str]) -> str:
     return text
 
 
+def is_upstream_recipe(dockerfile: Path, image_map: ImageMap | None = None) -> bool:
+    """Whether ``dockerfile`` starts from upstream images that ``image_map`` (None: the default map) stands in for
+    locally: every ``FROM`` and ``COPY --from`` image is mapped, and at least one is named."""
+    try:
+        recipe = rewrite_dockerfile(dockerfile.read_text(errors="replace"), image_map or ImageMap())
+    except (OSError, ValueError):
+        return False
+    return bool(recipe.bases)
+
+
 # -- building ---------------------------------------------------------------------------------------------------------
 
 
@@ -294,11 +304,17 @@ class UpstreamImageBuilder:
         return image_id
 
     async def build(
-        self, environment_dir: Path, *, extra_packages: Sequence[str] = (), timeout_s: float | None = None
+        self,
+        environment_dir: Path,
+        *,
+        extra_packages: Sequence[str] = (),
+        timeout_s: float | None = None,
+        dockerfile: Path | None = None,
     ) -> str:
-        """The tag of ``environment_dir/Dockerfile`` built (once per content) on local bases; ``timeout_s`` bounds
-        the build of this recipe (its local bases, made once, are not counted)."""
-        dockerfile = environment_dir / "Dockerfile"
+        """The tag of ``environment_dir/Dockerfile`` (or ``dockerfile``, with ``environment_dir`` its context) built
+        (once per content) on local bases; ``timeout_s`` bounds the build of this recipe (its local bases, made
+        once, are not counted)."""
+        dockerfile = dockerfile or environment_dir / "Dockerfile"
         if not dockerfile.is_file():
             raise ImageBuildError(f"{environment_dir} has no Dockerfile; a task's environment/ needs one")
         try:

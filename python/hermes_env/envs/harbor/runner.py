@@ -11,6 +11,7 @@ import json
 import os
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from hermes_env.backends.base import ExecutionBackend
@@ -134,9 +135,7 @@ class HarborRunner:
         return PreparedTask(task, image, toolbox, options, time.monotonic() - started, notes)
 
     async def _workdir(self, image: str) -> str | None:
-        """The image's WORKDIR; None when it sets none (or ``/``, which cannot be a workspace)."""
-        result = await self.engine.run("image", "inspect", "--format", "{{.Config.WorkingDir}}", image, check=False)
-        return result.text.strip().rstrip("/") or None
+        return await image_workdir(self.engine, image)
 
     @staticmethod
     def use(backend: DockerBackend, task_id: str, prepared: PreparedTask) -> None:
@@ -175,13 +174,10 @@ class HarborRunner:
             await backend.copy_in(task_id, task.tests_dir, TESTS_DIR)
         except OSError as exc:
             return VerifyResult(None, time.monotonic() - started, "", str(exc))
-        env = {**task.config.verifier.env}
-        exports = "".join(f"export {k}={_quote(v)}; " for k, v in env.items())
-        command = (
-            f"export PATH={prepared.toolbox.shims}:\"$PATH\" PIP_NO_INDEX=1 PIP_FIND_LINKS={TOOLBOX_MOUNT}/wheels; "
-            'export HERMES_VERIFIER_CACHE="$(mktemp -d /tmp/hermes-verifier.XXXXXX)"; '
-            f"{exports}bash {TESTS_DIR}/test.sh 2>&1 | tee {VERIFIER_LOGS}/test-stdout.txt; "
-            'rm -rf "$HERMES_VERIFIER_CACHE"'
+        command = offline_verifier_command(
+            prepared.toolbox,
+            f"bash {TESTS_DIR}/test.sh 2>&1 | tee {VERIFIER_LOGS}/test-stdout.txt",
+            env=task.config.verifier.env,
         )
         result = await backend.execute(task_id, command, timeout=task.config.verifier.timeout_sec)
         output = result.output or ""
@@ -216,6 +212,24 @@ class HarborRunner:
                 pass
             return None, f"reward.json holds no reward: {data.output.strip()[:120]!r}"
         return None, "the verifier wrote neither /logs/verifier/reward.txt nor reward.json"
+
+
+async def image_workdir(engine: ContainerEngine, image: str) -> str | None:
+    """The image's WORKDIR; None when it sets none (or ``/``, which cannot be a workspace)."""
+    result = await engine.run("image", "inspect", "--format", "{{.Config.WorkingDir}}", image, check=False)
+    return result.text.strip().rstrip("/") or None
+
+
+def offline_verifier_command(toolbox: Toolbox, command: str, *, env: Mapping[str, str] | None = None) -> str:
+    """``command`` as a verifier runs it: the toolbox's shims first on PATH, pip offline at the toolbox's wheels,
+    uv's cache in a fresh directory removed afterwards, ``env`` exported; its exit status is ``command``'s."""
+    exports = "".join(f"export {k}={_quote(v)}; " for k, v in (env or {}).items())
+    return (
+        f"(export PATH={toolbox.shims}:\"$PATH\" PIP_NO_INDEX=1 PIP_FIND_LINKS={TOOLBOX_MOUNT}/wheels; "
+        'export HERMES_VERIFIER_CACHE="$(mktemp -d /tmp/hermes-verifier.XXXXXX)"; '
+        f"{exports}{{ {command}\n}}; status=$?; "
+        'rm -rf "$HERMES_VERIFIER_CACHE"; exit $status)'
+    )
 
 
 def _quote(value: str) -> str:

@@ -21,6 +21,7 @@ from typing import Any
 from hermes_env.agent.loop import AgentResult, ToolError
 from hermes_env.agent.loop import HermesAgentLoop as _CoreLoop
 from hermes_env.agent.tool_pool import ToolWorkerPool
+from hermes_env.hermes_agent.tools import upstream_task_images
 from hermes_env.hermes_agent.tools.terminal_tool import task_context
 from hermes_env.tools import REGISTRY
 
@@ -161,6 +162,7 @@ class HermesAgentLoop:
                 result.failure.kind,
                 result.failure.message,
             )
+        await upstream_task_images.agent_finished(self.task_id)  # the verifier comes next
         return result
 
 

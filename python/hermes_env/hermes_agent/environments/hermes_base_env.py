@@ -393,9 +393,7 @@ class HermesAgentBaseEnv(_HermesEnv):
 
     def make_tool_context(self, trajectory_id: str) -> Any:
         ctx = super().make_tool_context(trajectory_id)
-        image = terminal_tool.image_override(trajectory_id)
-        if image is not None and self.backend.supports_images:
-            self.backend.use_image(trajectory_id, image)
+        terminal_tool.apply_image_override(self.backend, trajectory_id, ctx)
         terminal_tool.adopt_context(trajectory_id, ctx)  # ToolContext(task_id) finds it
         return ctx
 

@@ -8,8 +8,9 @@ environment (``--env.terminal_backend``), or, with no environment running, on a 
 ``TERMINAL_ENV`` (as upstream reads it; ``local`` by default).
 
 An image override (``docker_image``, ``modal_image``, ``singularity_image``: a registry name, or the path of a
-Dockerfile, built with :mod:`hermes_env.containers`' image cache) applies on the ``docker`` backend; backends
-without images run the task without it, with one warning.
+Dockerfile, built with :mod:`hermes_env.containers`' image cache; one starting from upstream images is built on
+local bases with the verifier toolbox, see :mod:`~hermes_env.hermes_agent.tools.upstream_task_images`) applies
+on the ``docker`` backend; backends without images run the task without it, with one warning.
 """
 
 from __future__ import annotations
@@ -113,6 +114,30 @@ def image_override(task_id: str) -> ImageSpec | None:
     return None
 
 
+def apply_image_override(backend: ExecutionBackend, task_id: str, ctx: ToolContext) -> None:
+    """Run the task's sandbox from its override's image, before its first use. A Dockerfile starting from upstream
+    images (``FROM python:3.13-slim-bookworm``) is built on local bases, with the verifier toolbox that ``ctx``'s
+    own commands then run with (:mod:`~hermes_env.hermes_agent.tools.upstream_task_images`)."""
+    image = image_override(task_id)
+    if image is None:
+        return
+    if backend.supports_images:
+        if image.dockerfile is not None:
+            from hermes_env.hermes_agent.tools.upstream_task_images import use_upstream_dockerfile
+
+            if use_upstream_dockerfile(backend, task_id, image.dockerfile, ctx):
+                return
+        backend.use_image(task_id, image)  # type: ignore[attr-defined]
+    elif backend.name not in _warned_no_images:
+        _warned_no_images.add(backend.name)
+        logger.warning(
+            "task image %s (register_task_env_overrides) is not used: terminal_backend %r runs no images; "
+            "tasks run in its sandbox with the host's tools (--env.terminal_backend docker runs the images)",
+            image.describe(),
+            backend.name,
+        )
+
+
 def _prune_closed() -> None:
     """Forget contexts already cleaned up (the environment cleans its rollouts' own; caller holds the lock)."""
     for task_id in [t for t, ctx in _contexts.items() if ctx._closed]:
@@ -139,24 +164,13 @@ def task_context(task_id: str) -> ToolContext:
             return ctx
         _prune_closed()
         backend = _backend()
-        image = image_override(task_id)
-        if image is not None:
-            if backend.supports_images:
-                backend.use_image(task_id, image)
-            elif backend.name not in _warned_no_images:
-                _warned_no_images.add(backend.name)
-                logger.warning(
-                    "task image %s (register_task_env_overrides) is not used: terminal_backend %r runs no images; "
-                    "tasks run in its sandbox with the host's tools (--env.terminal_backend docker runs the images)",
-                    image.describe(),
-                    backend.name,
-                )
         kwargs: dict[str, Any] = {"background_timeout": _settings.background_timeout}
         if _settings.timeout is not None:
             kwargs["timeout"] = _settings.timeout
         if "cwd" in _task_env_overrides.get(task_id, {}):
             logger.debug("task %s: the cwd override is not applied; commands start in the workspace", task_id)
         ctx = ToolContext(task_id, backend, **kwargs)
+        apply_image_override(backend, task_id, ctx)
         _contexts[task_id] = ctx
     if _settings.on_context is not None:
         _settings.on_context(task_id, ctx)
@@ -172,8 +186,15 @@ def cleanup_vm(task_id: str, *, force: bool = False) -> None:
     """Destroy the task's sandbox and stop what runs in it (idempotent; ``force`` accepted as upstream's)."""
     with _lock:
         ctx = _contexts.pop(task_id, None)
+    _forget_upstream_image(task_id)
     if ctx is not None:
         ctx.cleanup()
+
+
+def _forget_upstream_image(task_id: str) -> None:
+    from hermes_env.hermes_agent.tools.upstream_task_images import forget
+
+    forget(task_id)
 
 
 def cleanup_all_environments(*, force: bool = False) -> int:
@@ -196,6 +217,7 @@ async def cleanup_all_environments_async() -> int:
         contexts = list(_contexts.items())
         _contexts.clear()
     for task_id, ctx in contexts:
+        _forget_upstream_image(task_id)
         try:
             await ctx.cleanup()
         except Exception:  # noqa: BLE001 - one failed cleanup must not keep the others alive

@@ -46,6 +46,7 @@ class BenchTasksConfig(HermesAgentEnvConfig):
     dataset_name: str = Field(default="someone/bench-tasks")
     test_timeout: int = Field(default=60)
     results_file: str | None = Field(default=None, description="jsonl of per-task results")
+    force_build: bool = Field(default=False, description="build from environment_tar even when docker_image is set")
 
 
 class BenchTasksEnv(HermesAgentBaseEnv):
@@ -94,7 +95,7 @@ class BenchTasksEnv(HermesAgentBaseEnv):
         return None, []
 
     def _image(self, item: dict[str, Any]) -> tuple[str, Path | None]:
-        if item.get("docker_image"):
+        if item.get("docker_image") and not (self.config.force_build and item.get("environment_tar")):
             return item["docker_image"], None
         folder = Path(tempfile.mkdtemp(prefix="bench-env-"))
         unpack(item["environment_tar"], folder)
