@@ -9,6 +9,9 @@ callers catch, e.g. ``WorkspacePathError`` is a ``PermissionError``)::
     │   └── InferenceServerUnreachable
     ├── ConfigError                   a dataset, phase or option that cannot be used as given
     │   ├── DatasetError
+    │   │   └── HarborTaskError       a Harbor task folder that cannot be read
+    │   ├── PortError                 an upstream file that cannot be ported
+    │   ├── ReplayFileError           a scripted policy's replay file that cannot be used
     │   ├── PhaseError
     │   ├── TokenizerUnavailable      also an OSError, as Hugging Face's own loading errors are
     │   └── GGUFError                 a model file that is not a readable GGUF, or a tokenizer it cannot give
@@ -27,6 +30,8 @@ callers catch, e.g. ``WorkspacePathError`` is a ``PermissionError``)::
     │   ├── EngineUnavailableError    no engine answers (also a BackendUnavailableError)
     │   ├── EngineCommandError        one engine command failed
     │   ├── ImageBuildError           a task's image recipe failed to build
+    │   │   └── UvUnavailableError    uv's wheel could not be fetched
+    │   ├── ToolboxError              a verifier toolbox could not be provisioned
     │   ├── ImageUnavailableError     a named image is neither local nor pullable
     │   ├── ContainerLostError        a rollout's container could not start, died, or was out of memory
     │   │                             (also a BackendFailure)
@@ -77,6 +82,18 @@ class ConfigError(HermesEnvError, ValueError):
 
 class DatasetError(ConfigError):
     """A dataset that cannot be used as given (missing file, bad line, missing prompt field)."""
+
+
+class PortError(ConfigError):
+    """An upstream file that cannot be ported (not Python, or an import that cannot be resolved)."""
+
+
+class ReplayFileError(ConfigError):
+    """A replay file that cannot be used; the message names the file, the rule and the field."""
+
+
+class HarborTaskError(DatasetError):
+    """A Harbor task directory that cannot be read."""
 
 
 class PhaseError(ConfigError):
@@ -231,6 +248,14 @@ class ImageBuildError(ContainerError):
     """A task image could not be built (the message has the end of the build log and where the whole log is)."""
 
 
+class UvUnavailableError(ImageBuildError):
+    """uv's wheel could not be fetched from PyPI."""
+
+
+class ToolboxError(ContainerError):
+    """What a task's test.sh needs could not be provisioned into its verifier toolbox."""
+
+
 class ImageUnavailableError(ContainerError):
     """An image named by a task is not present and could not be pulled."""
 
@@ -283,6 +308,11 @@ ERROR_KINDS: tuple[str, ...] = tuple(
 )
 
 __all__ = [
+    "UvUnavailableError",
+    "ToolboxError",
+    "ReplayFileError",
+    "PortError",
+    "HarborTaskError",
     "BackendFailure",
     "BackendUnavailableError",
     "ChannelClosedError",

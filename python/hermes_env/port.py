@@ -41,6 +41,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from hermes_env.errors import PortError
+
 __all__ = [
     "DEFAULT_PACKAGE",
     "TARGET_PACKAGE",
@@ -77,9 +79,6 @@ _FRAMEWORK_MODULES = frozenset({
 })  # fmt: skip
 _FRAMEWORK_PACKAGES = ("tools.", "environments.tool_call_parsers.", "atropos.")
 
-
-class PortError(ValueError):
-    """A file that cannot be ported (not Python, or an import that cannot be resolved)."""
 
 
 def resolve_module(module: str | None, level: int, package: str) -> str:

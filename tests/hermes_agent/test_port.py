@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from hermes_env.errors import PortError
 from hermes_env.port import (
     DEFAULT_PACKAGE,
-    PortError,
     infer_package,
     is_framework_module,
     map_module,

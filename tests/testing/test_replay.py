@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hermes_env.testing.replay import ReplayFileError, ReplayPolicy
+from hermes_env.errors import ReplayFileError
+from hermes_env.testing.replay import ReplayPolicy
 from hermes_env.testing.scripted_openai import ScriptedOpenAIServer
 from hermes_env.tools import REGISTRY
 

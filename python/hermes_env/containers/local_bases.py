@@ -38,7 +38,7 @@ from pathlib import Path
 
 from hermes_env.containers.engine import LABEL, ContainerEngine
 from hermes_env.containers.images import cache_dir
-from hermes_env.errors import ImageBuildError
+from hermes_env.errors import ImageBuildError, UvUnavailableError
 
 RECIPE_LABEL = "hermes_env.recipe"
 _RECIPE_VERSION = "local base v1"
@@ -454,9 +454,6 @@ def ensure_relocatable_python(engine: ContainerEngine, version: str) -> Path:
 
 # -- uv (astral's ghcr.io/astral-sh/uv images hold /uv and /uvx; PyPI's uv wheel holds the same binaries) ---------
 
-
-class UvUnavailableError(ImageBuildError):
-    """uv's wheel could not be fetched from PyPI."""
 
 
 @dataclass(frozen=True, slots=True)

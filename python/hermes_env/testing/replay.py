@@ -43,6 +43,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from hermes_env.errors import ReplayFileError
+
 __all__ = [
     "GenerateResponder",
     "ReplayFileError",
@@ -53,9 +55,6 @@ __all__ = [
     "ReplayTurn",
 ]
 
-
-class ReplayFileError(ValueError):
-    """A replay file that cannot be used; the message names the file, the rule and the field."""
 
 
 class _Strict(BaseModel):

@@ -6,7 +6,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hermes_env.envs.harbor.task import HarborTaskError, load_task, load_tasks
+from hermes_env.envs.harbor.task import load_task, load_tasks
+from hermes_env.errors import HarborTaskError
 
 TASKS = Path(__file__).parent / "tasks"
 

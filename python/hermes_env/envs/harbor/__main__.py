@@ -36,7 +36,8 @@ def demo(argv: list[str]) -> None:
     solution as a terminal call (sometimes a wrong command instead, so rewards vary); no model."""
     from hermes_env.envs.harbor.env import HarborEnv
     from hermes_env.envs.harbor.scripted import scripted_rows
-    from hermes_env.envs.harbor.task import HarborTaskError, load_tasks
+    from hermes_env.envs.harbor.task import load_tasks
+    from hermes_env.errors import HarborTaskError
     from hermes_env.testing.demo import DemoPolicyOption, run_demo
 
     if not argv or argv[0].startswith("-"):

@@ -22,7 +22,8 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
-from hermes_env.envs.harbor.task import HarborTask, HarborTaskError, load_tasks
+from hermes_env.envs.harbor.task import HarborTask, load_tasks
+from hermes_env.errors import HarborTaskError
 
 SHARD = "data/train-00000-of-00001.parquet"
 

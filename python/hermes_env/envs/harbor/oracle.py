@@ -23,8 +23,8 @@ from hermes_env.backends.docker import DockerBackend
 from hermes_env.containers.engine import detect_engine
 from hermes_env.containers.upstream_images import ImageMap
 from hermes_env.envs.harbor.runner import HarborRunner, PreparedTask, network_failure, tail
-from hermes_env.envs.harbor.task import HarborTask, HarborTaskError, load_tasks
-from hermes_env.errors import ContainerError
+from hermes_env.envs.harbor.task import HarborTask, load_tasks
+from hermes_env.errors import ContainerError, HarborTaskError
 
 PASS, FAIL, NO_SOLUTION = "pass", "fail", "no-solution"
 CONTAINER_FAILED = "the container failed"

@@ -21,12 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from hermes_env.errors import DatasetError
-
-
-class HarborTaskError(DatasetError):
-    """A Harbor task directory that cannot be read."""
-
+from hermes_env.errors import HarborTaskError
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*$", re.I)
 _UNIT_MB = {"": 1 / (1024 * 1024), "K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}

@@ -36,7 +36,7 @@ from pathlib import Path
 from hermes_env.containers.engine import ContainerEngine
 from hermes_env.containers.images import cache_dir
 from hermes_env.containers.local_bases import ensure_relocatable_python, locked, uv_binaries
-from hermes_env.errors import ImageBuildError
+from hermes_env.errors import ImageBuildError, ToolboxError
 
 TOOLBOX_MOUNT = "/opt/hermes-verifier"
 DEFAULT_UV_VERSION = "0.9.5"
@@ -47,9 +47,6 @@ _PLATFORMS = ("manylinux_2_36_x86_64", "manylinux_2_28_x86_64", "manylinux_2_17_
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*(?:\[[A-Za-z0-9,._-]+\])?)==([A-Za-z0-9._+!-]+)$")
 _UV_URL = re.compile(r"https://astral\.sh/uv/(?:(\d+\.\d+\.\d+)/)?install\.sh")
 
-
-class ToolboxError(RuntimeError):
-    """What a test.sh needs could not be provisioned."""
 
 
 @dataclass
