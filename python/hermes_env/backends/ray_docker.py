@@ -166,6 +166,8 @@ class RayDockerBackend(ExecutionBackend):
         self.nodes: dict[str, _Node] = {}
         self._placed: dict[str, _Node] = {}
         self._load: Counter[str] = Counter()
+        #: Rollouts placed on each node so far (kept after aclose: what ran where).
+        self.placed_total: Counter[str] = Counter()
         self._pending: dict[str, tuple[str, tuple[Any, ...]]] = {}
         self._workspaces: dict[str, str] = {}
         self._connected_here = False
@@ -220,6 +222,7 @@ class RayDockerBackend(ExecutionBackend):
                 await self.start_nodes()
             node = self._placed[task_id] = self._choose()
             self._load[node.node_id] += 1
+            self.placed_total[node.node_id] += 1
             pending = self._pending.pop(task_id, None)
             if pending is not None:
                 await self._remote(task_id, node, pending[0], *pending[1])

