@@ -31,6 +31,7 @@ from hermes_env.backends.base import ExecutionBackend
 from hermes_env.containers.images import ImageSpec
 from hermes_env.errors import ContainerLostError
 from hermes_env.isolation.result import ExecResult
+from hermes_env.isolation.roots import RunRoot
 from hermes_env.sandbox.launchers.ray import alive_nodes, connect, ray
 
 #: The label on each container naming the Ray node whose actor started it.
@@ -72,7 +73,9 @@ class _NodeDockerActor:
         self._thread.start()
         self.backend = DockerBackend(**options, labels={NODE_LABEL: node_id})
         self.node_id = node_id
-        self._files = Path(tempfile.mkdtemp(prefix="hermes_env-raydocker-"))
+        # The task folders copied here; a root of a run, so a killed actor's is swept by the node's next run.
+        self._root = RunRoot("raydocker", mode=0o700)
+        self._files = self._root.path
         self._harbor: Any = None  # HarborRunner, made on the first prepare
         self._prepared: dict[str, Any] = {}
 
@@ -144,7 +147,7 @@ class _NodeDockerActor:
     def aclose(self) -> None:
         self._run(self.backend.aclose())
         self._loop.call_soon_threadsafe(self._loop.stop)
-        shutil.rmtree(self._files, ignore_errors=True)
+        self._root.remove()
 
 
 class _Node:
@@ -172,6 +175,13 @@ class RayDockerBackend(ExecutionBackend):
         self._workspaces: dict[str, str] = {}
         self._connected_here = False
         self._started: asyncio.Lock | None = None
+
+    @property
+    def engine(self) -> Any:
+        raise RuntimeError(
+            "the docker backend over a Ray cluster has no container engine on this machine (each node runs its own); "
+            "an environment that builds images itself cannot use ray_address: drop it from terminal_backend_options"
+        )
 
     def describe(self) -> str:
         alive = sum(1 for n in self.nodes.values() if n.dead is None)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import tempfile
 from collections import Counter
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from hermes_env.containers.engine import sweep_leftovers
 from hermes_env.envs.harbor.runner import HarborRunner, PreparedTask
 from hermes_env.envs.harbor.task import load_tasks
 from hermes_env.errors import ContainerLostError
+from hermes_env.isolation.roots import sweep_dead_roots
 
 from tests.sandbox.ray_loopback_cluster import ray_cluster
 
@@ -102,6 +104,8 @@ async def test_task_containers_spread_and_a_dead_node_fails_only_its_rollouts(ra
     assert set(left) <= {victim} and left[victim] == 2, left
     await asyncio.to_thread(sweep_leftovers, detect_engine(None))
     assert not _containers_by_node(nodes)
+    sweep_dead_roots()  # and the dead actor's directory of task files (the live one removed its own)
+    assert not list(Path(tempfile.gettempdir()).glob("hermes-raydocker-*"))
 
 
 async def test_harbor_env_scores_groups_over_the_cluster(ray_cluster: str, tmp_path: Path) -> None:
@@ -141,3 +145,4 @@ async def test_harbor_env_scores_groups_over_the_cluster(ray_cluster: str, tmp_p
     placed = backend.placed_total
     assert len(placed) == 2 and sum(placed.values()) >= 4, placed  # both nodes ran rollouts
     assert not _containers_by_node(set(placed))
+    assert not list(Path(tempfile.gettempdir()).glob("hermes-raydocker-*"))
