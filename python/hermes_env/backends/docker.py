@@ -150,6 +150,7 @@ class DockerBackend(ExecutionBackend):
         transport: Transport = "auto",
         start_timeout_s: float = 120.0,
         image_build_timeout_s: float = 900.0,
+        labels: dict[str, str] | None = None,
         limits: ResourceLimits | Mapping[str, Any] | None = None,
         **limit_options: Any,
     ) -> None:
@@ -167,6 +168,7 @@ class DockerBackend(ExecutionBackend):
         self.cpus = cpus
         self.workspace = workspace.rstrip("/")
         self.extra_env = dict(env or {})
+        self.labels = dict(labels or {})  # extra labels on each container (e.g. the Ray node it runs for)
         self.transport = ("exec" if _remote_engine() else "channel") if transport == "auto" else transport
         self.memory_mib = int(self.limits.memory_bytes) // MiB
         self.max_processes = self.limits.max_processes
@@ -182,6 +184,23 @@ class DockerBackend(ExecutionBackend):
         self._names = itertools.count()
         self._run_id = uuid.uuid4().hex[:8]
         self._root: RunRoot | None = None
+
+    @classmethod
+    def accepted_options(cls) -> list[str]:
+        return sorted([*super().accepted_options(), "ray_address"])
+
+    @classmethod
+    def from_options(cls, **options: Any) -> ExecutionBackend:
+        """With ``ray_address`` (a Ray cluster's address, or ``auto``): the containers spread over the cluster's
+        nodes, each node running them on its own engine (:class:`~hermes_env.backends.ray_docker.RayDockerBackend`,
+        given the other options for every node)."""
+        ray_address = options.pop("ray_address", None)
+        if ray_address is None:
+            return super().from_options(**options)
+        super().from_options(**options)  # the options are checked here, before any node is asked
+        from hermes_env.backends.ray_docker import RayDockerBackend
+
+        return RayDockerBackend(ray_address=ray_address, node_options=options)
 
     @classmethod
     def is_available(cls) -> bool:
@@ -309,6 +328,8 @@ class DockerBackend(ExecutionBackend):
             box.name, "rollout", memory_mib=box.memory_mib, max_processes=self.max_processes,
             cpus=options.cpus or self.cpus, allow_network=network,
         )  # fmt: skip
+        for key, value in self.labels.items():
+            args += ["--label", f"{key}={value}"]
         for key, value in {**_DEFAULT_ENV, **self.extra_env, **dict(options.env)}.items():
             args += ["--env", f"{key}={value}"]
         for host, inside in options.mounts:

@@ -7,6 +7,10 @@ and the usual tools, and the reward is the task's own verifier, run as Harbor ru
 ``allow_internet``, ``[environment.env]``, ``[agent].timeout_sec`` (the rollout's time limit) and
 ``[verifier].timeout_sec`` are honoured; what is not (``storage_mb``, ``gpus``, MCP servers) is logged at start.
 A task whose image does not build is left out at start, with the end of its build log.
+
+With ``--env.terminal_backend_options '{"ray_address": ...}'`` the containers spread over a Ray cluster
+(:mod:`hermes_env.backends.ray_docker`): every node builds the task images on its own engine, each rollout runs on
+one node, and a node that dies fails only its rollouts.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from hermes_env.env.config import HermesAgentEnvConfig
 from hermes_env.env.dataset import DatasetError
 from hermes_env.env.run_modes import EvalOutcome
 from hermes_env.envs._common import TaskFileEnv
-from hermes_env.envs.harbor.runner import HarborRunner, PreparedTask
+from hermes_env.envs.harbor.runner import FALLBACK_WORKDIR, HarborRunner, PreparedTask
 from hermes_env.envs.harbor.task import HarborTask, load_tasks
 from hermes_env.errors import ContainerError
 
@@ -92,12 +96,16 @@ class HarborEnv(TaskFileEnv):
             )
         names = [n.strip() for n in (self.config.task_names or "").split(",") if n.strip()] or None
         tasks = load_tasks(self.config.tasks_dir, names)
-        runner = HarborRunner(
-            self.backend.engine, image_map=ImageMap(entries=self.config.image_map_entries()),
-            max_parallel_builds=self.config.max_parallel_builds,
-        )  # fmt: skip
-        self.runner = runner
-        results = await asyncio.gather(*(runner.prepare(t) for t in tasks), return_exceptions=True)
+        if self._on_ray:  # built on every node of the cluster, by each node
+            results = await self.backend.prepare_harbor(
+                tasks, image_map=self.config.image_map_entries(), max_parallel_builds=self.config.max_parallel_builds
+            )
+        else:
+            runner = HarborRunner(
+                self.backend.engine, image_map=ImageMap(entries=self.config.image_map_entries()),
+                max_parallel_builds=self.config.max_parallel_builds,
+            )  # fmt: skip
+            results = await asyncio.gather(*(runner.prepare(t) for t in tasks), return_exceptions=True)
         self.harbor_tasks, self.prepared = {}, {}
         for task, result in zip(tasks, results, strict=True):
             if isinstance(result, BaseException):
@@ -123,8 +131,18 @@ class HarborEnv(TaskFileEnv):
         self._cursor = 0
         logger.info("harbor: %d of %d tasks ready in %s", len(self.tasks), len(tasks), self.config.tasks_dir)
 
+    @property
+    def _on_ray(self) -> bool:
+        """Whether the backend spreads containers over a Ray cluster (a RayDockerBackend; not imported here, so
+        that a run without Ray never imports it)."""
+        return hasattr(self.backend, "prepare_harbor")
+
     def use_task_image(self, item: dict[str, Any], trajectory_id: str) -> None:
-        HarborRunner.use(self.backend, trajectory_id, self.prepared[item["id"]])
+        prepared = self.prepared[item["id"]]
+        if self._on_ray:
+            self.backend.use_harbor_task(trajectory_id, item["id"], prepared.options.workspace or FALLBACK_WORKDIR)
+        else:
+            HarborRunner.use(self.backend, trajectory_id, prepared)
 
     def loop_settings(self, item: Any) -> dict[str, Any]:
         """The task's ``[agent].timeout_sec`` bounds its rollout."""
@@ -135,7 +153,7 @@ class HarborEnv(TaskFileEnv):
         self, item: Any, result: AgentResult, ctx: Any, *, trajectory_id: str, workspace_meta: dict[str, Any]
     ) -> float | tuple[float, dict[str, Any]]:
         task = self.harbor_tasks[item["id"]]
-        verified = await self.runner.verify(self.backend, trajectory_id, task, self.prepared[task.name])
+        verified = await HarborRunner.verify(self.backend, trajectory_id, task, self.prepared[task.name])
         metadata = {"verifier_seconds": round(verified.seconds, 1)}
         if verified.error:
             metadata["verifier_error"] = verified.error

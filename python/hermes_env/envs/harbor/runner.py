@@ -141,7 +141,8 @@ class HarborRunner:
     def use(backend: DockerBackend, task_id: str, prepared: PreparedTask) -> None:
         backend.use_image(task_id, ImageSpec(image=prepared.image), prepared.options)
 
-    async def solve(self, backend: DockerBackend, task_id: str, task: HarborTask) -> SolveResult:
+    @staticmethod
+    async def solve(backend: DockerBackend, task_id: str, task: HarborTask) -> SolveResult:
         """Harbor's oracle agent: ``solution/`` copied to ``/solution``, ``bash /solution/solve.sh`` run."""
         assert task.solution_dir is not None
         started = time.monotonic()
@@ -156,9 +157,8 @@ class HarborRunner:
             network_failure=None if ok else network_failure(output),
         )  # fmt: skip
 
-    async def verify(
-        self, backend: DockerBackend, task_id: str, task: HarborTask, prepared: PreparedTask
-    ) -> VerifyResult:
+    @staticmethod
+    async def verify(backend: DockerBackend, task_id: str, task: HarborTask, prepared: PreparedTask) -> VerifyResult:
         """The task's verifier as Harbor runs it, with no network: ``tests/`` copied to ``/tests``, ``bash
         /tests/test.sh`` with the toolbox's shims first on PATH, the reward from ``/logs/verifier/reward.txt`` (a
         number) or ``reward.json`` (its ``reward`` value, else the mean of its values)."""
@@ -184,7 +184,7 @@ class HarborRunner:
         if result.timed_out:
             return VerifyResult(0.0, time.monotonic() - started, output,
                                 f"the verifier ran past its {task.config.verifier.timeout_sec:g}s")  # fmt: skip
-        reward, error = await self.read_reward(backend, task_id)
+        reward, error = await HarborRunner.read_reward(backend, task_id)
         return VerifyResult(reward, time.monotonic() - started, output, error)
 
     @staticmethod

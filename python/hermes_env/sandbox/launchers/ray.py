@@ -41,6 +41,29 @@ except ImportError:  # pragma: no cover - exercised only without ray installed
     ray = None
 
 
+def connect(address: str | None) -> bool:
+    """Connect this process to the Ray cluster at ``address`` (None: ``auto``) unless it already is; whether it
+    connected now (then the caller shuts Ray down when done). WorkerStartError saying how to start one."""
+    if ray is None:
+        raise WorkerStartError("running on a Ray cluster needs Ray: pip install 'hermes_env[cluster]'")
+    if ray.is_initialized():
+        return False
+    address = address or "auto"
+    try:
+        ray.init(address=address, logging_level="WARNING", log_to_driver=False)
+    except Exception as exc:
+        raise WorkerStartError(
+            f"could not connect to the Ray cluster at {address!r}: {exc}; start one with "
+            "`ray start --head`, or name a running one with ray_address (in env.terminal_backend_options)"
+        ) from exc
+    return True
+
+
+def alive_nodes() -> list[str]:
+    """The ids of the cluster's alive nodes."""
+    return [n["NodeID"] for n in ray.nodes() if n.get("Alive")]
+
+
 class _SandboxWorkerActor:
     """Runs on a Ray node (an async actor): a ``local`` launcher worker there owns the sandbox server."""
 
@@ -162,16 +185,7 @@ class RayLauncher(WorkerLauncher):
     @property
     def actor_class(self) -> Any:
         if self._actor_class is None:
-            if not ray.is_initialized():
-                address = self.config.ray_address or "auto"
-                try:
-                    ray.init(address=address, logging_level="WARNING", log_to_driver=False)
-                except Exception as exc:
-                    raise WorkerStartError(
-                        f"could not connect to the Ray cluster at {address!r}: {exc}; start one with "
-                        "`ray start --head`, or name a running one with ray_address (in env.terminal_backend_options)"
-                    ) from exc
-                self._connected_here = True
+            self._connected_here = connect(self.config.ray_address)
             self._actor_class = ray.remote(_SandboxWorkerActor)
         return self._actor_class
 
@@ -180,7 +194,7 @@ class RayLauncher(WorkerLauncher):
         _ = self.actor_class  # connects
         if self.config.ray_placement == "spread":
             return None
-        nodes = [n["NodeID"] for n in ray.nodes() if n.get("Alive")]
+        nodes = alive_nodes()
         if not nodes:
             return None
         node = min(nodes, key=lambda n: (self._counts[n], n))
