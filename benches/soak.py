@@ -53,20 +53,16 @@ from hermes_env.isolation.process import children
 from hermes_env.isolation.users import MAX_UID_BLOCKS, SLOT_UID_BASE, UID_BLOCK, _process_uids
 from hermes_env.resources import qwen3_tokenizer
 from hermes_env.testing.policies import SolutionPolicy, think, tool_call_text
-from hermes_env.testing.scripted_vllm import ScriptedFault, ScriptedVLLMServer
+from hermes_env.testing.scripted_vllm import FAULT_KINDS, ScriptedFault, ScriptedVLLMServer
 from hermes_env.testing.trainer_stub import MASKED, check_batch, register
 
 REPO = Path(__file__).resolve().parents[1]
-# Garbage a policy server may answer, each of which must get the group dropped whole.
-POLICY_FAULTS = (
-    "non_json",
-    "missing_logprobs",
-    "empty_logprob_entry",
-    "negative_token_id",
-    "out_of_vocab_token_id",
-    "nan_logprob",
-    "positive_logprob",
-    "bad_finish_reason",
+# Garbage a policy server may answer, each of which must get the group dropped whole: the scripted server's
+# fault kinds less the transport and timing ones (restarts stand for those here).
+POLICY_FAULTS = tuple(
+    kind
+    for kind in FAULT_KINDS
+    if kind not in {"http_500", "empty_completion", "abort", "drop_connection", "slow", "hang"}
 )
 HOSTILE_COMMANDS = {
     "fork_bomb": "bomb() { bomb | bomb & }; bomb",
