@@ -187,7 +187,7 @@ def list_environments(argv: Sequence[str]) -> int:
             continue
         print(env.name)
         # Package docstrings start "NAME: ..."; the name is already the heading.
-        print(f"  {description(env_cls).removeprefix(f'{env.name}: ')}")
+        print(f"  {description(env_cls).removeprefix(f'{env.name}: ') or '(no docstring)'}")
         print(f"  module: {env.value} (from {env.distribution})")
         print(f"  run:    {how_to_run(env)}")
     for name in sorted({env.name for env in environments}):
