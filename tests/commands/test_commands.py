@@ -175,11 +175,12 @@ def test_run_hands_an_environment_package_its_arguments(installed: Path, capsys:
     with pytest.raises(SystemExit) as exit_info:
         main(["run", "terminal_tasks", "--help"])
     assert exit_info.value.code == 0
-    assert "python -m hermes_env.envs.terminal_tasks {serve,process,evaluate,demo}" in capsys.readouterr().out
+    package = SHIPPED["terminal_tasks"].partition(":")[0]
+    assert f"usage: python -m {package} {{serve,process,evaluate,demo}}" in capsys.readouterr().out
     with pytest.raises(SystemExit) as exit_info:
         main(["run", "harbor", "oracle", "--help"])
     assert exit_info.value.code == 0
-    assert capsys.readouterr().out.startswith("usage: python -m hermes_env.envs.harbor oracle")
+    assert capsys.readouterr().out.startswith(f"usage: python -m {SHIPPED['harbor'].partition(':')[0]} oracle")
 
 
 def test_run_calls_a_third_party_environment_s_cli(

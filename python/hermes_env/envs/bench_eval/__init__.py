@@ -1,4 +1,4 @@
-"""bench_eval: evaluation-only question answering over sandboxed files."""
+"""bench_eval: evaluation-only question answering over sandboxed files (see env.py)."""
 
 from hermes_env.envs.bench_eval.env import BenchEvalConfig, BenchEvalEnv, extract_answer
 

@@ -1,4 +1,4 @@
-"""swe_lite: small Python repositories with one bug each; reward from hidden tests."""
+"""swe_lite: small Python repositories with one bug each; reward from hidden tests (see env.py)."""
 
 from hermes_env.envs.swe_lite.env import SweLiteConfig, SweLiteEnv
 

@@ -1,4 +1,4 @@
-"""terminal_tasks: shell/file tasks with verifiable rewards."""
+"""terminal_tasks: shell/file tasks with verifiable rewards (see env.py)."""
 
 from hermes_env.envs.terminal_tasks.env import TerminalTasksConfig, TerminalTasksEnv
 
