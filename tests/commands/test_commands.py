@@ -95,7 +95,7 @@ def test_list_shows_the_shipped_environments_and_a_third_party_one(
         assert f"hermes-env run {name} serve|process|evaluate" in out
     assert "module: hermes_env_test_thirdparty:ThirdPartyEnv (from sheep-envs)" in out
     assert "  Counts sheep in a sandbox.\n" in out  # the class's docstring
-    assert "  shell and file tasks" in out  # terminal_tasks' package docstring, less its "terminal_tasks: "
+    assert "  shell and file tasks" in out  # its module's docstring, less its "terminal_tasks: "
 
 
 def test_a_bad_entry_point_is_named_and_does_not_hide_the_others(
