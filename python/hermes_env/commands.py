@@ -99,18 +99,20 @@ class Environment:
         return f"{self.name} = {self.value!r} (registered by {self.distribution})"
 
 
-class EntryPointError(Exception):
-    """An environment entry point that cannot be found or loaded; the message says which and what to do."""
+class _EntryPointError(Exception):
+    """An environment entry point that cannot be found or loaded; the message says which and what to do.
+
+    Private: ``main`` prints it as one ``error:`` line; it never leaves this module."""
 
 
 def installed_environments() -> list[Environment]:
-    """Every entry of the group, in name order; EntryPointError if hermes_env's own are missing (a stale install)."""
+    """Every entry of the group, in name order; _EntryPointError if hermes_env's own are missing (a stale install)."""
     found = []
     for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         dist = entry.dist.name if entry.dist is not None else "an unknown distribution"
         found.append(Environment(entry.name, entry.value, dist))
-    if not any(env.distribution == "hermes_env" for env in found):
-        raise EntryPointError(
+    if not any(env.distribution.replace("-", "_").lower() == "hermes_env" for env in found):
+        raise _EntryPointError(
             f"hermes_env's installed metadata registers no environment in the {ENTRY_POINT_GROUP!r} entry-point "
             "group: it was installed from an older checkout; run bash scripts/setup.sh again"
         )
@@ -123,19 +125,19 @@ def load_environment(env: Environment) -> type[Any]:
 
     module, _, attribute = env.value.partition(":")
     if not module.strip() or not attribute.strip():
-        raise EntryPointError(
+        raise _EntryPointError(
             f"environment entry point {env.describe()} is not 'module:EnvClass'; fix it in {env.distribution}'s "
             "package metadata"
         )
     try:
         obj = importlib.metadata.EntryPoint(env.name, env.value, ENTRY_POINT_GROUP).load()
     except Exception as err:  # any import-time failure of a third-party module: report it, keep the others
-        raise EntryPointError(
+        raise _EntryPointError(
             f"environment entry point {env.describe()} cannot be loaded ({type(err).__name__}: {err}); "
             f"reinstall or fix {env.distribution}"
         ) from err
     if not (isinstance(obj, type) and issubclass(obj, BaseEnv)):
-        raise EntryPointError(
+        raise _EntryPointError(
             f"environment entry point {env.describe()} names {obj!r}, which is not an atroposlib BaseEnv subclass; "
             f"fix it in {env.distribution}'s package metadata"
         )
@@ -174,14 +176,14 @@ def list_environments(argv: Sequence[str]) -> int:
     parser.parse_args(argv)
     try:
         environments = installed_environments()
-    except EntryPointError as err:
+    except _EntryPointError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     broken = 0
     for env in environments:
         try:
             env_cls = load_environment(env)
-        except EntryPointError as err:
+        except _EntryPointError as err:
             print(f"error: {err}", file=sys.stderr)
             broken += 1
             continue
@@ -193,7 +195,7 @@ def list_environments(argv: Sequence[str]) -> int:
     for name in sorted({env.name for env in environments}):
         try:
             find_environment(environments, name)
-        except EntryPointError as err:  # one name registered by two distributions
+        except _EntryPointError as err:  # one name registered by two distributions
             print(f"error: {err}", file=sys.stderr)
             broken += 1
     return 1 if broken else 0
@@ -202,9 +204,9 @@ def list_environments(argv: Sequence[str]) -> int:
 def find_environment(environments: Sequence[Environment], name: str) -> Environment:
     matches = [env for env in environments if env.name == name]
     if not matches:
-        raise EntryPointError(f"no environment named {name!r} is installed; {PROG} list shows those that are")
+        raise _EntryPointError(f"no environment named {name!r} is installed; {PROG} list shows those that are")
     if len(matches) > 1:
-        raise EntryPointError(
+        raise _EntryPointError(
             f"environment name {name!r} is registered by {', '.join(env.distribution for env in matches)}; "
             "uninstall one"
         )
@@ -219,7 +221,7 @@ def run_environment(argv: Sequence[str]) -> int:
     args = parser.parse_args(argv[:1])
     try:
         env = find_environment(installed_environments(), args.name)
-    except EntryPointError as err:
+    except _EntryPointError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     try:
@@ -235,7 +237,7 @@ def run_environment(argv: Sequence[str]) -> int:
         return run_module(env.module, argv[1:])
     try:
         env_cls = load_environment(env)
-    except EntryPointError as err:
+    except _EntryPointError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     from hermes_env.env import cli as env_cli
