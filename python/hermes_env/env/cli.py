@@ -28,6 +28,9 @@ from hermes_env.resources import TokenizerUnavailable
 
 VERBOSE_FLAG = "--verbose"
 
+#: The command line usage lines show when a launcher knows it better than ``__main__`` does (``hermes-env run NAME``).
+program_override: str | None = None
+
 COMMANDS = {
     "serve": "roll out groups and send them to atroposlib's run-api, where a trainer pulls batches",
     "process": "roll out --env.total_steps groups and write them to a jsonl and its HTML view (no trainer)",
@@ -55,7 +58,9 @@ def format_validation_error(err: ValidationError) -> str:
 
 
 def program_name() -> str:
-    """How the user started this program: ``python -m pkg.mod`` or ``python script.py``."""
+    """How the user started this program: ``python -m pkg.mod`` or ``python script.py`` (or ``program_override``)."""
+    if program_override is not None:
+        return program_override
     spec = getattr(sys.modules.get("__main__"), "__spec__", None)
     if spec is not None and spec.name:
         return f"python -m {spec.name.removesuffix('.__main__')}"
