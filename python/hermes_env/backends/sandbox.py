@@ -24,6 +24,7 @@ from hermes_env.sandbox.config import ExecutorConfig, PoolConfig, SandboxPolicy
 from hermes_env.sandbox.executor import ToolExecutor, decode_content
 from hermes_env.sandbox.pool import SlotPool
 from hermes_env.sandbox.protocol import SlotCall
+from hermes_env.timeouts import CallBudget
 
 # Regular files under a workspace path, workspace-relative, for callers on a foreign loop (see ``_direct``).
 _LIST_FILES = "test -e {path} && find {path} -type f -printf '%p\\n' | sed 's|^\\./||'"
@@ -155,9 +156,8 @@ class SandboxBackend(ExecutionBackend):
                 f"{task_id} holds no sandbox slot yet; a synchronous ToolContext call reaches the slot the rollout "
                 "already uses (await the call to acquire one)",
             )
-        limit = timeout or self.executor.config.default_timeout_s
-        call = SlotCall(slot=lease.slot, tool=tool, args=args, timeout=limit)
-        grace = self.executor.config.transport_grace_s
+        budget = CallBudget(timeout or self.executor.config.default_timeout_s, self.executor.config.transport_grace_s)
+        call = SlotCall(slot=lease.slot, tool=tool, args=args, timeout=budget.timeout)
         try:
             async with (
                 aiohttp.ClientSession() as session,
@@ -165,7 +165,7 @@ class SandboxBackend(ExecutionBackend):
                     lease.url + "/execute",
                     data=call.model_dump_json(),
                     headers={**self.pool.auth_headers, "Content-Type": "application/json"},
-                    timeout=aiohttp.ClientTimeout(total=limit + grace),
+                    timeout=aiohttp.ClientTimeout(total=budget.transport_limit),
                 ) as resp,
             ):
                 if resp.status != 200:
