@@ -117,9 +117,6 @@ def test_the_env_config_checks_the_options_at_load(tmp_path: Path) -> None:
     assert config.backend_config == LocalOptions(root=tmp_path)
     with pytest.raises(ValidationError, match="terminal_backend_options must be a JSON object"):
         HermesAgentEnvConfig(terminal_backend_options="{root: x}")
-    # The environment's tool server is set once, beside terminal_backend.
-    with pytest.raises(ValidationError, match=r"terminal_backend_options\.tool_server_url: .*move it there"):
-        HermesAgentEnvConfig(terminal_backend="sandbox", terminal_backend_options={"tool_server_url": "http://x"})
     # hermes-agent's remote backends, and names registered later, are named when the run starts.
     assert HermesAgentEnvConfig(terminal_backend="modal", terminal_backend_options={"x": 1}).backend_config == {"x": 1}
 

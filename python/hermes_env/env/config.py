@@ -55,7 +55,9 @@ class HermesAgentEnvConfig(BaseEnvConfig):
     tool_server_url: str | None = Field(
         default=None,
         description="URL of the tool server whose tools are offered to the model by name (web search, APIs with "
-        "keys...), or 'inprocess' to run it inside this process with tool_server_tools.",
+        "keys...), or 'inprocess' to run it inside this process with tool_server_tools. (The sandbox backend's "
+        "own tool_server_url option is another route: it sends backend.call_tool calls of its external_tools "
+        "names to a server from the slot pool's executor.)",
     )
     tool_server_token: str | None = Field(
         default=None, description="Bearer token of the tool server (or set HERMES_TOOL_SERVER_TOKEN)."
@@ -287,13 +289,7 @@ class HermesAgentEnvConfig(BaseEnvConfig):
     def check_backend_options(self) -> None:
         """Validate ``terminal_backend_options`` against the backend's model (at load, so a misspelt option stops
         the run before anything starts)."""
-        config = self.backend_config
-        executor = getattr(config, "executor", None)
-        if executor is not None and executor.tool_server_url is not None:
-            raise ValueError(
-                "terminal_backend_options.tool_server_url: an environment's tool server is set once, with "
-                "tool_server_url (and tool_server_token) beside terminal_backend; move it there"
-            )
+        self.backend_config  # noqa: B018 - validates; BackendOptionsError naming the field
 
     @model_validator(mode="after")
     def _check_tools_and_data(self) -> HermesAgentEnvConfig:
