@@ -180,6 +180,18 @@ class AgentEnvConfig(HermesAgentEnvConfig):
         self.check_backend_options()
         return self
 
+    def check_backend_options(self) -> None:
+        if self.pool_mode_problem() is None:
+            super().check_backend_options()
+            return
+        # A refused tool_pool_mode may load (hermes-agent's default, nomad, must, so that flags can replace it);
+        # the environment names it when it starts. The other options are checked now.
+        from hermes_env.backends.options import backend_config
+
+        options = self.backend_options()
+        options.pop("launcher", None)
+        backend_config(self.terminal_backend, options)
+
     def _check_pool_mode(self) -> None:
         problem = self.pool_mode_problem()
         if problem is not None:

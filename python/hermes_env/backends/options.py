@@ -56,7 +56,7 @@ def merge_limits(limits: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
 class BackendOptions(BaseModel):
     """Options of one backend; ``kind`` names it. Subclasses list their fields with the backend's defaults."""
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(extra="forbid")
 
     kind: str
     #: Resource limits accepted flat beside the other options (moved into ``limits``).
