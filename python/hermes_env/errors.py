@@ -8,6 +8,7 @@ callers catch, e.g. ``WorkspacePathError`` is a ``PermissionError``)::
     │   ├── BackendUnavailableError   a sandbox/backend needs a program or kernel feature missing here
     │   └── InferenceServerUnreachable
     ├── ConfigError                   a dataset, phase or option that cannot be used as given
+    │   ├── BackendOptionsError       a terminal_backend_options field the backend does not accept
     │   ├── DatasetError
     │   │   └── HarborTaskError       a Harbor task folder that cannot be read
     │   ├── PortError                 an upstream file that cannot be ported
@@ -78,6 +79,11 @@ class InferenceServerUnreachable(EnvSetupError):
 
 class ConfigError(HermesEnvError, ValueError):
     """Configuration or input that cannot be used as given; the message says what to change."""
+
+
+class BackendOptionsError(ConfigError):
+    """``terminal_backend_options`` that the named backend does not accept; the message names the field and
+    lists the backend's valid options."""
 
 
 class DatasetError(ConfigError):
@@ -308,6 +314,7 @@ ERROR_KINDS: tuple[str, ...] = tuple(
 )
 
 __all__ = [
+    "BackendOptionsError",
     "UvUnavailableError",
     "ToolboxError",
     "ReplayFileError",

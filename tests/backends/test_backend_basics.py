@@ -143,7 +143,9 @@ async def test_many_concurrent_commands(backend: ExecutionBackend) -> None:
 
 def test_unknown_backend_option_names_the_valid_ones(tmp_path: Path) -> None:
     with pytest.raises(
-        ValueError, match=r"backend 'local' does not accept option\(s\) 'allow_netwrk'; valid options: .*root"
+        ValueError,
+        match=r"terminal_backend_options\.allow_netwrk: backend 'local' does not accept option 'allow_netwrk'.*"
+        r"valid options: .*root",
     ):
         get_backend("local", root=tmp_path, allow_netwrk=True)
 

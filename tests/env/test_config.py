@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -119,3 +122,22 @@ def test_local_folder_and_parquet_datasets_load_as_datasets_reads_them(tmp_path:
     assert load_rows(str(folder / "data" / "test-0.parquet"), split="train")[1]["n"] == 2
     with pytest.raises(DatasetError, match="split 'train'"):
         load_rows(str(folder), split="train")
+
+
+@pytest.mark.parametrize("source", ["cli", "yaml"])
+def test_a_misspelt_backend_option_stops_the_command_at_load(tmp_path: Path, source: str) -> None:
+    options = '{"slots_per_workr": 3}'
+    if source == "cli":
+        args = ["--env.terminal_backend", "sandbox", "--env.terminal_backend_options", options]
+    else:
+        config = tmp_path / "config.yaml"
+        config.write_text(f"env:\n  terminal_backend: sandbox\n  terminal_backend_options: {options}\n")
+        args = ["--config", str(config)]
+    proc = subprocess.run(
+        [sys.executable, "-m", "hermes_env.envs.terminal_tasks", "process", *args],
+        capture_output=True, text=True, timeout=300, check=False, env={**os.environ, "WANDB_MODE": "disabled"},
+    )  # fmt: skip
+    assert proc.returncode != 0
+    assert "terminal_backend_options.slots_per_workr: backend 'sandbox' does not accept option" in proc.stderr
+    assert "valid options: " in proc.stderr and "slots_per_worker" in proc.stderr
+    assert "Traceback" not in proc.stderr

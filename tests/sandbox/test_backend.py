@@ -30,7 +30,7 @@ def test_options_build_the_configs() -> None:
     assert isinstance(b, SandboxBackend)
     assert b.pool.config.slots_per_worker == 3 and b.pool.policy.allow_network is True
     assert b.pool.policy.limits.max_output_bytes == 999 and b.executor.config.batch_window_ms == 1
-    with pytest.raises(ValueError, match="unknown sandbox backend option 'slots'.*slots_per_worker"):
+    with pytest.raises(ValueError, match="options.slots: backend 'sandbox' does not accept option 'slots'.*per_worker"):
         get_backend("sandbox", slots=3)
     with pytest.raises(ValueError, match="min_workers"):
         get_backend("sandbox", min_workers=5, max_workers=2)

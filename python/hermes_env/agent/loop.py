@@ -41,11 +41,12 @@ from hermes_env.agent.steps import AgentStep, SequenceData, ToolResult, steps_fr
 from hermes_env.agent.tool_pool import ToolWorkerPool
 from hermes_env.env.errors import classify_policy_error, describe_error
 from hermes_env.errors import BackendFailure, RolloutFailureKind, ToolArgumentError, ToolErrorKind
+from hermes_env.timeouts import TOOL_GRACE_S, CallBudget
 from hermes_env.tools.registry import error_json
 
 # A tool enforces its own time limit (the backend kills the command and reports partial output);
-# the pool's limit is a safety net this much later, for a tool that fails to stop itself.
-TOOL_GRACE_SECONDS = 5.0
+# the pool's limit is a safety net this much later, for a tool that fails to stop itself (hermes_env.timeouts).
+TOOL_GRACE_SECONDS = TOOL_GRACE_S
 
 # Fewer tokens than this left before max_context_tokens: no further turn is started.
 MIN_TURN_TOKENS = 32
@@ -461,7 +462,7 @@ class HermesAgentLoop:
                 0,
                 f"Error: the arguments of {name!r} must be a JSON object, got {type(args).__name__}: {raw!r}.",
             )
-        timeout = min(self.tool_timeout + self.tool_grace, deadline - time.monotonic())
+        timeout = CallBudget(self.tool_timeout, tool_grace=self.tool_grace).pool_limit(deadline - time.monotonic())
         if timeout <= 0:
             return fail("timeout", f"Error: {name!r} was not run: the rollout's time budget is used up.")
         if self.tool_delay_s > 0:

@@ -44,7 +44,8 @@ class ToolWorkerPool:
         self.stats = PoolStats()
 
     async def run(self, call: Callable[[], Awaitable[T]], timeout: float) -> T:
-        """Run ``call()`` in a slot; raises ``TimeoutError`` when it takes longer than ``timeout`` seconds."""
+        """Run ``call()`` in a slot; raises ``TimeoutError`` when it takes longer than ``timeout`` seconds (the
+        call's ``hermes_env.timeouts.CallBudget.pool_limit``: a safety net past the tool's own limit)."""
         self.stats.waiting += 1
         self.stats.max_waiting = max(self.stats.max_waiting, self.stats.waiting)
         try:

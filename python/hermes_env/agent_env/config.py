@@ -153,7 +153,9 @@ class AgentEnvConfig(HermesAgentEnvConfig):
         return data
 
     @model_validator(mode="after")
-    def _check_pool(self) -> AgentEnvConfig:
+    def _check_backend(self) -> AgentEnvConfig:
+        # Replaces hermes_env's check of the same name: the pool fields first (their errors name the fields
+        # set here), then the options the backend is built with (pool_options, typed).
         if self.terminal_backend not in ROLLOUT_BACKENDS:
             raise ValueError(
                 f"unknown terminal_backend {self.terminal_backend!r} for AgentEnv; use one of "
@@ -175,7 +177,20 @@ class AgentEnvConfig(HermesAgentEnvConfig):
                 "(the slot pool uses tool_pool_mode, slots_per_container, min_containers, max_containers)",
                 ", ".join(ignored),
             )
+        self.check_backend_options()
         return self
+
+    def check_backend_options(self) -> None:
+        if self.pool_mode_problem() is None:
+            super().check_backend_options()
+            return
+        # A refused tool_pool_mode may load (hermes-agent's default, nomad, must, so that flags can replace it);
+        # the environment names it when it starts. The other options are checked now.
+        from hermes_env.backends.options import backend_config
+
+        options = self.backend_options()
+        options.pop("launcher", None)
+        backend_config(self.terminal_backend, options)
 
     def _check_pool_mode(self) -> None:
         problem = self.pool_mode_problem()
@@ -222,7 +237,9 @@ class AgentEnvConfig(HermesAgentEnvConfig):
         return {**options, **self.terminal_backend_options}
 
     def pool_options(self) -> dict[str, Any]:
-        """``terminal_backend_options`` of the slot pool these fields describe."""
+        """``terminal_backend_options`` of the slot pool these fields describe, in the flat form the sandbox
+        backend's typed options (``hermes_env.backends.sandbox.SandboxOptions``) read: each key goes to its one
+        section there (hermes-agent's names are mapped here, once)."""
         image: dict[str, Any] = {}
         if self._worker_image_field and self.sandbox_image != _NOMAD_FIELDS["sandbox_image"]:
             image["container_image"] = self.sandbox_image

@@ -27,6 +27,9 @@ import inspect
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from pydantic import BaseModel
+
+from hermes_env.backends.options import BackendOptions, validate_options
 from hermes_env.errors import BackendFailure
 from hermes_env.isolation.bubblewrap import WORKSPACE_MOUNT
 from hermes_env.isolation.limits import ResourceLimits
@@ -48,9 +51,22 @@ class ExecutionBackend(abc.ABC):
     #: The :class:`ResourceLimits` the backend applies, and so accepts as options (besides ``limits``, all of them).
     limit_options: ClassVar[frozenset[str]] = frozenset()
 
+    #: The typed model of the options (``backends.options``); read from the class that declares it only, so a
+    #: subclass with constructor arguments of its own is checked against its signature instead.
+    options_model: ClassVar[type[BaseModel] | None] = None
+
+    @classmethod
+    def _own_options_model(cls) -> type[BaseModel] | None:
+        model: type[BaseModel] | None = cls.__dict__.get("options_model")
+        return model
+
     @classmethod
     def accepted_options(cls) -> list[str]:
-        """Keyword options :meth:`from_options` accepts (those of ``__init__``, and its limit options)."""
+        """Keyword options :meth:`from_options` accepts (those of its options model, or else of ``__init__`` and
+        its limit options)."""
+        model = cls._own_options_model()
+        if model is not None:
+            return model.option_names() if issubclass(model, BackendOptions) else sorted(model.model_fields)
         params = inspect.signature(cls.__init__).parameters.values()
         names = {p.name for p in params if p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
         return sorted(names | cls.limit_options | ({"limits"} if cls.limit_options else set()))
@@ -71,7 +87,11 @@ class ExecutionBackend(abc.ABC):
 
     @classmethod
     def from_options(cls, **options: Any) -> ExecutionBackend:
-        """A backend from ``terminal_backend_options``; ValueError naming the valid options for an unknown one."""
+        """A backend from ``terminal_backend_options``; ValueError naming the valid options for an unknown one
+        (BackendOptionsError naming the field, where the class declares an ``options_model``)."""
+        model = cls._own_options_model()
+        if model is not None:
+            return cls.from_config(validate_options(model, cls.name, options))
         valid = cls.accepted_options()
         unknown = sorted(set(options) - set(valid))
         if unknown:
@@ -80,6 +100,13 @@ class ExecutionBackend(abc.ABC):
                 f"valid options: {', '.join(valid)}"
             )
         return cls(**options)
+
+    @classmethod
+    def from_config(cls, config: BaseModel) -> ExecutionBackend:
+        """A backend from its validated options model."""
+        if isinstance(config, BackendOptions):
+            return cls(**config.backend_kwargs())
+        return cls(**config.model_dump(exclude_unset=True))
 
     def visible_roots(self, task_id: str) -> tuple[str, ...]:
         """Absolute prefixes under which the task's commands see its workspace."""

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_env.backends.host_workspace import HostWorkspaceBackend
+from hermes_env.backends.options import BwrapOptions
 from hermes_env.errors import BackendUnavailableError, WorkspacePathError
 from hermes_env.isolation import paths, quota, reaper
 from hermes_env.isolation.bubblewrap import (
@@ -42,7 +43,6 @@ from hermes_env.isolation.bubblewrap import (
     check_mount_point,
     make_root_links,
 )
-from hermes_env.isolation.limits import ResourceLimits
 from hermes_env.isolation.process import run_limited
 from hermes_env.isolation.result import ExecResult
 from hermes_env.isolation.users import UID_BLOCK, SandboxUser, UidBlock, kill_uids, user_process_count
@@ -67,7 +67,8 @@ def _first_untraversable(path: Path, uid: int, gid: int) -> Path | None:
 
 class BwrapBackend(HostWorkspaceBackend):
     name = "bwrap"
-    limit_options = frozenset(ResourceLimits.option_names())
+    options_model = BwrapOptions
+    limit_options = BwrapOptions.limit_names
 
     def __init__(
         self,

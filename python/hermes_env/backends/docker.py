@@ -29,7 +29,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
+from pydantic import BaseModel
+
 from hermes_env.backends.base import ExecResult, ExecutionBackend
+from hermes_env.backends.options import DockerOptions
 from hermes_env.containers import shell
 from hermes_env.containers.channel import LOOP_SCRIPT, MOUNT, Channel
 from hermes_env.containers.engine import (
@@ -131,12 +134,9 @@ class DockerBackend(ExecutionBackend):
     name = "docker"
     supports_images = True
 
-    # The ResourceLimits this backend applies (and so accepts as options): memory_bytes is the container's memory
-    # (cgroup) limit, max_processes its pids limit; output and file sizes are bounded as on every backend.
-    limit_options: ClassVar[frozenset[str]] = frozenset(
-        {"memory_bytes", "max_processes", "max_output_bytes", "kill_output_bytes", "max_file_bytes", "max_read_bytes"}
-        | {"memory_mb"}  # the old name of memory_bytes (a FutureWarning)
-    )
+    options_model = DockerOptions
+    # The ResourceLimits this backend applies (and so accepts as options): see DockerOptions.
+    limit_options: ClassVar[frozenset[str]] = DockerOptions.limit_names
 
     def __init__(
         self,
@@ -186,18 +186,16 @@ class DockerBackend(ExecutionBackend):
         self._root: RunRoot | None = None
 
     @classmethod
-    def accepted_options(cls) -> list[str]:
-        return sorted([*super().accepted_options(), "ray_address"])
-
-    @classmethod
-    def from_options(cls, **options: Any) -> ExecutionBackend:
+    def from_config(cls, config: BaseModel) -> ExecutionBackend:
         """With ``ray_address`` (a Ray cluster's address, or ``auto``): the containers spread over the cluster's
         nodes, each node running them on its own engine (:class:`~hermes_env.backends.ray_docker.RayDockerBackend`,
         given the other options for every node)."""
+        assert isinstance(config, DockerOptions)
+        options = config.backend_kwargs()
         ray_address = options.pop("ray_address", None)
         if ray_address is None:
-            return super().from_options(**options)
-        super().from_options(**options)  # the options are checked here, before any node is asked
+            return cls(**options)
+        cls(**options)  # the engine and the options are checked here, before any node is asked
         from hermes_env.backends.ray_docker import RayDockerBackend
 
         return RayDockerBackend(ray_address=ray_address, node_options=options)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from hermes_env.backends.base import ExecutionBackend
+from hermes_env.backends.options import HOST_LIMITS
 from hermes_env.isolation import paths, quota
 from hermes_env.isolation.limits import ResourceLimits
 from hermes_env.isolation.process import stop_tree
@@ -40,9 +41,7 @@ class HostWorkspaceBackend(ExecutionBackend):
     """A directory per task under ``root``; file methods work on it from the host side."""
 
     # The ResourceLimits this backend applies (and so accepts as options).
-    limit_options: ClassVar[frozenset[str]] = frozenset(
-        {"max_output_bytes", "kill_output_bytes", "max_file_bytes", "max_read_bytes"}
-    )
+    limit_options: ClassVar[frozenset[str]] = HOST_LIMITS
 
     def __init__(
         self,

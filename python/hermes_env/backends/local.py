@@ -12,12 +12,14 @@ import os
 from typing import Any
 
 from hermes_env.backends.host_workspace import HostWorkspaceBackend
+from hermes_env.backends.options import LocalOptions
 from hermes_env.isolation.process import run_limited
 from hermes_env.isolation.result import ExecResult
 
 
 class LocalBackend(HostWorkspaceBackend):
     name = "local"
+    options_model = LocalOptions
 
     def __init__(
         self,

@@ -22,6 +22,8 @@ _BACKENDS: dict[str, BackendTarget] = {
     "docker": "hermes_env.backends.docker:DockerBackend",
     "sandbox": "hermes_env.backends.sandbox:SandboxBackend",
 }
+# The built-in backends, whose options are the typed union ``backends.options.BackendConfig``.
+_BUILTIN: dict[str, BackendTarget] = dict(_BACKENDS)
 
 
 def register_backend(name: str, target: BackendTarget, *, replace: bool = False) -> None:
@@ -38,6 +40,26 @@ def register_backend(name: str, target: BackendTarget, *, replace: bool = False)
 def backend_names() -> list[str]:
     """Names get_backend accepts."""
     return sorted(_BACKENDS)
+
+
+def is_builtin(name: str) -> bool:
+    """True when ``name`` is one of hermes_env's own backends (and was not replaced by ``register_backend``)."""
+    return name in _BUILTIN and _BACKENDS.get(name) == _BUILTIN[name]
+
+
+def options_model_of(name: str) -> type[Any] | None:
+    """The ``options_model`` a registered backend class declares (None: a factory, a class without one, or a
+    name not registered; an import failure is reported by ``get_backend``)."""
+    if name not in _BACKENDS:
+        return None
+    try:
+        target = _resolve(name)
+    except ValueError:
+        return None
+    if isinstance(target, type) and issubclass(target, ExecutionBackend):
+        model: type[Any] | None = target.__dict__.get("options_model")
+        return model
+    return None
 
 
 #: hermes-agent's remote terminal backends, which need a cloud account or another machine: what each is.

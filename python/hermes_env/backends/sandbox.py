@@ -1,7 +1,7 @@
 """``sandbox`` backend: the slot pool and executor (``hermes_env.sandbox``) behind the ExecutionBackend seam.
 
-Selected with ``terminal_backend: sandbox``; ``terminal_backend_options`` may hold nested
-``pool`` / ``policy`` / ``executor`` / ``limits`` sections or flat keys of any of them, e.g.
+Selected with ``terminal_backend: sandbox``; ``terminal_backend_options`` (:class:`SandboxOptions`) may hold
+nested ``pool`` / ``policy`` / ``executor`` / ``limits`` sections or flat keys of any of them, e.g.
 ``{"slots_per_worker": 16, "max_workers": 8, "allow_network": false, "launcher": "ray"}``.
 """
 
@@ -10,12 +10,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import shlex
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 import aiohttp
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, model_validator
 
 from hermes_env.backends.base import ExecutionBackend
+from hermes_env.backends.options import DEPRECATED_NAMES, BackendOptions, merge_limits
 from hermes_env.errors import BackendFailure, FileTooLargeError, WorkspacePathError
 from hermes_env.isolation.limits import ResourceLimits
 from hermes_env.isolation.result import ExecResult
@@ -23,48 +24,66 @@ from hermes_env.sandbox.config import ExecutorConfig, PoolConfig, SandboxPolicy
 from hermes_env.sandbox.executor import ToolExecutor, decode_content
 from hermes_env.sandbox.pool import SlotPool
 from hermes_env.sandbox.protocol import SlotCall
+from hermes_env.timeouts import CallBudget
 
 # Regular files under a workspace path, workspace-relative, for callers on a foreign loop (see ``_direct``).
 _LIST_FILES = "test -e {path} && find {path} -type f -printf '%p\\n' | sed 's|^\\./||'"
 
 
-def _split_options(options: dict[str, Any]) -> tuple[PoolConfig, SandboxPolicy, ExecutorConfig]:
-    sections: dict[str, dict[str, Any]] = {"pool": {}, "policy": {}, "executor": {}, "limits": {}}
-    models: dict[str, type[BaseModel]] = {
-        "pool": PoolConfig,
-        "policy": SandboxPolicy,
-        "executor": ExecutorConfig,
-        "limits": ResourceLimits,
+class SandboxOptions(BackendOptions):
+    """``sandbox``: the slot pool. Each option lives in one section: ``pool`` (:class:`PoolConfig`: launcher,
+    worker counts, Ray and container settings), ``policy`` (:class:`SandboxPolicy`: network, isolation, the
+    resource ``limits``) and ``executor`` (:class:`ExecutorConfig`: batching, timeouts, the tool server).
+
+    Flat keys, as hermes-agent's configs and ``AgentEnvConfig.pool_options`` write them, go to the section that
+    owns the name; a ``limits`` section or a flat limit name goes to ``policy.limits``."""
+
+    kind: Literal["sandbox"] = "sandbox"
+    limit_names: ClassVar[frozenset[str]] = frozenset(ResourceLimits.option_names())
+
+    pool: PoolConfig = Field(default_factory=PoolConfig)
+    policy: SandboxPolicy = Field(default_factory=SandboxPolicy)
+    executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
+
+    #: Section -> the names it owns (its fields, and the old names its model still accepts).
+    SECTIONS: ClassVar[dict[str, frozenset[str]]] = {
+        "pool": frozenset(PoolConfig.model_fields) | PoolConfig.RENAMED.keys(),
+        "policy": frozenset(SandboxPolicy.model_fields),
+        "executor": frozenset(ExecutorConfig.model_fields),
     }
-    for key, value in options.items():
-        if key in sections:
-            if isinstance(value, BaseModel):
-                value = value.model_dump()
-            if not isinstance(value, dict):
-                raise ValueError(f"sandbox option {key!r} must be a mapping, got {type(value).__name__}")
-            sections[key].update(value)
-            continue
-        owner = next((name for name, model in models.items() if key in _option_names(model)), None)
-        if owner is None:
-            known = sorted({f for m in models.values() for f in m.model_fields} - {"limits"})
-            raise ValueError(f"unknown sandbox backend option {key!r}; valid options: {', '.join(known)}")
-        sections[owner][key] = value
-    if sections["limits"]:
-        sections["policy"]["limits"] = {**dict(sections["policy"].get("limits") or {}), **sections["limits"]}
-    return (
-        PoolConfig.model_validate(sections["pool"]),
-        SandboxPolicy.model_validate(sections["policy"]),
-        ExecutorConfig.model_validate(sections["executor"]),
-    )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _flat_limits(cls, data: Any) -> Any:
+        # Replaces the base's: the sandbox's limits live in policy.limits.
+        if not isinstance(data, dict):
+            return data
+        sections: dict[str, dict[str, Any]] = {name: {} for name in cls.SECTIONS}
+        limits: dict[str, Any] = {}
+        rest: dict[str, Any] = {}
+        for key, value in data.items():
+            if key in sections or key == "limits":
+                if isinstance(value, BaseModel):
+                    value = value.model_dump(exclude_unset=True)
+                if not isinstance(value, dict):
+                    raise ValueError(f"sandbox option {key!r} must be a mapping, got {type(value).__name__}")
+                (limits if key == "limits" else sections[key]).update(value)
+            elif key in cls.limit_names:
+                limits[key] = value
+            else:
+                owner = next((name for name, names in cls.SECTIONS.items() if key in names), None)
+                if owner is None:
+                    rest[key] = value  # kind, or an unknown option: refused by extra="forbid" with its name
+                else:
+                    sections[owner][key] = value
+        if limits:
+            sections["policy"]["limits"] = merge_limits(sections["policy"].get("limits"), limits)
+        return {**rest, **{name: section for name, section in sections.items() if section}}
 
-def _option_names(model: type[BaseModel]) -> set[str]:
-    names = set(model.model_fields)
-    if model is ResourceLimits:
-        names = ResourceLimits.option_names()
-    elif model is PoolConfig:
-        names |= PoolConfig.RENAMED.keys()
-    return names
+    @classmethod
+    def option_names(cls) -> list[str]:
+        flat = set().union(*cls.SECTIONS.values()) | cls.limit_names | set(cls.SECTIONS)
+        return sorted(flat - DEPRECATED_NAMES)
 
 
 def _raise_file_error(r: ExecResult, path: str) -> None:
@@ -88,6 +107,7 @@ class SandboxBackend(ExecutionBackend):
     """One workspace per task id = one leased slot of the pool (created lazily on first use)."""
 
     name = "sandbox"
+    options_model = SandboxOptions
 
     def __init__(
         self,
@@ -105,9 +125,9 @@ class SandboxBackend(ExecutionBackend):
         self._home: asyncio.AbstractEventLoop | None = None  # the loop the executor (and its batching) runs on
 
     @classmethod
-    def from_options(cls, **options: Any) -> SandboxBackend:
-        pool_config, policy, executor_config = _split_options(options)
-        return cls(pool_config=pool_config, policy=policy, executor_config=executor_config)
+    def from_config(cls, config: BaseModel) -> SandboxBackend:
+        assert isinstance(config, SandboxOptions)
+        return cls(pool_config=config.pool, policy=config.policy, executor_config=config.executor)
 
     async def _ready(self) -> None:
         if self._started:
@@ -136,9 +156,8 @@ class SandboxBackend(ExecutionBackend):
                 f"{task_id} holds no sandbox slot yet; a synchronous ToolContext call reaches the slot the rollout "
                 "already uses (await the call to acquire one)",
             )
-        limit = timeout or self.executor.config.default_timeout_s
-        call = SlotCall(slot=lease.slot, tool=tool, args=args, timeout=limit)
-        grace = self.executor.config.transport_grace_s
+        budget = CallBudget(timeout or self.executor.config.default_timeout_s, self.executor.config.transport_grace_s)
+        call = SlotCall(slot=lease.slot, tool=tool, args=args, timeout=budget.timeout)
         try:
             async with (
                 aiohttp.ClientSession() as session,
@@ -146,7 +165,7 @@ class SandboxBackend(ExecutionBackend):
                     lease.url + "/execute",
                     data=call.model_dump_json(),
                     headers={**self.pool.auth_headers, "Content-Type": "application/json"},
-                    timeout=aiohttp.ClientTimeout(total=limit + grace),
+                    timeout=aiohttp.ClientTimeout(total=budget.transport_limit),
                 ) as resp,
             ):
                 if resp.status != 200:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from atroposlib.envs.base import BaseEnvConfig
-from pydantic import Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from hermes_env.env.turn_credit import BUILTIN_TURN_REWARDS, TurnCredit
 from hermes_env.trajectory import DivergencePolicy
@@ -55,7 +55,9 @@ class HermesAgentEnvConfig(BaseEnvConfig):
     tool_server_url: str | None = Field(
         default=None,
         description="URL of the tool server whose tools are offered to the model by name (web search, APIs with "
-        "keys...), or 'inprocess' to run it inside this process with tool_server_tools.",
+        "keys...), or 'inprocess' to run it inside this process with tool_server_tools. (The sandbox backend's "
+        "own tool_server_url option is another route: it sends backend.call_tool calls of its external_tools "
+        "names to a server from the slot pool's executor.)",
     )
     tool_server_token: str | None = Field(
         default=None, description="Bearer token of the tool server (or set HERMES_TOOL_SERVER_TOKEN)."
@@ -173,12 +175,24 @@ class HermesAgentEnvConfig(BaseEnvConfig):
     reward_timeout: float = Field(
         default=300.0, gt=0, description="Time limit of compute_reward for one rollout; a reward that hangs scores 0.0."
     )
-    terminal_backend: str = Field(default="local", description="Where tools run: local, bwrap or sandbox.")
-    terminal_timeout: float = Field(
-        default=120.0, gt=0, description="Time limit of one tool call (and the most a model may ask for), in seconds."
+    # hermes-agent's names: they govern every tool (terminal, files, code execution...), not only the terminal.
+    terminal_backend: str = Field(
+        default="local",
+        description="Where every tool runs (not only the terminal; hermes-agent's name): local, bwrap, docker or "
+        "sandbox (the slot pool), or a backend registered with hermes_env.backends.register_backend.",
     )
-    terminal_backend_options: dict[str, Any] = Field(
-        default_factory=dict, description="Keyword options for the backend (e.g. allow_network for bwrap)."
+    terminal_timeout: float = Field(
+        default=120.0,
+        gt=0,
+        description="Time limit of one tool call, any tool (and the most a model may ask for), in seconds; the "
+        "layers under the call derive theirs from it (hermes_env.tools.budget.CallBudget).",
+    )
+    # `| str`: atroposlib's command line passes it as one JSON string ('{"allow_network": true}'), parsed below.
+    terminal_backend_options: dict[str, Any] | str = Field(
+        default_factory=dict,
+        description="Options of terminal_backend, checked at load against that backend's model "
+        "(hermes_env.backends.options: e.g. allow_network for bwrap, slots_per_worker for sandbox); an unknown "
+        "one is an error naming it and listing the valid ones.",
     )
     terminal_lifetime: float = Field(
         default=3600.0,
@@ -224,6 +238,20 @@ class HermesAgentEnvConfig(BaseEnvConfig):
             return [part.strip().strip("'\"") for part in text.strip("[]").split(",") if part.strip()]
         return value
 
+    @field_validator("terminal_backend_options", mode="before")
+    @classmethod
+    def _parse_backend_options(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                value = json.loads(value) if value.strip() else {}
+            except json.JSONDecodeError as err:
+                raise ValueError(
+                    f'terminal_backend_options must be a JSON object such as {{"allow_network": true}} ({err})'
+                ) from None
+            if not isinstance(value, dict):
+                raise ValueError(f"terminal_backend_options must be a JSON object, got {type(value).__name__}")
+        return value
+
     @field_validator("turn_reward_builtins", mode="before")
     @classmethod
     def _parse_turn_reward_builtins(cls, value: Any) -> Any:
@@ -240,6 +268,28 @@ class HermesAgentEnvConfig(BaseEnvConfig):
                 known = ", ".join(BUILTIN_TURN_REWARDS)
                 raise ValueError(f"unknown built-in turn reward(s) {', '.join(unknown)}; available: {known}")
         return value
+
+    def backend_options(self) -> dict[str, Any]:
+        """The options the backend is built with (``terminal_backend_options``; subclasses add their own)."""
+        return dict(self.terminal_backend_options)  # type: ignore[arg-type]  # a dict once validated
+
+    @property
+    def backend_config(self) -> BaseModel | dict[str, Any]:
+        """``terminal_backend`` with its options, typed (a ``hermes_env.backends.options.BackendConfig`` member for
+        a built-in backend); BackendOptionsError naming the field of a wrong option."""
+        from hermes_env.backends.options import backend_config
+
+        return backend_config(self.terminal_backend, self.backend_options())
+
+    @model_validator(mode="after")
+    def _check_backend(self) -> HermesAgentEnvConfig:
+        self.check_backend_options()
+        return self
+
+    def check_backend_options(self) -> None:
+        """Validate ``terminal_backend_options`` against the backend's model (at load, so a misspelt option stops
+        the run before anything starts)."""
+        self.backend_config  # noqa: B018 - validates; BackendOptionsError naming the field
 
     @model_validator(mode="after")
     def _check_tools_and_data(self) -> HermesAgentEnvConfig:

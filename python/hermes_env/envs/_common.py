@@ -2,6 +2,10 @@
 
 Each example differs only in its defaults, the fields its rows must carry, how a workspace is
 prepared and how a rollout is scored; the loading, validation, ordering and evaluation live here.
+
+An example's defaults live in one place, the field defaults of its config class. The ``config.yaml``
+beside it repeats them for the reader and adds only the run's deployment (:data:`DEPLOYMENT_KEYS`: where
+tools run, where output goes, wandb) and the inference server; a test holds the two together.
 """
 
 from __future__ import annotations
@@ -19,6 +23,21 @@ from hermes_env.env.run_modes import EvalOutcome
 
 logger = logging.getLogger(__name__)
 
+#: ``env:`` keys of a shipped config.yaml that pick the run's deployment rather than the task's defaults, so may
+#: differ from the config class's defaults.
+DEPLOYMENT_KEYS = frozenset(
+    {
+        "terminal_backend",
+        "terminal_backend_options",
+        "tool_pool_size",
+        "max_eval_workers",
+        "use_wandb",
+        "include_messages",
+        "data_path_to_save_groups",
+        "data_dir_to_save_evals",
+    }
+)
+
 
 class TaskFileEnv(HermesAgentBaseEnv):
     """A HermesAgentBaseEnv over the rows of one task file (``dataset_name``), cycled in a seed-shuffled order."""
@@ -27,8 +46,6 @@ class TaskFileEnv(HermesAgentBaseEnv):
     default_tasks_path: ClassVar[Path]
     #: Fields every row must carry (besides ``prompt_field``, which ``load_rows`` checks).
     required_fields: ClassVar[tuple[str, ...]] = ("id",)
-    #: ``config_init`` defaults beyond tokenizer/wandb (group_size, total_steps, max_token_length, ...).
-    config_defaults: ClassVar[dict[str, Any]] = {}
     #: Request timeout of the default inference server, in seconds.
     server_timeout: ClassVar[float] = 120
 
@@ -36,9 +53,9 @@ class TaskFileEnv(HermesAgentBaseEnv):
 
     @classmethod
     def config_init(cls) -> tuple[Any, list[Any]]:
-        config = cls.env_config_cls(
-            tokenizer_name=default_tokenizer_name(), use_wandb=False, wandb_name=cls.name, **cls.config_defaults
-        )
+        # The environment's defaults are its config class's field defaults (their one home); only what
+        # depends on the run is set here.
+        config = cls.env_config_cls(tokenizer_name=default_tokenizer_name(), use_wandb=False, wandb_name=cls.name)
         return config, [default_server_config(timeout=cls.server_timeout)]
 
     async def setup(self) -> None:

@@ -24,10 +24,11 @@ from hermes_env.isolation.bubblewrap import with_seccomp_fd
 from hermes_env.isolation.reaper import spawn_guard
 from hermes_env.isolation.result import ExecResult
 from hermes_env.isolation.users import SandboxUser
+from hermes_env.timeouts import DRAIN_GRACE_S
 
 _READ_CHUNK = 65536
 # After the main process exits (or is killed), how long to wait for the pipe to reach EOF.
-_DRAIN_GRACE_S = 2.0
+_DRAIN_GRACE_S = DRAIN_GRACE_S  # hermes_env.timeouts: the limits under one tool call
 TIMEOUT_EXIT_CODE = 124  # as timeout(1)
 
 

@@ -11,6 +11,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ByteSize, ConfigDict, Field, SecretStr, model_validator
 
 from hermes_env.isolation.limits import ResourceLimits, apply_renamed_options
+from hermes_env.timeouts import TRANSPORT_GRACE_S, CallBudget, clamp_timeout
 
 #: How workers are started: launcher name -> "module:Class" (a ``WorkerLauncher`` built from the PoolConfig).
 LAUNCHERS: dict[str, str] = {
@@ -106,12 +107,17 @@ class ExecutorConfig(BaseModel):
     max_timeout_s: float = Field(600.0, gt=0.0)
     min_timeout_s: float = Field(0.1, gt=0.0)
     # Extra seconds the HTTP request to a worker may take beyond the longest call timeout.
-    transport_grace_s: float = Field(10.0, ge=0.0)
+    transport_grace_s: float = Field(TRANSPORT_GRACE_S, ge=0.0)
     tool_server_url: str | None = None
     tool_server_token: SecretStr | None = None
     external_tools: frozenset[str] = frozenset()
 
     def clamp_timeout(self, requested: float | None) -> float:
-        """The timeout a call actually gets: the default when unset, kept within [min, max]."""
-        value = self.default_timeout_s if requested is None else float(requested)
-        return min(max(value, self.min_timeout_s), self.max_timeout_s)
+        """The timeout a call actually gets: the default when unset, kept within [min, max]
+        (``hermes_env.timeouts.clamp_timeout``; the default too is kept within them)."""
+        value = self.default_timeout_s if requested is None else requested
+        return clamp_timeout(value, default=value, maximum=self.max_timeout_s, minimum=self.min_timeout_s)
+
+    def budget(self, requested: float | None) -> CallBudget:
+        """The call's budget: its clamped timeout, with this executor's transport grace."""
+        return CallBudget(self.clamp_timeout(requested), transport_grace=self.transport_grace_s)

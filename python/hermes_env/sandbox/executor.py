@@ -30,6 +30,7 @@ from hermes_env.sandbox.config import ExecutorConfig
 from hermes_env.sandbox.lifecycle import AsyncService, cancel_and_wait
 from hermes_env.sandbox.pool import Lease, SlotPool
 from hermes_env.sandbox.protocol import NDJSON, SlotCall
+from hermes_env.timeouts import CallBudget
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +94,8 @@ class ToolExecutor(AsyncService):
             return [ExecResult.failure("internal", "the tool executor is closed; create a new one") for _ in calls]
         if self._dispatcher is None:
             await self.start()
-        limit = self.config.clamp_timeout(timeout)
+        budget = self.config.budget(timeout)
+        limit = budget.timeout
         waits: list[asyncio.Future[ExecResult]] = []
         lease: Lease | None = None
         lost: str | None = None
@@ -121,7 +123,7 @@ class ToolExecutor(AsyncService):
                     self._batch_full.set()  # a full batch need not wait out the window
             waits.append(future)
         # Belt and braces: even if a future were never settled, no caller waits past its deadline.
-        deadline = limit + self.config.transport_grace_s + 30.0
+        deadline = budget.result_wait
         results = list(await asyncio.gather(*(self._bounded(w, deadline) for w in waits)))
         if lost:
             for (tool, _), r in zip(calls, results, strict=True):
@@ -231,7 +233,7 @@ class ToolExecutor(AsyncService):
                     p, ExecResult.failure("worker_lost", f"sandbox worker {worker_id} is gone; retry the call")
                 )
             return
-        timeout = max(p.call.timeout for p in items) + self.config.transport_grace_s
+        timeout = CallBudget(max(p.call.timeout for p in items), self.config.transport_grace_s).transport_limit
         body = {"calls": [p.call.model_dump() for p in items]}
         self.batches_sent += 1
         self.calls_sent += len(items)
@@ -300,7 +302,7 @@ class ToolExecutor(AsyncService):
                 url.rstrip("/") + "/execute",
                 json=body,
                 headers=headers,
-                timeout=aiohttp.ClientTimeout(total=timeout + self.config.transport_grace_s),
+                timeout=aiohttp.ClientTimeout(total=CallBudget(timeout, self.config.transport_grace_s).transport_limit),
             ) as resp:
                 raw = await resp.read()
                 if resp.status != 200:

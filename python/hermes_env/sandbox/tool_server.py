@@ -36,6 +36,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from hermes_env.isolation.result import ExecResult
+from hermes_env.timeouts import clamp_timeout
 
 log = logging.getLogger("hermes_env.sandbox.tool_server")
 TOKEN_ENV = "HERMES_TOOL_SERVER_TOKEN"
@@ -219,7 +220,7 @@ def create_app(tools: Iterable[ExternalTool], config: ToolServerConfig) -> Any:
                 429, f"tool server busy ({config.max_concurrency} calls running); retry later", {"Retry-After": "1"}
             )
         try:
-            timeout = min(req.timeout or config.default_timeout_s, config.max_timeout_s)
+            timeout = clamp_timeout(req.timeout, default=config.default_timeout_s, maximum=config.max_timeout_s)
             result = await _run_tool(tool, req.args, timeout)
         finally:
             gate.release()

@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 
 from hermes_env.backends.base import ExecutionBackend
 from hermes_env.errors import ToolArgumentError, ToolCallError
+from hermes_env.timeouts import clamp_timeout
 from hermes_env.tools.schema import schema_errors
 
 __all__ = [
@@ -99,11 +100,10 @@ class ToolRunContext:
             raise ValueError(f"background_timeout must be positive, got {self.background_timeout}")
 
     def clamp_timeout(self, requested: float | None) -> float:
-        """The timeout a call gets: the default when not asked, never more than ``max_timeout``."""
+        """The timeout a call gets: the default when not asked, never more than ``max_timeout``, at least 1 s when
+        asked (``hermes_env.timeouts.clamp_timeout``)."""
         limit = float(self.max_timeout or self.timeout)
-        if requested is None:
-            return min(self.timeout, limit)
-        return max(1.0, min(float(requested), limit))
+        return clamp_timeout(requested, default=self.timeout, maximum=limit, minimum=1.0)
 
 
 class Tool(abc.ABC):

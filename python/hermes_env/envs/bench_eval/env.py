@@ -52,7 +52,15 @@ class BenchEvalConfig(HermesAgentEnvConfig):
     dataset_name: str | None = Field(default=str(QUESTIONS_PATH), description="Questions file (.jsonl).")
     prompt_field: str = Field(default="question", description="Field holding the question.")
     system_prompt: str | None = Field(default=SYSTEM_PROMPT, description="System message.")
+    group_size: int = Field(default=1, ge=1, description="Rollouts per question in a group.")
+    max_token_length: int = Field(default=8192, ge=1, description="Most tokens of one rollout.")
     max_agent_turns: int = Field(default=6, ge=1, description="Model turns per question.")
+    max_tokens_per_turn: int | None = Field(default=1024, ge=1, description="max_tokens of each model call.")
+    enabled_toolsets: list[str] | str | None = Field(
+        default_factory=lambda: ["terminal", "file"], description="Toolsets offered to the model."
+    )
+    terminal_timeout: float = Field(default=30.0, gt=0, description="Time limit of one tool call, in seconds.")
+    rollout_timeout: float = Field(default=300.0, gt=0, description="Wall-clock budget of one rollout, in seconds.")
     data_dir_to_save_evals: str | None = Field(
         default="eval_results/bench_eval", description="Where metrics.json and samples.jsonl are written."
     )
@@ -67,7 +75,6 @@ class BenchEvalEnv(TaskFileEnv):
     config: BenchEvalConfig
     default_tasks_path = QUESTIONS_PATH
     required_fields = ("id", "answer")
-    config_defaults = {"group_size": 1, "max_token_length": 8192}
 
     async def get_next_item(self) -> dict[str, Any]:
         raise RuntimeError(EVAL_ONLY)

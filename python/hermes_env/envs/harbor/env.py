@@ -48,6 +48,8 @@ class HarborEnvConfig(HermesAgentEnvConfig):
     tasks_dir: str | None = Field(default=None, description="A folder of Harbor tasks (required).")
     task_names: str | None = Field(default=None, description="Comma-separated task names to use (default: all).")
     system_prompt: str | None = Field(default=SYSTEM_PROMPT, description="System message.")
+    total_steps: int = Field(default=8, description="process: groups written; serve: trainer steps.")
+    max_token_length: int = Field(default=16384, ge=1, description="Most tokens of one rollout.")
     terminal_backend: str = Field(default="docker", description="Must be docker: each task runs in its image.")
     terminal_timeout: float = Field(default=600.0, gt=0, description="Time limit of one tool call, in seconds.")
     reward_timeout: float = Field(default=1800.0, gt=0, description="Time limit of the verifier, at most.")
@@ -80,7 +82,6 @@ class HarborEnv(TaskFileEnv):
     env_config_cls = HarborEnvConfig
     config: HarborEnvConfig
     default_tasks_path = Path("harbor-tasks")
-    config_defaults = {"group_size": 4, "total_steps": 8, "max_token_length": 16384, "max_agent_turns": 30}
     server_timeout = 600
 
     harbor_tasks: dict[str, HarborTask]

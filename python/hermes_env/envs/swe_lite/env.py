@@ -37,7 +37,15 @@ SYSTEM_PROMPT = (
 class SweLiteConfig(HermesAgentEnvConfig):
     dataset_name: str | None = Field(default=str(TASKS_PATH), description="Task index (.jsonl).")
     system_prompt: str | None = Field(default=SYSTEM_PROMPT, description="System message.")
+    group_size: int = Field(default=4, ge=1, description="Rollouts per task in a group.")
+    total_steps: int = Field(default=8, description="process: groups written; serve: trainer steps.")
+    max_token_length: int = Field(default=16384, ge=1, description="Most tokens of one rollout.")
     max_agent_turns: int = Field(default=16, ge=1, description="Model turns per rollout.")
+    enabled_toolsets: list[str] | str | None = Field(
+        default_factory=lambda: ["terminal", "file"], description="Toolsets offered to the model."
+    )
+    terminal_timeout: float = Field(default=60.0, gt=0, description="Time limit of one tool call, in seconds.")
+    rollout_timeout: float = Field(default=900.0, gt=0, description="Wall-clock budget of one rollout, in seconds.")
     test_timeout: float = Field(default=60.0, gt=0, description="Time limit of the hidden test run, in seconds.")
     tasks_root: str = Field(
         default=str(HERE), description="Folder the index's repo/hidden_tests paths are relative to."
@@ -50,7 +58,6 @@ class SweLiteEnv(TaskFileEnv):
     config: SweLiteConfig
     default_tasks_path = TASKS_PATH
     required_fields = ("id", "repo", "hidden_tests", "test_command")
-    config_defaults = {"group_size": 4, "total_steps": 8, "max_token_length": 16384}
     server_timeout = 300
 
     def _path(self, relative: str) -> Path:

@@ -37,7 +37,13 @@ class TerminalTasksConfig(HermesAgentEnvConfig):
 
     dataset_name: str | None = Field(default=str(TASKS_PATH), description="Tasks file (.jsonl).")
     system_prompt: str | None = Field(default=SYSTEM_PROMPT, description="System message.")
+    group_size: int = Field(default=4, ge=1, description="Rollouts per task in a group.")
+    total_steps: int = Field(default=8, description="process: groups written; serve: trainer steps.")
+    max_token_length: int = Field(default=8192, ge=1, description="Most tokens of one rollout.")
     max_agent_turns: int = Field(default=8, ge=1, description="Model turns per rollout.")
+    max_tokens_per_turn: int | None = Field(default=1024, ge=1, description="max_tokens of each model call.")
+    terminal_timeout: float = Field(default=30.0, gt=0, description="Time limit of one tool call, in seconds.")
+    rollout_timeout: float = Field(default=300.0, gt=0, description="Wall-clock budget of one rollout, in seconds.")
     check_timeout: float = Field(default=30.0, gt=0, description="Time limit of a task's check, in seconds.")
     # `| str`: atroposlib's command line passes it as one JSON string, parsed below.
     example_turns: list[dict[str, Any]] | str | None = Field(
@@ -67,7 +73,6 @@ class TerminalTasksEnv(TaskFileEnv):
     config: TerminalTasksConfig
     default_tasks_path = TASKS_PATH
     required_fields = ("id", "check")
-    config_defaults = {"group_size": 4, "total_steps": 8, "max_token_length": 8192}
 
     async def setup(self) -> None:
         await super().setup()
