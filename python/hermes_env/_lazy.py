@@ -8,6 +8,7 @@ Packages use it to keep ``import hermes_env.<package>`` cheap, or to break an im
 from __future__ import annotations
 
 import importlib
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -23,3 +24,51 @@ def lazy_attributes(package: str, sources: Mapping[str, Iterable[str]]) -> Calla
         return getattr(importlib.import_module(module), name)
 
     return __getattr__
+
+
+_warned_renamed: set[tuple[str, str]] = set()
+
+
+def renamed_attributes(
+    module: str, renamed: Mapping[str, tuple[str, str]], then: Callable[[str], Any] | None = None
+) -> Callable[[str], Any]:
+    """A module ``__getattr__`` that keeps old names importable: ``renamed`` maps each old name to the
+    (module path, name) it now has; the first use of an old name warns once (``FutureWarning``) with its
+    new import path. Other names go to ``then`` (another such ``__getattr__``), else raise AttributeError."""
+
+    def __getattr__(name: str) -> Any:
+        target = renamed.get(name)
+        if target is None:
+            if then is not None:
+                return then(name)
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        path, new = target
+        if (module, name) not in _warned_renamed:
+            _warned_renamed.add((module, name))
+            warnings.warn(
+                f"{module}.{name} is renamed: import {new} from {path}; the old name goes away in the next release",
+                FutureWarning,
+                stacklevel=2,
+            )
+        return getattr(importlib.import_module(path), new)
+
+    return __getattr__
+
+
+def import_reference(reference: str, what: str) -> Any:
+    """The object a ``"module:name"`` reference names, its module imported now.
+
+    ``what`` names the reference in errors (``"backend 'bwrap'"``): a ValueError says which module failed
+    to import, or that it has no such name.
+    """
+    module_name, sep, attr = reference.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"{what}: {reference!r} is not a 'module:name' reference")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"{what} needs module {module_name!r}, which failed to import: {exc}") from exc
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise ValueError(f"{what}: module {module_name!r} has no {attr!r}") from None
