@@ -56,19 +56,24 @@ def renamed_attributes(
 
 
 def import_reference(reference: str, what: str) -> Any:
-    """The object a ``"module:name"`` reference names, its module imported now.
+    """The object a ``"module:attribute"`` reference names, its module imported now.
 
-    ``what`` names the reference in errors (``"backend 'bwrap'"``): a ValueError says which module failed
-    to import, or that it has no such name.
+    ``what`` names the reference in errors (``"backend 'bwrap'"``, ``"--tools mypkg.tools:TOOLS"``). Every
+    way this can go wrong (not such a reference, a module not importable from here, a module that raised
+    while importing, no such attribute) is a ValueError saying which.
     """
     module_name, sep, attr = reference.partition(":")
     if not sep or not module_name or not attr:
-        raise ValueError(f"{what}: {reference!r} is not a 'module:name' reference")
+        raise ValueError(f"{what}: expects module:attribute, got {reference!r}")
     try:
         module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ValueError(f"{what} needs module {module_name!r}, which failed to import: {exc}") from exc
-    try:
-        return getattr(module, attr)
-    except AttributeError:
-        raise ValueError(f"{what}: module {module_name!r} has no {attr!r}") from None
+    except ModuleNotFoundError as err:
+        raise ValueError(
+            f"{what}: no module {err.name!r} importable from here; install the package that defines it "
+            "or run from the folder that holds it (PYTHONPATH)"
+        ) from None
+    except Exception as err:  # noqa: BLE001 - the module itself failed while importing
+        raise ValueError(f"{what}: importing {module_name} raised {type(err).__name__}: {err}") from err
+    if not hasattr(module, attr):
+        raise ValueError(f"{what}: module {module_name} has no attribute {attr!r}")
+    return getattr(module, attr)
