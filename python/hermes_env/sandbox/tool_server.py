@@ -47,7 +47,7 @@ ToolFn = Callable[[dict[str, Any]], Awaitable[Any] | Any]
 @dataclass(frozen=True)
 class ExternalTool:
     """A tool served by the tool server. ``fn(args)`` may be sync or async and return text,
-    a JSON-able value, or a ExecResult; an exception becomes an error result."""
+    a JSON-able value, or an ExecResult; an exception becomes an error result."""
 
     name: str
     fn: ToolFn
