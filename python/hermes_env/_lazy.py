@@ -8,6 +8,7 @@ Packages use it to keep ``import hermes_env.<package>`` cheap, or to break an im
 from __future__ import annotations
 
 import importlib
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -23,3 +24,56 @@ def lazy_attributes(package: str, sources: Mapping[str, Iterable[str]]) -> Calla
         return getattr(importlib.import_module(module), name)
 
     return __getattr__
+
+
+_warned_renamed: set[tuple[str, str]] = set()
+
+
+def renamed_attributes(
+    module: str, renamed: Mapping[str, tuple[str, str]], then: Callable[[str], Any] | None = None
+) -> Callable[[str], Any]:
+    """A module ``__getattr__`` that keeps old names importable: ``renamed`` maps each old name to the
+    (module path, name) it now has; the first use of an old name warns once (``FutureWarning``) with its
+    new import path. Other names go to ``then`` (another such ``__getattr__``), else raise AttributeError."""
+
+    def __getattr__(name: str) -> Any:
+        target = renamed.get(name)
+        if target is None:
+            if then is not None:
+                return then(name)
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        path, new = target
+        if (module, name) not in _warned_renamed:
+            _warned_renamed.add((module, name))
+            warnings.warn(
+                f"{module}.{name} is renamed: import {new} from {path}; the old name goes away in the next release",
+                FutureWarning,
+                stacklevel=2,
+            )
+        return getattr(importlib.import_module(path), new)
+
+    return __getattr__
+
+
+def import_reference(reference: str, what: str) -> Any:
+    """The object a ``"module:attribute"`` reference names, its module imported now.
+
+    ``what`` names the reference in errors (``"backend 'bwrap'"``, ``"--tools mypkg.tools:TOOLS"``). Every
+    way this can go wrong (not such a reference, a module not importable from here, a module that raised
+    while importing, no such attribute) is a ValueError saying which.
+    """
+    module_name, sep, attr = reference.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"{what}: expects module:attribute, got {reference!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as err:
+        raise ValueError(
+            f"{what}: no module {err.name!r} importable from here; install the package that defines it "
+            "or run from the folder that holds it (PYTHONPATH)"
+        ) from None
+    except Exception as err:  # noqa: BLE001 - the module itself failed while importing
+        raise ValueError(f"{what}: importing {module_name} raised {type(err).__name__}: {err}") from err
+    if not hasattr(module, attr):
+        raise ValueError(f"{what}: module {module_name} has no attribute {attr!r}")
+    return getattr(module, attr)

@@ -170,7 +170,7 @@ async def test_registered_module_class_strings(monkeypatch: pytest.MonkeyPatch, 
     assert isinstance(b, LocalBackend) and b.limits.max_output_bytes == 1000
     await b.aclose()
     register_backend("ghost", "hermes_env_no_such_module_xyz:Backend")
-    with pytest.raises(ValueError, match="backend 'ghost' needs module 'hermes_env_no_such_module_xyz'"):
+    with pytest.raises(ValueError, match="backend 'ghost': no module 'hermes_env_no_such_module_xyz' importable"):
         get_backend("ghost")
     with pytest.raises(ValueError, match="'module:Class'"):
         register_backend("bad", "no_colon_here")

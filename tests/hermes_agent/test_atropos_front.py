@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hermes_env.agent.steps import ToolCall, steps_from_messages, tool_result_from_text
+from hermes_env.agent.steps import AgentToolCall as ToolCall
+from hermes_env.agent.steps import steps_from_messages, tool_result_from_text
 from hermes_env.testing import qwen3_tokenizer_dir
 from hermes_env.testing.scripted_openai import ScriptedOpenAIServer
 from hermes_env.testing.scripted_vllm import ScriptedRequest, ScriptedVLLMServer

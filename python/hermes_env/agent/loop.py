@@ -41,6 +41,8 @@ from hermes_env.agent.steps import AgentStep, SequenceData, ToolResult, steps_fr
 from hermes_env.agent.tool_pool import ToolWorkerPool
 from hermes_env.env.errors import classify_policy_error, describe_error
 from hermes_env.errors import BackendFailure, RolloutFailureKind, ToolArgumentError, ToolErrorKind
+from hermes_env.message_fields import message_field
+from hermes_env.parsers.parsed_call import ParsedToolCall, parsed_tool_calls
 from hermes_env.timeouts import TOOL_GRACE_S, CallBudget
 from hermes_env.tools.registry import error_json
 
@@ -199,39 +201,6 @@ class AgentResult:
         return self.error is None and self.produced_output
 
 
-def _get(obj: Any, name: str, default: Any = None) -> Any:
-    if isinstance(obj, dict):
-        return obj.get(name, default)
-    return getattr(obj, name, default)
-
-
-def _call_signature(call: dict[str, Any]) -> tuple[str, str]:
-    """(name, arguments) with the arguments as canonical JSON when they parse, so spacing and key order
-    do not make two identical calls look different."""
-    function = call["function"]
-    raw = function["arguments"]
-    try:
-        args = json.dumps(json.loads(raw), sort_keys=True, separators=(",", ":"))
-    except (json.JSONDecodeError, TypeError):
-        args = raw.strip()
-    return function["name"], args
-
-
-def _tool_call_dicts(message: Any) -> list[dict[str, Any]]:
-    """The message's tool calls as OpenAI dicts, arguments kept as the exact text the model produced."""
-    calls = []
-    for index, call in enumerate(_get(message, "tool_calls") or []):
-        function = _get(call, "function") or {}
-        calls.append(
-            {
-                "id": _get(call, "id") or f"call_{index}",
-                "type": "function",
-                "function": {"name": _get(function, "name") or "", "arguments": _get(function, "arguments") or ""},
-            }
-        )
-    return calls
-
-
 class HermesAgentLoop:
     """Runs one rollout; construct one per rollout (it holds no state between ``run`` calls)."""
 
@@ -349,29 +318,30 @@ class HermesAgentLoop:
                 )
             result.turns_used += 1
             result.reasoning_per_turn.append(extract_reasoning(message))
-            result.finish_reasons.append(_get(choice, "finish_reason"))
-            server_issues = _get(message, "parse_issues")
+            result.finish_reasons.append(message_field(choice, "finish_reason"))
+            server_issues = message_field(message, "parse_issues")
             for issue in server_issues or []:
                 result.parse_issues.append(
                     TurnParseIssue(
                         turn=turn,
-                        kind=str(_get(issue, "kind", "unknown")),
-                        offset=int(_get(issue, "offset", 0) or 0),
-                        message=str(_get(issue, "message", "")),
+                        kind=str(message_field(issue, "kind", "unknown")),
+                        offset=int(message_field(issue, "offset", 0)),
+                        message=str(message_field(issue, "message", "")),
                     )
                 )
-            calls = _tool_call_dicts(message)
-            assistant: dict[str, Any] = {"role": "assistant", "content": _get(message, "content") or ""}
+            calls = parsed_tool_calls(message)
+            assistant: dict[str, Any] = {"role": "assistant", "content": message_field(message, "content") or ""}
             # Servers put separated reasoning in `reasoning_content` (vLLM <0.10) or `reasoning`; chat
             # templates read `reasoning_content`. Reasoning left inside `content` stays there.
             separated = separated_reasoning(message)
             if separated is not None:
                 assistant["reasoning_content"] = separated
             if calls:
-                assistant["tool_calls"] = calls
+                # Where the calls leave the loop (AgentResult.messages): OpenAI dicts, arguments as written.
+                assistant["tool_calls"] = [call.to_openai() for call in calls]
             messages.append(assistant)
             if not calls:
-                if _get(choice, "finish_reason") == "length":
+                if message_field(choice, "finish_reason") == "length":
                     # Cut at max_tokens: by the context limit when that is what set max_tokens.
                     end = "context_limit" if clamped else "length"
                 else:
@@ -380,7 +350,7 @@ class HermesAgentLoop:
             result.tool_calls_made += len(calls)
             repeat_limit_hit = False
             for call in calls:
-                signature = _call_signature(call)
+                signature = (call.name, call.canonical_arguments)
                 streak = streak + 1 if signature == last_call else 1
                 last_call = signature
                 result.repeated_tool_calls += streak > 1
@@ -409,28 +379,28 @@ class HermesAgentLoop:
         return result
 
     async def _run_calls(
-        self, turn: int, calls: list[dict[str, Any]], deadline: float, result: AgentResult, *, parses: bool
+        self, turn: int, calls: Sequence[ParsedToolCall], deadline: float, result: AgentResult, *, parses: bool
     ) -> list[dict[str, Any]]:
         """Tool-result messages for one turn's calls, in call order.
 
         ``parses``: the server parsed the calls and reported its own parse issues.
         """
-        tools = [self.tools.get(call["function"]["name"]) for call in calls]
+        tools = [self.tools.get(call.name) for call in calls]
         parallel = len(calls) > 1 and all(tool is not None and tool.parallel_safe for tool in tools)
         if parallel:
             outputs = await asyncio.gather(*(self._run_one(turn, call, deadline, result, parses) for call in calls))
         else:
             outputs = [await self._run_one(turn, call, deadline, result, parses) for call in calls]
         return [
-            {"role": "tool", "tool_call_id": call["id"], "content": output}
+            {"role": "tool", "tool_call_id": call.id, "content": output}
             for call, output in zip(calls, outputs, strict=True)
         ]
 
     async def _run_one(
-        self, turn: int, call: dict[str, Any], deadline: float, result: AgentResult, parses: bool
+        self, turn: int, call: ParsedToolCall, deadline: float, result: AgentResult, parses: bool
     ) -> str:
-        name = call["function"]["name"]
-        raw = call["function"]["arguments"]
+        name = call.name
+        raw = call.arguments_text
 
         def fail(kind: ToolErrorKind, message: str) -> str:
             # The model sees hermes-agent's error shape: {"error": "..."}.
@@ -447,21 +417,10 @@ class HermesAgentLoop:
         if tool is None:
             available = ", ".join(sorted(self.tools)) or "none"
             return fail("unknown_tool", f"Error: unknown tool {name!r}. Available tools: {available}.")
-        try:
-            args = json.loads(raw) if raw.strip() else {}
-        except json.JSONDecodeError as err:
-            return unreadable(
-                "malformed_json",
-                err.pos,
-                f"Error: the arguments of {name!r} are not valid JSON ({err.msg} at position {err.pos}): {raw!r}. "
-                "Call the tool again with a JSON object matching its schema.",
-            )
-        if not isinstance(args, dict):
-            return unreadable(
-                "bad_arguments",
-                0,
-                f"Error: the arguments of {name!r} must be a JSON object, got {type(args).__name__}: {raw!r}.",
-            )
+        problem = call.problem
+        if problem is not None:  # arguments that are not a JSON object (parsed once, in ParsedToolCall)
+            return unreadable(problem.kind, problem.offset, problem.message)
+        args = call.arguments
         timeout = CallBudget(self.tool_timeout, tool_grace=self.tool_grace).pool_limit(deadline - time.monotonic())
         if timeout <= 0:
             return fail("timeout", f"Error: {name!r} was not run: the rollout's time budget is used up.")

@@ -1,7 +1,7 @@
 """A rollout as hermes-agent's ``atropos/`` integration (AgentEnv) sees it: steps of tool calls and results.
 
 hermes-agent's ``AtroposAgent`` returns an ``AgentResult`` whose ``steps`` are one
-:class:`AgentStep` per model turn (the assistant's text, the :class:`ToolCall` s it made, the
+:class:`AgentStep` per model turn (the assistant's text, the :class:`AgentToolCall` s it made, the
 :class:`ToolResult` each returned) and whose ``trajectory_data`` is a :class:`SequenceData`
 (tokens, masks, logprobs). hermes_env's :class:`~hermes_env.agent.loop.AgentResult` derives the
 same views from its messages (:func:`steps_from_messages`), so reward code written against
@@ -16,6 +16,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from hermes_env._lazy import renamed_attributes
+
 # hermes-agent's sandbox tool names for the same tools.
 TOOL_ALIASES = {"bash": "terminal", "bash_stateful": "terminal_stateful"}
 
@@ -23,9 +25,14 @@ _TOOL_CALL_BLOCK = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
 _NAME_THEN_JSON = re.compile(r"^\s*([A-Za-z0-9_.:\\-]+)\s*(\{.*\})\s*$", re.S)
 
 
+# ``ToolCall`` was this module's name for AgentToolCall; hermes_env.parsers.ToolCall is the parser's (another thing).
+__getattr__ = renamed_attributes(__name__, {"ToolCall": ("hermes_env.agent.steps", "AgentToolCall")})
+
+
 @dataclass
-class ToolCall:
-    """A tool call: ``name`` and its ``arguments`` (hermes-agent's ``atropos.tools.ToolCall``)."""
+class AgentToolCall:
+    """A tool call as hermes-agent's ``atropos/`` integration passes it: ``name`` and its ``arguments`` as a
+    dict (upstream's ``atropos.tools.ToolCall``, which ``hermes_env.agent_env`` exports under that name)."""
 
     name: str
     arguments: dict[str, Any]
@@ -33,10 +40,10 @@ class ToolCall:
     uniq_id: str = field(default_factory=lambda: str(uuid.uuid4()))
 
     @classmethod
-    def parse_from_text(cls, text: str) -> list[ToolCall]:
+    def parse_from_text(cls, text: str) -> list[AgentToolCall]:
         """The well-formed ``<tool_call>`` blocks of ``text``: Hermes JSON (``{"name", "arguments"}``) or
         ``name{json}``; a block that is not one of these is skipped, as upstream does."""
-        calls: list[ToolCall] = []
+        calls: list[AgentToolCall] = []
         for inner in _TOOL_CALL_BLOCK.findall(text or ""):
             cleaned = inner.strip()
             if cleaned.startswith("{"):
@@ -112,7 +119,7 @@ class AgentStep:
 
     step_number: int
     assistant_message: str
-    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_calls: list[AgentToolCall] = field(default_factory=list)
     tool_results: list[ToolResult] = field(default_factory=list)
     sequence_data: SequenceData | None = None
 
@@ -174,7 +181,7 @@ def steps_from_messages(messages: list[dict[str, Any]]) -> list[AgentStep]:
             call_id = str(call.get("id") or f"call_{index}")
             raw = function.get("arguments")
             step.tool_calls.append(
-                ToolCall(name, _arguments(raw), raw if isinstance(raw, str) else json.dumps(raw), call_id)
+                AgentToolCall(name, _arguments(raw), raw if isinstance(raw, str) else json.dumps(raw), call_id)
             )
             if call_id in results:
                 step.tool_results.append(tool_result_from_text(name, results[call_id][1], call_id))

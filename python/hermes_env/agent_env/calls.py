@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hermes_env.agent.steps import TOOL_ALIASES, ToolCall, ToolResult, tool_result_from_text
+from hermes_env.agent.steps import TOOL_ALIASES, ToolResult, tool_result_from_text
+from hermes_env.agent.steps import AgentToolCall as ToolCall  # upstream's name for it
 
 __all__ = ["TOOL_ALIASES", "ToolCall", "ToolResult", "run_tool_call"]
 

@@ -43,7 +43,7 @@ from hermes_env.isolation.bubblewrap import (
     check_mount_point,
     make_root_links,
 )
-from hermes_env.isolation.process import run_limited
+from hermes_env.isolation.process import run_sandboxed, sandboxed_argv
 from hermes_env.isolation.result import ExecResult
 from hermes_env.isolation.users import UID_BLOCK, SandboxUser, UidBlock, kill_uids, user_process_count
 
@@ -244,20 +244,21 @@ class BwrapBackend(HostWorkspaceBackend):
 
     def build_argv(self, task_id: str, command: str) -> list[str]:
         """The full command line for one sandboxed command (public for inspection and tests)."""
-        prefix = self.limits.prlimit_argv(nproc_offset=self._nproc_offset)
-        return prefix + self.spec(task_id).argv([self._shell, "-c", command])
+        argv = [self._shell, "-c", command]
+        return sandboxed_argv(self.limits, argv, self.spec(task_id), nproc_offset=self._nproc_offset)
 
     async def execute(self, task_id: str, command: str, timeout: float, *, stdin: str | None = None) -> ExecResult:
         await self.start(task_id)
-        result = await run_limited(
-            self.build_argv(task_id, command),
+        result = await run_sandboxed(
+            [self._shell, "-c", command],
+            limits=self.limits,
+            spec=self.spec(task_id),
             cwd=str(self.workspace_path(task_id)),
             env=HOST_ENV,
             timeout=timeout,
             stdin=stdin,
-            max_output_bytes=int(self.limits.max_output_bytes),
-            kill_output_bytes=int(self.limits.kill_output_bytes),
             user=self.user(task_id),
+            nproc_offset=self._nproc_offset,
             running=self.running_set(task_id),
         )
         if result.exit_code != 0 and result.output.startswith("bwrap:"):

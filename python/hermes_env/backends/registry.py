@@ -8,10 +8,10 @@ called with the options.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import Any
 
+from hermes_env._lazy import import_reference
 from hermes_env.backends.base import ExecutionBackend
 
 BackendTarget = str | type[ExecutionBackend] | Callable[..., ExecutionBackend]
@@ -83,15 +83,7 @@ def _resolve(name: str) -> type[ExecutionBackend] | Callable[..., ExecutionBacke
         raise ValueError(f"unknown terminal backend {name!r}; valid backends: {', '.join(backend_names())}")
     if not isinstance(target, str):
         return target
-    module_name, _, attr = target.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ValueError(f"backend {name!r} needs module {module_name!r}, which failed to import: {exc}") from exc
-    try:
-        return getattr(module, attr)
-    except AttributeError:
-        raise ValueError(f"backend {name!r}: module {module_name!r} has no {attr!r}") from None
+    return import_reference(target, f"backend {name!r}")  # type: ignore[no-any-return]
 
 
 def get_backend(name: str, **options: Any) -> ExecutionBackend:

@@ -7,7 +7,8 @@ whatever it left in its process group is killed: background jobs do not outlive 
 Inside bubblewrap the PID namespace ends with the command, taking every descendant with it.
 
 Stopping a command (timeout, output flood, cancellation, cleanup) goes through :func:`stop_tree`,
-which freezes the tree before killing it; see there for why.
+which freezes the tree before killing it; see there for why. :func:`run_sandboxed` is the whole
+assembly every backend uses: ``prlimit`` rlimits, then the bubblewrap sandbox, then :func:`run_limited`.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from hermes_env.isolation.bubblewrap import with_seccomp_fd
+from hermes_env.isolation.bubblewrap import BwrapSpec, with_seccomp_fd
+from hermes_env.isolation.limits import ResourceLimits
 from hermes_env.isolation.reaper import spawn_guard
 from hermes_env.isolation.result import ExecResult
 from hermes_env.isolation.users import SandboxUser
@@ -236,3 +238,41 @@ async def run_limited(
         output += f"\n[timed out after {timeout:g}s; the command and its child processes were killed]"
         code = TIMEOUT_EXIT_CODE
     return ExecResult(output=output, exit_code=code, timed_out=timed_out, truncated=truncated)
+
+
+def sandboxed_argv(
+    limits: ResourceLimits, command: Sequence[str], spec: BwrapSpec | None, *, nproc_offset: int = 0
+) -> list[str]:
+    """``command`` under ``limits``' rlimits (``prlimit``), inside ``spec``'s bubblewrap sandbox (none: unsandboxed).
+
+    ``nproc_offset``: processes the command's user already runs (see ``ResourceLimits.prlimit_argv``).
+    """
+    prefix = limits.prlimit_argv(nproc_offset=nproc_offset)
+    return prefix + (spec.argv(command) if spec is not None else list(command))
+
+
+async def run_sandboxed(
+    command: Sequence[str],
+    *,
+    limits: ResourceLimits,
+    spec: BwrapSpec | None,
+    cwd: str,
+    env: Mapping[str, str],
+    timeout: float,
+    stdin: str | bytes | None = None,
+    user: SandboxUser | None = None,
+    nproc_offset: int = 0,
+    running: set[int] | None = None,
+) -> ExecResult:
+    """:func:`run_limited` of :func:`sandboxed_argv`, its output bounded by ``limits``."""
+    return await run_limited(
+        sandboxed_argv(limits, command, spec, nproc_offset=nproc_offset),
+        cwd=cwd,
+        env=env,
+        timeout=timeout,
+        stdin=stdin,
+        max_output_bytes=int(limits.max_output_bytes),
+        kill_output_bytes=int(limits.kill_output_bytes),
+        user=user,
+        running=running,
+    )

@@ -7,45 +7,46 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from openai.types.chat import ChatCompletionMessage
+from pydantic import PrivateAttr
 
-THINK_OPEN = "<think>"
-THINK_CLOSE = "</think>"
+from hermes_env.parsers.parsed_call import ParsedToolCall
+from hermes_env.parsers.reasoning import split_reasoning
+
+__all__ = ["ParsedMessage", "ParsedReply", "load_parser", "parse_reply", "split_reasoning"]
 
 
-def split_reasoning(raw: str) -> tuple[str | None, str]:
-    """``(reasoning, rest)``: the ``<think>`` block's text and what follows it.
+class ParsedMessage(ChatCompletionMessage):
+    """The assistant message of a managed completion: an ``openai`` ``ChatCompletionMessage`` (its OpenAI
+    ``tool_calls`` and dump are unchanged) that also hands the agent loop the calls as parsed
+    (``parsed_tool_calls``), so they are not read back from the OpenAI objects and parsed again."""
 
-    Qwen3-style output may omit the opening tag (the template put it in the prompt); an
-    unclosed ``<think>`` (output cut by ``max_tokens``) is all reasoning.
-    """
-    if THINK_CLOSE in raw:
-        before, after = raw.split(THINK_CLOSE, 1)
-        reasoning = before.split(THINK_OPEN, 1)[-1].strip("\n")
-        return reasoning, after.lstrip("\n")
-    stripped = raw.lstrip()
-    if stripped.startswith(THINK_OPEN):
-        return stripped[len(THINK_OPEN) :].strip("\n"), ""
-    return None, raw
+    _parsed_tool_calls: tuple[ParsedToolCall, ...] = PrivateAttr(default=())
+
+    @property
+    def parsed_tool_calls(self) -> tuple[ParsedToolCall, ...]:
+        return self._parsed_tool_calls
 
 
 @dataclass
 class ParsedReply:
     content: str | None
     reasoning: str | None
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    tool_calls: list[ParsedToolCall] = field(default_factory=list)
     issues: list[Any] = field(default_factory=list)
 
-    def to_openai(self) -> ChatCompletionMessage:
+    def to_openai(self) -> ParsedMessage:
         """The assistant message; ``parse_issues`` (always present, maybe empty) lists the parser's issues."""
-        return ChatCompletionMessage(
+        message = ParsedMessage(
             role="assistant",
             content=self.content,
-            tool_calls=self.tool_calls or None,  # type: ignore[arg-type]
+            tool_calls=[call.to_openai() for call in self.tool_calls] or None,  # type: ignore[arg-type]
             reasoning_content=self.reasoning,  # type: ignore[call-arg]  # vLLM's field; openai keeps extras
             parse_issues=[  # type: ignore[call-arg]  # hermes_env's field, read by HermesAgentLoop
                 {"kind": i.kind, "offset": i.offset, "message": i.message} for i in self.issues
             ],
         )
+        message._parsed_tool_calls = tuple(self.tool_calls)
+        return message
 
 
 def load_parser(name: str | None, tools: Sequence[Mapping[str, Any]] | None) -> Any:
@@ -65,10 +66,7 @@ def parse_reply(raw: str, parser: Any) -> ParsedReply:
     from hermes_env.parsers import parser_mismatch
 
     result = parser.parse(rest)
-    calls = [
-        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-        for c in result.tool_calls
-    ]
+    calls = [ParsedToolCall.from_parser(call) for call in result.tool_calls]
     issues = list(result.issues)
     mismatch = parser_mismatch(parser.name, rest, result)  # warns once per (parser, format)
     if mismatch is not None:

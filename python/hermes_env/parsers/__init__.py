@@ -10,6 +10,7 @@ events = s.feed(delta)                  # [ContentDelta | ToolCallStart | ToolCa
 events += s.finish()
 assert s.result() == p.parse(text)      # for every chunking of text
 raw = p.render(r.tool_calls, content=r.content)
+calls = [ParsedToolCall.from_parser(c) for c in r.tool_calls]  # what the agent loop and the tools use
 ```
 
 Everything here is implemented in Rust (``hermes_env._core``); this module is the public facade.
@@ -68,6 +69,7 @@ from hermes_env._core import (
 )
 from hermes_env._lazy import lazy_attributes
 from hermes_env.parsers.mismatch import parser_mismatch
+from hermes_env.parsers.parsed_call import ArgumentsProblem, ParsedToolCall
 
 #: What ``ParseStream.feed`` / ``finish`` return items of.
 Event: TypeAlias = ContentDelta | ToolCallStart | ToolCallArgsDelta | ToolCallEnd
@@ -75,12 +77,14 @@ Event: TypeAlias = ContentDelta | ToolCallStart | ToolCallArgsDelta | ToolCallEn
 __all__ = [
     "ISSUE_KINDS",
     "MAX_ISSUES",
+    "ArgumentsProblem",
     "detect_parser",
     "ContentDelta",
     "Event",
     "ParseIssue",
     "ParseResult",
     "ParseStream",
+    "ParsedToolCall",
     "Parser",
     "ParserInfo",
     "ToolCall",

@@ -27,13 +27,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hermes_env._lazy import lazy_attributes
+from hermes_env._lazy import lazy_attributes, renamed_attributes
 from hermes_env.errors import PoolClosedError, SlotAcquireTimeout, WorkerStartError
 from hermes_env.isolation.limits import ResourceLimits
 from hermes_env.sandbox.config import ExecutorConfig, PoolConfig, SandboxPolicy
 from hermes_env.sandbox.executor import ToolExecutor, decode_content
 from hermes_env.sandbox.pool import Lease, SlotPool
-from hermes_env.sandbox.protocol import ToolResult
 
 if TYPE_CHECKING:
     from hermes_env.backends.sandbox import SandboxBackend
@@ -49,10 +48,14 @@ __all__ = [
     "SlotAcquireTimeout",
     "SlotPool",
     "ToolExecutor",
-    "ToolResult",
     "WorkerStartError",
     "decode_content",
 ]
 
-# The backend lives with the other backends and imports this package; loaded on first use.
-__getattr__ = lazy_attributes(__name__, {"hermes_env.backends.sandbox": ("SandboxBackend",)})
+# The backend lives with the other backends and imports this package; loaded on first use. ``ToolResult``
+# was this package's name for the isolation layer's ExecResult (hermes_env.agent_env.ToolResult is another thing).
+__getattr__ = renamed_attributes(
+    __name__,
+    {"ToolResult": ("hermes_env.isolation.result", "ExecResult")},
+    then=lazy_attributes(__name__, {"hermes_env.backends.sandbox": ("SandboxBackend",)}),
+)

@@ -2,7 +2,7 @@
 
 Requests forbid unknown fields: a request cannot smuggle policy (``allow_network`` ...) into a
 worker, because policy is only read from the worker's command line. Results are the isolation
-layer's :class:`~hermes_env.isolation.result.ExecResult` (``ToolResult`` is its name here).
+layer's :class:`~hermes_env.isolation.result.ExecResult`.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hermes_env._lazy import renamed_attributes
 from hermes_env.isolation.result import ExecResult
 
 # Content type of a streamed /batch answer: one {"index": i, "result": ExecResult} line per call.
@@ -18,10 +19,6 @@ NDJSON = "application/x-ndjson"
 
 # Tools every sandbox server runs. External tools go to the tool server instead.
 SANDBOX_TOOLS = ("bash", "bash_stateful", "tmux", "read_file", "write_file")
-
-#: The result of a sandbox tool call (the same type every backend returns).
-ToolResult = ExecResult
-
 
 class SlotCall(BaseModel):
     """One tool call to run in one slot of a worker."""
@@ -57,3 +54,7 @@ class ArtifactRequest(BaseModel):
     path: str = "."
     # archive only: "tar.gz" of the path, returned base64 in data["archive_b64"]
     max_bytes: int | None = Field(None, ge=1)
+
+
+# ``ToolResult`` was this module's name for ExecResult; ``hermes_env.agent_env.ToolResult`` is the other thing so named.
+__getattr__ = renamed_attributes(__name__, {"ToolResult": ("hermes_env.isolation.result", "ExecResult")})

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from hermes_env.errors import FileTooLargeError, WorkspacePathError
 from hermes_env.isolation import bubblewrap, paths, quota
 from hermes_env.isolation.bubblewrap import HOST_ENV, SANDBOX_PATH, WORKSPACE_MOUNT, BwrapSpec
-from hermes_env.isolation.process import run_limited
+from hermes_env.isolation.process import run_sandboxed, sandboxed_argv
 from hermes_env.isolation.result import ExecResult
 from hermes_env.isolation.users import SLOT_UID_BASE, SandboxUser, kill_uids, task_user, user_process_count
 from hermes_env.sandbox.config import SandboxPolicy
@@ -144,11 +144,11 @@ class SlotHost:
             paths.empty_dir(slot.workspace, slot.user.owner)
 
     # -- command lines ---------------------------------------------------------------------
-    def argv_for(self, slot: Slot, command: list[str], binds: list[tuple[str, str]] | None = None) -> list[str]:
-        prefix = self.policy.limits.prlimit_argv(nproc_offset=self._nproc_offset)
+    def spec(self, slot: Slot, binds: list[tuple[str, str]] | None = None) -> BwrapSpec | None:
+        """How the slot's commands are sandboxed; None where they run unsandboxed (see ``sandboxed``)."""
         if not self.sandboxed:
-            return prefix + command
-        spec = BwrapSpec(
+            return None
+        return BwrapSpec(
             str(slot.workspace),
             allow_network=self.policy.allow_network,
             ro_paths=self.policy.ro_paths,
@@ -156,7 +156,9 @@ class SlotHost:
             env=self.policy.env,
             tmp_bytes=int(self.policy.limits.tmp_bytes),
         )
-        return prefix + spec.argv(command)
+
+    def argv_for(self, slot: Slot, command: list[str], binds: list[tuple[str, str]] | None = None) -> list[str]:
+        return sandboxed_argv(self.policy.limits, command, self.spec(slot, binds), nproc_offset=self._nproc_offset)
 
     def command_env(self, slot: Slot) -> dict[str, str]:
         """The environment of the process started: bwrap's own (it sets the sandbox's), or the command's."""
@@ -202,15 +204,16 @@ class SlotHost:
             stdin = args.get("stdin")
             if stdin is not None and not isinstance(stdin, str):
                 return ExecResult.failure("bad_arguments", "bash 'stdin' must be a string when given")
-            return await run_limited(
-                self.argv_for(slot, ["/bin/bash", "-c", command]),
+            return await run_sandboxed(
+                ["/bin/bash", "-c", command],
+                limits=limits,
+                spec=self.spec(slot),
                 cwd=str(slot.workspace),
                 env=self.command_env(slot),
                 timeout=call.timeout,
                 stdin=stdin,
-                max_output_bytes=int(limits.max_output_bytes),
-                kill_output_bytes=int(limits.kill_output_bytes),
                 user=slot.user,
+                nproc_offset=self._nproc_offset,
             )
         if call.tool == "bash_stateful":
             command = args.get("command")

@@ -35,6 +35,7 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from hermes_env._lazy import import_reference
 from hermes_env.isolation.result import ExecResult
 from hermes_env.timeouts import clamp_timeout
 
@@ -47,7 +48,7 @@ ToolFn = Callable[[dict[str, Any]], Awaitable[Any] | Any]
 @dataclass(frozen=True)
 class ExternalTool:
     """A tool served by the tool server. ``fn(args)`` may be sync or async and return text,
-    a JSON-able value, or a ExecResult; an exception becomes an error result."""
+    a JSON-able value, or an ExecResult; an exception becomes an error result."""
 
     name: str
     fn: ToolFn
@@ -258,18 +259,7 @@ def load_tools(spec: str) -> list[ExternalTool]:
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         raise ValueError(f"--tools expects module:attribute (e.g. mypkg.tools:TOOLS), got {spec!r}")
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as err:
-        raise ValueError(
-            f"--tools {spec}: no module {err.name!r} importable from here; install the package that defines it "
-            "or run from the folder that holds it (PYTHONPATH)"
-        ) from None
-    except Exception as err:  # noqa: BLE001 - the user's module failed while importing
-        raise ValueError(f"--tools {spec}: importing {module_name} raised {type(err).__name__}: {err}") from err
-    if not hasattr(module, attr):
-        raise ValueError(f"--tools {spec}: module {module_name} has no attribute {attr!r}")
-    obj = getattr(module, attr)
+    obj = import_reference(spec, f"--tools {spec}")
     tools = obj() if callable(obj) else obj
     # Under ``python -m`` this module is __main__; user code imports the real module's class.
     canonical = importlib.import_module("hermes_env.sandbox.tool_server").ExternalTool

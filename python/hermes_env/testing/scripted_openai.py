@@ -29,7 +29,7 @@ from typing import Any
 
 from aiohttp import web
 
-from hermes_env.managed.response import split_reasoning
+from hermes_env.parsers.reasoning import split_reasoning
 from hermes_env.testing.http_thread import ThreadedHTTPServer
 from hermes_env.testing.policies import POLICY_HELP
 

@@ -45,7 +45,7 @@ class ToolServerClient:
         return list(resp.json().get("tools", []))
 
     async def execute(self, tool: str, args: dict[str, Any], trajectory_id: str, timeout: float) -> dict[str, Any]:
-        """The server's ToolResult as a dict; transport failures become an error result."""
+        """The server's ExecResult as a dict; transport failures become an error result."""
         body = {"tool": tool, "args": args, "trajectory_id": trajectory_id, "timeout": timeout}
         try:
             resp = await self.client.post("/execute", json=body, timeout=timeout + TRANSPORT_GRACE_S)

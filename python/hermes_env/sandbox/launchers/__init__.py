@@ -7,8 +7,7 @@ The names and their classes are listed in ``hermes_env.sandbox.config.LAUNCHERS`
 
 from __future__ import annotations
 
-import importlib
-
+from hermes_env._lazy import import_reference
 from hermes_env.sandbox.config import LAUNCHERS, PoolConfig
 from hermes_env.sandbox.launchers.base import WorkerHandle, WorkerLauncher, WorkerSpec, WorkerStartError
 
@@ -17,6 +16,5 @@ __all__ = ["WorkerHandle", "WorkerLauncher", "WorkerSpec", "WorkerStartError", "
 
 def create_launcher(config: PoolConfig) -> WorkerLauncher:
     """The launcher ``config.launcher`` names, built from the pool's config."""
-    module_name, _, attr = LAUNCHERS[config.launcher].partition(":")
-    cls: type[WorkerLauncher] = getattr(importlib.import_module(module_name), attr)
+    cls: type[WorkerLauncher] = import_reference(LAUNCHERS[config.launcher], f"launcher {config.launcher!r}")
     return cls(config)  # type: ignore[call-arg]

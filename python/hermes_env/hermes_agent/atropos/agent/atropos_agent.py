@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes_env.agent.loop import AgentResult, HermesAgentLoop
-from hermes_env.agent.steps import AgentStep, SequenceData, ToolCall, ToolResult
+from hermes_env.agent.steps import AgentStep, SequenceData, ToolResult
+from hermes_env.agent.steps import AgentToolCall as ToolCall
 from hermes_env.agent.tool_pool import ToolWorkerPool
 from hermes_env.agent_env.env import AgentConfig, sequence_data
 from hermes_env.hermes_agent.atropos.tools.base import ToolRegistry

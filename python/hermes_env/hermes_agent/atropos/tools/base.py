@@ -1,6 +1,7 @@
 """hermes-agent's ``atropos.tools.base``: ``ToolCall``, ``ToolResult``, ``ToolSchema``, ``Tool``, ``ToolRegistry``.
 
-``ToolCall`` / ``ToolResult`` are hermes_env's own (:mod:`hermes_env.agent.steps`). A
+``ToolCall`` / ``ToolResult`` are hermes_env's own (``AgentToolCall`` / ``ToolResult`` of
+:mod:`hermes_env.agent.steps`). A
 :class:`ToolRegistry` holds the tools an agent is offered: hermes_env's tools (what
 ``build_tool_registry`` resolves from toolsets) or upstream-style :class:`Tool` subclasses.
 Offering a tool is all the registry does here: calls run in the rollout's workspace through the
@@ -14,7 +15,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes_env.agent.steps import ToolCall, ToolResult
+from hermes_env.agent.steps import AgentToolCall as ToolCall
+from hermes_env.agent.steps import ToolResult
 
 __all__ = ["Tool", "ToolCall", "ToolRegistry", "ToolResult", "ToolSchema"]
 

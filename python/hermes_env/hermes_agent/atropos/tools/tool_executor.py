@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hermes_env.agent.steps import ToolCall, ToolResult
+from hermes_env.agent.steps import AgentToolCall as ToolCall
+from hermes_env.agent.steps import ToolResult
 
 if TYPE_CHECKING:
     from hermes_env.agent_env import AgentEnv
