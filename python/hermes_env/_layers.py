@@ -21,17 +21,19 @@ PACKAGE = "hermes_env"
 
 #: Bottom first. One line of ARCHITECTURE.md's layer map per layer, in this order.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("_core", "_lazy", "_layers", "errors", "sync_bridge"),
+    ("_core",),
+    ("_lazy", "_layers", "errors", "sync_bridge"),
     ("resources", "trajectory"),
     ("parsers",),
     ("isolation", "containers"),
     ("sandbox",),
     ("backends",),
     ("tools",),
-    ("tool_context", "managed", "distill", "judges"),
+    ("managed", "distill", "judges"),
     ("agent",),
+    ("tool_context", "html_view"),
     ("env",),
-    ("html_view", "models", "agent_env"),
+    ("models", "agent_env"),
     ("testing",),
     ("envs",),
     ("checks", "port", "hermes_agent"),

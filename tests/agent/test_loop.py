@@ -341,7 +341,7 @@ async def test_a_failure_on_a_later_turn_fails_the_rollout() -> None:
 def test_policy_errors_are_classified(error: Exception, kind: str) -> None:
     import aiohttp
     import tenacity
-    from hermes_env.env.errors import PolicyCallError, classify_policy_error
+    from hermes_env.errors import PolicyCallError, classify_policy_error
 
     assert classify_policy_error(error) == kind
     # atroposlib retries every call with tenacity; the kind is the last attempt's.

@@ -13,7 +13,7 @@ A subclass implements ``setup``, ``get_next_item``, ``format_prompt(item)``,
   workspace is always cleaned up;
 - sends only complete groups of finished rollouts: if any rollout of a group failed (a model
   call that failed on any turn, a tool backend that died, a workspace that could not be set up;
-  kinds in :mod:`hermes_env.env.errors`), the whole group is dropped — never written, never sent —
+  kinds in :mod:`hermes_env.errors`), the whole group is dropped — never written, never sent —
   logged once at WARNING with its cause and counted by cause;
 - records why each written rollout ended (``end_reasons`` in the group: stop, length,
   turn_limit, context_limit, rollout_budget, repeated_tool_calls);
@@ -49,7 +49,6 @@ from hermes_env.env.defaults import (
     resolve_tokenizer_names,
     tokenizer_load_error,
 )
-from hermes_env.env.errors import EnvSetupError, RolloutFailed, RolloutFailureKind
 from hermes_env.env.output import replace_atropos_writer
 from hermes_env.env.phases import ResolvedPhase, phase1_item, phase2_item, prompt_only_item, resolve_phase
 from hermes_env.env.rollout_info import rollout_info
@@ -58,6 +57,7 @@ from hermes_env.env.stats import RolloutRecord, RolloutStats, wandb_table
 from hermes_env.env.turn_credit import TurnRewardError, builtin_turn_rewards, check_turn_rewards, group_advantages
 from hermes_env.env.wandb_extras import ScoreMetadataLog, ToolErrorLog
 from hermes_env.env.workspace_reaper import WorkspaceReaper
+from hermes_env.errors import EnvSetupError, RolloutFailed, RolloutFailureKind
 from hermes_env.trajectory import PROMPT_LOGPROB
 
 logger = logging.getLogger(__name__)

@@ -4,8 +4,8 @@
   trajectories, scaling workers between ``min_workers`` and ``max_workers`` and replacing dead
   ones; a launcher starts the workers as local processes or as Ray actors spread over a cluster.
 - :class:`ToolExecutor` batches tool calls per worker and returns results in order.
-- The ``sandbox`` terminal backend (``hermes_env.backends.sandbox.SandboxBackend``) plugs both
-  into the environment framework.
+- The ``sandbox`` terminal backend (``hermes_env.backends.sandbox.SandboxBackend``, above this
+  package) plugs both into the environment framework.
 
 Example::
 
@@ -25,9 +25,8 @@ share that user (and its process limit) and workspaces have no quota.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
-from hermes_env._lazy import lazy_attributes
 from hermes_env.errors import PoolClosedError, SlotAcquireTimeout, WorkerStartError
 from hermes_env.isolation.limits import ResourceLimits
 from hermes_env.sandbox.config import ExecutorConfig, PoolConfig, SandboxPolicy
@@ -35,16 +34,12 @@ from hermes_env.sandbox.executor import ToolExecutor, decode_content
 from hermes_env.sandbox.pool import Lease, SlotPool
 from hermes_env.sandbox.protocol import ToolResult
 
-if TYPE_CHECKING:
-    from hermes_env.backends.sandbox import SandboxBackend
-
 __all__ = [
     "ExecutorConfig",
     "Lease",
     "PoolClosedError",
     "PoolConfig",
     "ResourceLimits",
-    "SandboxBackend",
     "SandboxPolicy",
     "SlotAcquireTimeout",
     "SlotPool",
@@ -54,5 +49,10 @@ __all__ = [
     "decode_content",
 ]
 
-# The backend lives with the other backends and imports this package; loaded on first use.
-__getattr__ = lazy_attributes(__name__, {"hermes_env.backends.sandbox": ("SandboxBackend",)})
+
+def __getattr__(name: str) -> Any:
+    if name == "SandboxBackend":  # the backend sits above this package (it imports it), so it is not re-exported
+        raise AttributeError(
+            "hermes_env.sandbox no longer exports SandboxBackend: import it from hermes_env.backends.sandbox"
+        )
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
