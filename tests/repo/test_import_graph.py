@@ -90,15 +90,27 @@ def test_the_checker_sees_what_it_should(tmp_path: Path) -> None:
     assert _layers.cycles(graph) == [["high", "low"]]
 
 
-def test_architecture_draws_the_same_layers() -> None:
-    """ARCHITECTURE.md's layer map: a line per layer, top first: its units (``agent/``, ``errors.py``), its job."""
+def _unit_name(text: str) -> str:
+    return text.strip().removesuffix(".py").removesuffix("/")
+
+
+def test_architecture_draws_the_same_layers_and_names_each_units_job() -> None:
+    """ARCHITECTURE.md's layer map: a line per layer, top first (``N units``), and a line per unit with its job."""
     text = (REPO / "ARCHITECTURE.md").read_text()
     block = text.split("<!-- layers -->")[1].split("<!-- /layers -->")[0]
-    rows = [line for line in block.splitlines() if line.strip() and not line.startswith((" ", "`"))]
-    drawn = [{u.strip().removesuffix(".py").strip("/") for u in row.split("  ")[0].split(",")} for row in rows]
-    assert drawn == [set(layer) for layer in reversed(_layers.LAYERS)], (
-        "ARCHITECTURE.md's layer map (top first) differs from hermes_env._layers.LAYERS"
-    )
+    lines = [line for line in block.splitlines() if line.strip() and not line.startswith("`")]
+    rows = [re.match(r"\s?(\d+) (.+)", line) for line in lines]
+    drawn = {int(m[1]): {_unit_name(u) for u in m[2].split("  ")[0].split(",")} for m in rows if m}
+    want = dict(enumerate(map(set, _layers.LAYERS)))
+    assert drawn == want, "ARCHITECTURE.md's layer map differs from hermes_env._layers.LAYERS"
+    assert [int(m[1]) for m in rows if m] == sorted(want, reverse=True), "the layer map runs top first"
+    for unit in (u for layer in _layers.LAYERS for u in layer):
+        spelled = unit if unit in ("_core", "hermes_env") else f"{unit}/" if unit in PACKAGES else f"{unit}.py"
+        job = re.compile(rf"^(\s?\d+ |\s+){re.escape(spelled)}\s{{2,}}\S", re.M)
+        assert job.search(block), f"ARCHITECTURE.md's layer map gives no job for {spelled}"
+
+
+PACKAGES = {p.name for p in _layers.package_dir().iterdir() if (p / "__init__.py").is_file()}
 
 
 # -- Rust ------------------------------------------------------------------------------------------
