@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import inspect
+import sys
+import warnings
 from pathlib import Path
 from typing import get_args
 
 import hermes_env.errors as errors
+import pytest
+from hermes_env import _lazy
 from hermes_env.isolation.result import ExecResult
 from hermes_env.parsers import ISSUE_KINDS
 
@@ -41,22 +46,68 @@ def test_every_exception_is_a_hermes_env_error_and_keeps_its_builtin_base() -> N
     assert issubclass(errors.TokenizerUnavailable, errors.ConfigError)
 
 
-def test_old_import_paths_name_the_same_classes() -> None:
-    from hermes_env.backends import WorkspacePathError
-    from hermes_env.backends.base import BackendFailure
-    from hermes_env.env import EnvSetupError, RolloutFailed
-    from hermes_env.env.dataset import DatasetError
-    from hermes_env.env.errors import PolicyCallError
-    from hermes_env.env.phases import PhaseError
-    from hermes_env.env.preflight import InferenceServerUnreachable
-    from hermes_env.resources import TokenizerUnavailable
-    from hermes_env.sandbox import PoolClosedError, SlotAcquireTimeout, WorkerStartError
-    from hermes_env.tools.registry import ToolArgumentError, ToolCallError
+def test_every_exception_is_defined_in_errors() -> None:
+    classes = [c for _, c in inspect.getmembers(errors, inspect.isclass) if issubclass(c, BaseException)]
+    assert classes and all(c.__module__ == "hermes_env.errors" for c in classes)
 
-    for cls in (WorkspacePathError, EnvSetupError, RolloutFailed, DatasetError, PhaseError, InferenceServerUnreachable,
-                PoolClosedError, SlotAcquireTimeout, WorkerStartError, ToolArgumentError, ToolCallError,
-                BackendFailure, PolicyCallError, TokenizerUnavailable):  # fmt: skip
-        assert getattr(errors, cls.__name__) is cls
+
+def test_only_errors_exports_exceptions() -> None:
+    """One import path per exception: no other module lists one in ``__all__`` (``env.errors`` is deprecated whole)."""
+    names = {n for n, c in inspect.getmembers(errors, inspect.isclass) if issubclass(c, BaseException)}
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        if path in (PACKAGE / "errors.py", PACKAGE / "env" / "errors.py") or "/envs/swe_lite/repos/" in str(path):
+            continue
+        for node in ast.parse(path.read_text()).body:
+            targets = [node.target] if isinstance(node, ast.AugAssign) else getattr(node, "targets", [])
+            if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+                listed = {c.value for c in ast.walk(node.value) if isinstance(c, ast.Constant)}
+                found += [f"{path.relative_to(PACKAGE)}:{n}" for n in sorted(listed & names)]
+    assert found == [], f"export exceptions from hermes_env.errors only: {found}"
+
+
+@pytest.mark.parametrize(
+    ("module", "names"),
+    [
+        ("hermes_env.backends", ["BackendUnavailableError", "WorkspacePathError"]),
+        ("hermes_env.containers", ["ContainerError", "EngineUnavailableError", "ImageBuildError"]),
+        ("hermes_env.distill", ["TeacherError"]),
+        ("hermes_env.env", ["EnvSetupError", "PolicyCallError", "RolloutFailed"]),
+        ("hermes_env.isolation", ["FileTooLargeError"]),
+        ("hermes_env.judges", ["JudgeError"]),
+        ("hermes_env.models", ["GGUFError"]),
+        ("hermes_env.sandbox", ["PoolClosedError", "SlotAcquireTimeout", "WorkerStartError"]),
+        ("hermes_env.sandbox.launchers", ["WorkerStartError"]),
+        ("hermes_env.tools", ["ToolArgumentError", "ToolCallError", "ToolsetUnavailableError"]),
+    ],
+)
+def test_a_package_s_old_exception_names_still_work_with_one_warning(
+    module: str, names: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_lazy, "_warned", set())
+    package = importlib.import_module(module)
+    for name in names:
+        with pytest.warns(DeprecationWarning, match=f"{module}.{name} is deprecated.*import it from hermes_env.errors"):
+            assert getattr(package, name) is getattr(errors, name)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert getattr(package, name) is getattr(errors, name)  # warned once only
+        assert name not in package.__all__
+
+
+def test_the_old_env_errors_module_warns_and_names_the_same_things(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_lazy, "_warned", set())
+    monkeypatch.delitem(sys.modules, "hermes_env.env.errors", raising=False)
+    with pytest.warns(DeprecationWarning, match="hermes_env.env.errors is deprecated"):
+        old = importlib.import_module("hermes_env.env.errors")
+    assert old.PolicyCallError is errors.PolicyCallError and old.classify_policy_error is errors.classify_policy_error
+
+
+def test_sandbox_backend_is_imported_from_the_backends() -> None:
+    import hermes_env.sandbox
+
+    with pytest.raises(AttributeError, match="import it from hermes_env.backends.sandbox"):
+        hermes_env.sandbox.SandboxBackend  # noqa: B018
 
 
 def test_no_other_module_defines_a_public_exception() -> None:

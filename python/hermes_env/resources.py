@@ -25,7 +25,6 @@ from hermes_env.errors import TokenizerUnavailable
 __all__ = [
     "BUNDLED_PREFIX",
     "BUNDLED_TOKENIZERS",
-    "TokenizerUnavailable",
     "bundled_tokenizer_dir",
     "check_hub_tokenizer",
     "load_tokenizer",

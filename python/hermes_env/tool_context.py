@@ -36,9 +36,9 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from hermes_env.agent.steps import TOOL_ALIASES, ToolResult, tool_result_from_text
 from hermes_env.backends.base import ExecResult, ExecutionBackend
-from hermes_env.errors import BackendFailure
+from hermes_env.errors import BackendFailure, ToolCallError
 from hermes_env.sync_bridge import AwaitableResult, awaitable_or_sync
-from hermes_env.tools import REGISTRY, ToolCallError, ToolOutput, ToolRegistry, ToolRunContext, file_tools
+from hermes_env.tools import REGISTRY, ToolOutput, ToolRegistry, ToolRunContext, file_tools
 from hermes_env.tools.process_tool import kill_all_processes
 from hermes_env.tools.registry import error_json
 from hermes_env.tools.terminal_tool import terminal_answer, with_workdir

@@ -8,16 +8,10 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hermes_env.containers import (
-    ContainerEngine,
-    ImageBuildError,
-    ImageCache,
-    ImageSpec,
-    ImageUnavailableError,
-    recipes,
-)
+from hermes_env.containers import ContainerEngine, ImageCache, ImageSpec, recipes
 from hermes_env.containers.images import TASK_REPOSITORY, recipe_hash, remove_images
 from hermes_env.containers.recipes import CONTENT_LABEL
+from hermes_env.errors import ImageBuildError, ImageUnavailableError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -27,7 +27,6 @@ import inspect
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from hermes_env.errors import BackendFailure
 from hermes_env.isolation.bubblewrap import WORKSPACE_MOUNT
 from hermes_env.isolation.limits import ResourceLimits
 from hermes_env.isolation.result import ExecResult
@@ -35,7 +34,7 @@ from hermes_env.isolation.result import ExecResult
 if TYPE_CHECKING:
     from hermes_env.containers.images import ImageSpec
 
-__all__ = ["BackendFailure", "ExecResult", "ExecutionBackend"]
+__all__ = ["ExecResult", "ExecutionBackend"]
 
 
 class ExecutionBackend(abc.ABC):

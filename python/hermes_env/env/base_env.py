@@ -40,7 +40,6 @@ from atroposlib.envs.base import BaseEnv, ScoredDataGroup
 
 from hermes_env.agent.loop import AgentResult, HermesAgentLoop
 from hermes_env.agent.tool_pool import ToolWorkerPool
-from hermes_env.backends.base import BackendFailure
 from hermes_env.containers.images import ImageSpec
 from hermes_env.env.config import HermesAgentEnvConfig
 from hermes_env.env.defaults import (
@@ -54,10 +53,10 @@ from hermes_env.env.phases import ResolvedPhase, phase1_item, phase2_item, promp
 from hermes_env.env.rollout_info import rollout_info
 from hermes_env.env.run_modes import RunModesMixin
 from hermes_env.env.stats import RolloutRecord, RolloutStats, wandb_table
-from hermes_env.env.turn_credit import TurnRewardError, builtin_turn_rewards, check_turn_rewards, group_advantages
+from hermes_env.env.turn_credit import builtin_turn_rewards, check_turn_rewards, group_advantages
 from hermes_env.env.wandb_extras import ScoreMetadataLog, ToolErrorLog
 from hermes_env.env.workspace_reaper import WorkspaceReaper
-from hermes_env.errors import EnvSetupError, RolloutFailed, RolloutFailureKind
+from hermes_env.errors import BackendFailure, EnvSetupError, RolloutFailed, RolloutFailureKind, TurnRewardError
 from hermes_env.trajectory import PROMPT_LOGPROB
 
 logger = logging.getLogger(__name__)
@@ -232,7 +231,8 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         """Register the tool server's tools (``tool_server_url``) once; EnvSetupError if it cannot be reached."""
         if self.config.tool_server_url is None or self.tool_server is not None:
             return
-        from hermes_env.tools.external import ToolServerError, connect_tool_server
+        from hermes_env.errors import ToolServerError
+        from hermes_env.tools.external import connect_tool_server
         from hermes_env.tools.toolsets import resolve_toolsets
 
         token = self.config.tool_server_token or os.environ.get("HERMES_TOOL_SERVER_TOKEN")
@@ -678,7 +678,7 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         return str(users[-1] if users else "")
 
     async def _rubric(self, item: Any, result: AgentResult) -> dict[str, Any]:
-        from hermes_env.judges import JudgeError
+        from hermes_env.errors import JudgeError
 
         try:
             _, meta = await self.reward_judge.score(self.judge_task_text(item), result.messages)
@@ -688,7 +688,7 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
 
     async def _rank_group(self, item: Any, outcomes: list[tuple[dict[str, Any], RolloutRecord]]) -> None:
         """Adds ``judge_weight`` x the ranking judge's score to each rollout's score; the verdict goes with each."""
-        from hermes_env.judges import JudgeError
+        from hermes_env.errors import JudgeError
 
         try:
             scores, meta = await self.reward_judge.rank(
@@ -750,8 +750,9 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         judge gives a hint is scored after :meth:`teacher_prompt_ids` of the conversation before it
         with the hint added; the others in the student's own context.
         """
-        from hermes_env.distill import TeacherContext, TeacherError
+        from hermes_env.distill import TeacherContext
         from hermes_env.env.turn_credit import turn_spans
+        from hermes_env.errors import TeacherError
         from hermes_env.judges.hints import hinted_messages
 
         spans = turn_spans(masks)
@@ -782,8 +783,7 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         self, item: Any, result: AgentResult, group: GroupTools, sequence: dict[str, Any]
     ) -> tuple[list[list[int]], list[list[float]], dict[str, Any]]:
         """The rollout's distill rows and what the reader needs about them; a failure fails the rollout."""
-        from hermes_env.distill import TeacherError
-        from hermes_env.judges import JudgeError
+        from hermes_env.errors import JudgeError, TeacherError
 
         started = time.monotonic()
         try:
@@ -811,8 +811,8 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
 
     async def _check_teacher(self) -> None:
         """Refuse a teacher whose tokenizer is not the student's, or that does not answer prompt_logprobs."""
-        from hermes_env.distill import TeacherError
         from hermes_env.distill.tokenizers import tokenizer_mismatch
+        from hermes_env.errors import TeacherError
 
         name = self.config.teacher_tokenizer_name
         if name is not None:

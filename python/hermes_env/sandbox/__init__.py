@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hermes_env.errors import PoolClosedError, SlotAcquireTimeout, WorkerStartError
+from hermes_env._lazy import lazy_attributes
 from hermes_env.isolation.limits import ResourceLimits
 from hermes_env.sandbox.config import ExecutorConfig, PoolConfig, SandboxPolicy
 from hermes_env.sandbox.executor import ToolExecutor, decode_content
@@ -37,17 +37,20 @@ from hermes_env.sandbox.protocol import ToolResult
 __all__ = [
     "ExecutorConfig",
     "Lease",
-    "PoolClosedError",
     "PoolConfig",
     "ResourceLimits",
     "SandboxPolicy",
-    "SlotAcquireTimeout",
     "SlotPool",
     "ToolExecutor",
     "ToolResult",
-    "WorkerStartError",
     "decode_content",
 ]
+
+
+# Exceptions live in hermes_env.errors; the names this package once re-exported still work, with a warning once.
+_moved_exceptions = lazy_attributes(
+    __name__, {}, moved={"hermes_env.errors": ("PoolClosedError", "SlotAcquireTimeout", "WorkerStartError")}
+)
 
 
 def __getattr__(name: str) -> Any:
@@ -55,4 +58,4 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(
             "hermes_env.sandbox no longer exports SandboxBackend: import it from hermes_env.backends.sandbox"
         )
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _moved_exceptions(name)

@@ -21,8 +21,9 @@ import shlex
 import time
 from typing import Any
 
+from hermes_env.errors import ToolCallError
 from hermes_env.tools.process_tool import BG_DIR, ProcessRegistry
-from hermes_env.tools.registry import REGISTRY, Tool, ToolCallError, ToolRunContext, error_json
+from hermes_env.tools.registry import REGISTRY, Tool, ToolRunContext, error_json
 from hermes_env.tools.toolsets import UNAVAILABLE_TOOLS
 
 SANDBOX_ALLOWED_TOOLS = frozenset(

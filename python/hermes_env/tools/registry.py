@@ -33,8 +33,6 @@ from hermes_env.tools.schema import schema_errors
 __all__ = [
     "REGISTRY",
     "Tool",
-    "ToolArgumentError",
-    "ToolCallError",
     "ToolOutput",
     "ToolRegistry",
     "ToolRunContext",

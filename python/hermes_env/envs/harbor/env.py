@@ -27,12 +27,11 @@ from pydantic import Field, field_validator
 from hermes_env.agent.loop import AgentResult
 from hermes_env.containers.upstream_images import ImageMap
 from hermes_env.env.config import HermesAgentEnvConfig
-from hermes_env.env.dataset import DatasetError
 from hermes_env.env.run_modes import EvalOutcome
 from hermes_env.envs._common import TaskFileEnv
 from hermes_env.envs.harbor.runner import FALLBACK_WORKDIR, HarborRunner, PreparedTask, prepare_on_ray, use_on_ray
 from hermes_env.envs.harbor.task import HarborTask, load_tasks
-from hermes_env.errors import ContainerError
+from hermes_env.errors import ContainerError, DatasetError
 
 logger = logging.getLogger(__name__)
 

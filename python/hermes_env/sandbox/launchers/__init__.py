@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import importlib
 
+from hermes_env._lazy import lazy_attributes
 from hermes_env.sandbox.config import LAUNCHERS, PoolConfig
-from hermes_env.sandbox.launchers.base import WorkerHandle, WorkerLauncher, WorkerSpec, WorkerStartError
+from hermes_env.sandbox.launchers.base import WorkerHandle, WorkerLauncher, WorkerSpec
 
-__all__ = ["WorkerHandle", "WorkerLauncher", "WorkerSpec", "WorkerStartError", "create_launcher"]
+__all__ = ["WorkerHandle", "WorkerLauncher", "WorkerSpec", "create_launcher"]
 
 
 def create_launcher(config: PoolConfig) -> WorkerLauncher:
@@ -20,3 +21,7 @@ def create_launcher(config: PoolConfig) -> WorkerLauncher:
     module_name, _, attr = LAUNCHERS[config.launcher].partition(":")
     cls: type[WorkerLauncher] = getattr(importlib.import_module(module_name), attr)
     return cls(config)  # type: ignore[call-arg]
+
+
+# Exceptions live in hermes_env.errors; the names this package once re-exported still work, with a warning once.
+__getattr__ = lazy_attributes(__name__, {}, moved={"hermes_env.errors": ("WorkerStartError",)})

@@ -26,7 +26,6 @@ __all__ = [
     "WorkerHandle",
     "WorkerLauncher",
     "WorkerSpec",
-    "WorkerStartError",
     "parse_ready_line",
     "server_command",
     "server_env",

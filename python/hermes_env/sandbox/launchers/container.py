@@ -30,7 +30,7 @@ from hermes_env.containers.engine import (
     sweep_leftovers,
 )
 from hermes_env.containers.images import BASE_IMAGE
-from hermes_env.errors import ContainerError
+from hermes_env.errors import ContainerError, WorkerStartError
 from hermes_env.resources import package_parent
 from hermes_env.sandbox.config import PoolConfig
 from hermes_env.sandbox.launchers.base import (
@@ -38,7 +38,6 @@ from hermes_env.sandbox.launchers.base import (
     WorkerHandle,
     WorkerLauncher,
     WorkerSpec,
-    WorkerStartError,
     parse_ready_line,
     server_command,
 )
