@@ -198,3 +198,25 @@ def test_rust_paths_are_read() -> None:
 def test_no_cycle_between_rust_modules() -> None:
     found = _layers.cycles(rust_imports())
     assert not found, f"Rust modules of hermes_core using each other in a circle: {found}"
+
+
+# -- tests mirror the package ----------------------------------------------------------------------
+# Folders of tests/ that are not a unit of hermes_env, and why.
+NOT_UNITS = {
+    "benches": "the benchmark suite's smoke test (benches/ is not in the package)",
+    "data": "recorded cases and fixtures the tests read",
+    "e2e": "end-to-end runs across packages (real servers on 127.0.0.1)",
+    "faults": "fault injection across packages (killed workers, broken servers, signals)",
+    "repo": "checks of the repository itself (this file)",
+    "support": "helpers the tests share (processes seen from /proc)",
+}
+
+
+def test_tests_mirror_the_packages() -> None:
+    tests = REPO / "tests"
+    loose = sorted(p.name for p in tests.glob("test_*.py"))
+    assert not loose, f"test files loose at the top of tests/: {loose}; move each under the folder of what it tests"
+    units = {u.removeprefix("_") for layer in _layers.LAYERS for u in layer}
+    folders = {p.name for p in tests.iterdir() if p.is_dir() and not p.name.startswith((".", "__"))}
+    unknown = sorted(folders - units - set(NOT_UNITS))
+    assert not unknown, f"tests/ folders named for no unit of hermes_env: {unknown} (add a reason to NOT_UNITS)"
