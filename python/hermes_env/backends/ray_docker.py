@@ -61,8 +61,8 @@ def unpack_dir(data: bytes, target: Path) -> Path:
 class _NodeDockerActor:
     """Runs on one Ray node (a threaded actor): a docker backend on the node's engine, and the functions sent to it.
 
-A function sent with :meth:`run_here` is called as ``fn(node, *args)``; it may use ``node.backend``,
-``node.files`` (a folder of this node's own) and ``node.state`` (a dict kept for the actor's life).
+    A function sent with :meth:`run_here` is called as ``fn(node, *args)``; it may use ``node.backend``,
+    ``node.files`` (a folder of this node's own) and ``node.state`` (a dict kept for the actor's life).
 
     The backend runs on an event loop of its own, a standard asyncio one in a thread of the actor: on the loop Ray
     gives async actors, ``podman run -d`` never reports its end to asyncio's subprocess (the container's monitor
