@@ -4,7 +4,8 @@
 
 The units and layers are ``hermes_env._layers``'s (the same the layering test checks). An arrow A -> B: A imports
 B. Arrows implied by a longer path (A -> B -> C makes A -> C implied) are left out, so that what is drawn is what
-each unit needs directly and the picture stays readable; the count of all unit imports is in the title.
+each unit needs directly and the picture stays readable; the count of all unit imports is in the title. Imports of
+``_lazy.py`` (the helper that loads names on first use, imported by most packages) are not drawn either.
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ GROUPS: tuple[tuple[frozenset[str], str, str], ...] = (
     (frozenset({"testing", "envs", "checks", "port", "hermes_agent", "hermes_env"}), "#f3f0c8",
      "what users run: environments, stand-ins, the hermes-agent front"),
 )  # fmt: skip
+
+
+# Imported by most packages for one small job: arrows to it would hide the structure.
+UNDRAWN = ("_lazy",)
 
 
 def colour(unit: str) -> str:
@@ -89,7 +94,7 @@ COLUMNS: dict[str, float] = {
 def draw(out: Path) -> None:
     edges = _layers.imports()
     graph = _layers.unit_graph(edges)
-    kept = reduced(graph)
+    kept = reduced({a: bs - set(UNDRAWN) for a, bs in graph.items()})
     rows = [sorted(layer) for layer in _layers.LAYERS]
     col_w, row_h = 2.0, 0.9
     width = col_w * 8
@@ -127,7 +132,8 @@ def draw(out: Path) -> None:
     total = sum(len(v) for v in graph.values())
     ax.set_title(
         f"hermes_env: {len(place)} units in {len(rows)} layers (0 = bottom; hermes_env is the root package's names);\n"
-        f"an arrow is an import: {drawn} of the {total} unit imports drawn, the others follow a drawn path",
+        f"an arrow is an import: {drawn} of the {total} unit imports drawn, the others follow a drawn path "
+        "(or go to _lazy.py)",
         fontsize=10,
     )
     fig.tight_layout(rect=(0, 0.04, 1, 1))

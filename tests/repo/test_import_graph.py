@@ -156,7 +156,9 @@ def _expand(tree: str) -> list[str]:
 
 
 def rust_imports() -> dict[str, set[str]]:
-    """Module -> the modules its paths name, leaving out a module's own ancestors and descendants (its tree)."""
+    """Module -> the modules its paths name, leaving out a module's own ancestors and descendants: a parent that
+    declares and re-exports its children, and a child using its parent's items, is the shape of every Rust module
+    tree, not a circle between parts."""
     mods = _rust_modules()
     graph: dict[str, set[str]] = {}
     for module, path in mods.items():
