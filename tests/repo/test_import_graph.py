@@ -69,7 +69,7 @@ def test_each_allowed_back_edge_is_explained_where_it_stands(edges: list[_layers
 
 
 def test_the_checker_sees_what_it_should(tmp_path: Path) -> None:
-    """A made-up package with a back-edge (in a function), a circle and a TYPE_CHECKING import."""
+    """A made-up package: an import in a function, a circle, a TYPE_CHECKING import (left out), a lazy one."""
     pkg = tmp_path / "hermes_env"
     (pkg / "low").mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
@@ -79,12 +79,14 @@ def test_the_checker_sees_what_it_should(tmp_path: Path) -> None:
         "from typing import TYPE_CHECKING\nfrom hermes_env.low import a\nif TYPE_CHECKING:\n    import hermes_env.x\n"
     )
     (pkg / "x.py").write_text("import hermes_env.low.a as a\n")
+    (pkg / "y.py").write_text('__getattr__ = lazy_attributes(__name__, {"hermes_env.x": ("a",)})\n')
     found = {(e.importer, e.imported) for e in _layers.imports(pkg)}
     assert found == {
         ("hermes_env.low", "hermes_env.low.a"),
         ("hermes_env.low.a", "hermes_env.high"),
         ("hermes_env.high", "hermes_env.low.a"),
         ("hermes_env.x", "hermes_env.low.a"),
+        ("hermes_env.y", "hermes_env.x"),
     }
     graph = _layers.unit_graph(_layers.imports(pkg))
     assert _layers.cycles(graph) == [["high", "low"]]
