@@ -56,7 +56,16 @@ from hermes_env.env.stats import RolloutRecord, RolloutStats, wandb_table
 from hermes_env.env.turn_credit import builtin_turn_rewards, check_turn_rewards, group_advantages
 from hermes_env.env.wandb_extras import ScoreMetadataLog, ToolErrorLog
 from hermes_env.env.workspace_reaper import WorkspaceReaper
-from hermes_env.errors import BackendFailure, EnvSetupError, RolloutFailed, RolloutFailureKind, TurnRewardError
+from hermes_env.errors import (
+    BackendFailure,
+    EnvSetupError,
+    JudgeError,
+    RolloutFailed,
+    RolloutFailureKind,
+    TeacherError,
+    ToolServerError,
+    TurnRewardError,
+)
 from hermes_env.trajectory import PROMPT_LOGPROB
 
 logger = logging.getLogger(__name__)
@@ -231,7 +240,6 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         """Register the tool server's tools (``tool_server_url``) once; EnvSetupError if it cannot be reached."""
         if self.config.tool_server_url is None or self.tool_server is not None:
             return
-        from hermes_env.errors import ToolServerError
         from hermes_env.tools.external import connect_tool_server
         from hermes_env.tools.toolsets import resolve_toolsets
 
@@ -678,8 +686,6 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         return str(users[-1] if users else "")
 
     async def _rubric(self, item: Any, result: AgentResult) -> dict[str, Any]:
-        from hermes_env.errors import JudgeError
-
         try:
             _, meta = await self.reward_judge.score(self.judge_task_text(item), result.messages)
         except JudgeError as err:
@@ -688,8 +694,6 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
 
     async def _rank_group(self, item: Any, outcomes: list[tuple[dict[str, Any], RolloutRecord]]) -> None:
         """Adds ``judge_weight`` x the ranking judge's score to each rollout's score; the verdict goes with each."""
-        from hermes_env.errors import JudgeError
-
         try:
             scores, meta = await self.reward_judge.rank(
                 self.judge_task_text(item), [scored["messages"] for scored, _ in outcomes]
@@ -752,7 +756,6 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         """
         from hermes_env.distill import TeacherContext
         from hermes_env.env.turn_credit import turn_spans
-        from hermes_env.errors import TeacherError
         from hermes_env.judges.hints import hinted_messages
 
         spans = turn_spans(masks)
@@ -783,8 +786,6 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         self, item: Any, result: AgentResult, group: GroupTools, sequence: dict[str, Any]
     ) -> tuple[list[list[int]], list[list[float]], dict[str, Any]]:
         """The rollout's distill rows and what the reader needs about them; a failure fails the rollout."""
-        from hermes_env.errors import JudgeError, TeacherError
-
         started = time.monotonic()
         try:
             contexts, hints = await self.teacher_contexts(item, result, group, sequence["masks"])
@@ -812,8 +813,6 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
     async def _check_teacher(self) -> None:
         """Refuse a teacher whose tokenizer is not the student's, or that does not answer prompt_logprobs."""
         from hermes_env.distill.tokenizers import tokenizer_mismatch
-        from hermes_env.errors import TeacherError
-
         name = self.config.teacher_tokenizer_name
         if name is not None:
             from hermes_env.resources import load_tokenizer
