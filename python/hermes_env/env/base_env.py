@@ -813,6 +813,7 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
     async def _check_teacher(self) -> None:
         """Refuse a teacher whose tokenizer is not the student's, or that does not answer prompt_logprobs."""
         from hermes_env.distill.tokenizers import tokenizer_mismatch
+
         name = self.config.teacher_tokenizer_name
         if name is not None:
             from hermes_env.resources import load_tokenizer
