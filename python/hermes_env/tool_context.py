@@ -34,10 +34,11 @@ from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
+from hermes_env.agent.steps import TOOL_ALIASES, ToolResult, tool_result_from_text
 from hermes_env.backends.base import ExecResult, ExecutionBackend
-from hermes_env.errors import BackendFailure
+from hermes_env.errors import BackendFailure, ToolCallError
 from hermes_env.sync_bridge import AwaitableResult, awaitable_or_sync
-from hermes_env.tools import REGISTRY, ToolCallError, ToolOutput, ToolRegistry, ToolRunContext, file_tools
+from hermes_env.tools import REGISTRY, ToolOutput, ToolRegistry, ToolRunContext, file_tools
 from hermes_env.tools.process_tool import kill_all_processes
 from hermes_env.tools.registry import error_json
 from hermes_env.tools.terminal_tool import terminal_answer, with_workdir
@@ -337,8 +338,6 @@ class ToolContext:
     @_notes_backend_failure
     async def __call__(self, call: Any) -> Any:
         """AgentEnv's ``exec_tool``: run a ``ToolCall`` (``.name``, ``.arguments``), answer a ``ToolResult``."""
-        from hermes_env.agent_env.calls import run_tool_call
-
         return await run_tool_call(self, call)
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -365,6 +364,30 @@ class ToolContext:
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError(f"ToolContext for task {self.task_id!r} was cleaned up; create a new one")
+
+
+def _call_parts(call: Any) -> tuple[str, dict[str, Any], str | None]:
+    if isinstance(call, dict):
+        return str(call.get("name", "")), dict(call.get("arguments") or {}), call.get("uniq_id")
+    return str(call.name), dict(call.arguments or {}), getattr(call, "uniq_id", None)
+
+
+async def run_tool_call(ctx: ToolContext, call: Any) -> ToolResult:
+    """Run ``call`` (a ToolCall or ``{"name", "arguments"}``) in the context's workspace (``exec_tool``'s work)."""
+    name, args, uniq_id = _call_parts(call)
+    name = TOOL_ALIASES.get(name, name)
+    if name == "terminal":
+        answer = await ctx.terminal(args.get("command", ""), args.get("timeout"), workdir=args.get("workdir"))
+        success = answer.ok
+        error = answer["error"] or ("" if success else f"Exit code: {answer['exit_code']}")
+        metadata = {"exit_code": answer["exit_code"], "timeout": answer.timed_out}
+        return ToolResult(success, answer["output"], error, metadata, uniq_id)
+    text = await ctx.call_tool(name, args)
+    error = str(getattr(text, "error", None) or "")
+    result = tool_result_from_text(name, str(text), uniq_id)
+    if error and result.success:  # an error carried on the text object, not in its JSON
+        return ToolResult(False, result.output, error, result.metadata, uniq_id)
+    return result
 
 
 def _host_files(root: Path) -> list[str]:

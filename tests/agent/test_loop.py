@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 from hermes_env.agent import AgentResult, HermesAgentLoop, ToolError, ToolWorkerPool, extract_reasoning
+from hermes_env.errors import ToolArgumentError
 from hermes_env.testing.completions import scripted_completion as completion
-from hermes_env.tools.registry import ToolArgumentError
 from hypothesis import given
 from hypothesis import strategies as st
 from openai.types.chat import ChatCompletion
@@ -341,7 +341,7 @@ async def test_a_failure_on_a_later_turn_fails_the_rollout() -> None:
 def test_policy_errors_are_classified(error: Exception, kind: str) -> None:
     import aiohttp
     import tenacity
-    from hermes_env.env.errors import PolicyCallError, classify_policy_error
+    from hermes_env.errors import PolicyCallError, classify_policy_error
 
     assert classify_policy_error(error) == kind
     # atroposlib retries every call with tenacity; the kind is the last attempt's.
@@ -359,7 +359,7 @@ class BrokenBackendTool(EchoTool):
     schema = {"type": "function", "function": {"name": "broken", "parameters": {"type": "object"}}}
 
     async def run(self, args: dict[str, Any], ctx: Any) -> str:
-        from hermes_env.backends.base import BackendFailure
+        from hermes_env.errors import BackendFailure
 
         raise BackendFailure("sandbox worker w1 did not answer (connection reset)")
 

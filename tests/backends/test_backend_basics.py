@@ -12,7 +12,8 @@ import pytest
 from hermes_env.backends import ExecutionBackend, get_backend, register_backend
 from hermes_env.backends.local import LocalBackend
 from hermes_env.backends.registry import backend_names
-from procs import unique_sleep, wait_gone, wait_no_process_with_cmdline
+
+from tests.support.procs import unique_sleep, wait_gone, wait_no_process_with_cmdline
 
 
 async def test_command_runs_in_workspace_and_sees_written_files(backend: ExecutionBackend) -> None:

@@ -17,9 +17,8 @@ from hermes_env.backends.options import (
     BwrapOptions,
     DockerOptions,
     LocalOptions,
-    backend_config,
-    backend_config_adapter,
 )
+from hermes_env.backends.registry import backend_config, backend_config_adapter
 from hermes_env.backends.sandbox import SandboxOptions
 from hermes_env.env.config import HermesAgentEnvConfig
 from hermes_env.errors import BackendOptionsError

@@ -10,10 +10,11 @@ import time
 from pathlib import Path
 
 import pytest
-from hermes_env.containers import BASE_IMAGE, ContainerEngine, EngineUnavailableError, detect_engine
+from hermes_env.containers import BASE_IMAGE, ContainerEngine, detect_engine
 from hermes_env.containers.config import render_podman_conf
 from hermes_env.containers.engine import LABEL, OWNER_LABEL, owner_alive, owner_token, sweep_leftovers
 from hermes_env.containers.setup import ensure_base_image, probe_container
+from hermes_env.errors import EngineUnavailableError
 
 REPO = Path(__file__).resolve().parents[2]
 

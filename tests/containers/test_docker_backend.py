@@ -9,10 +9,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from hermes_env.backends import WorkspacePathError, get_backend
-from hermes_env.backends.docker import ContainerLostError, DockerBackend
+from hermes_env.backends import get_backend
+from hermes_env.backends.docker import DockerBackend
 from hermes_env.containers import ImageSpec
 from hermes_env.containers.engine import LABEL, OWNER_LABEL, owner_token
+from hermes_env.errors import ContainerLostError, WorkspacePathError
 
 
 @pytest.fixture(params=["channel", "exec"])

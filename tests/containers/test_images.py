@@ -8,8 +8,10 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hermes_env.containers import ContainerEngine, ImageBuildError, ImageCache, ImageSpec, ImageUnavailableError
-from hermes_env.containers.images import CONTENT_LABEL, TASK_REPOSITORY, recipe_hash, remove_images
+from hermes_env.containers import ContainerEngine, ImageCache, ImageSpec, recipes
+from hermes_env.containers.images import TASK_REPOSITORY, recipe_hash, remove_images
+from hermes_env.containers.recipes import CONTENT_LABEL
+from hermes_env.errors import ImageBuildError, ImageUnavailableError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -75,20 +77,22 @@ def test_item_fields_name_an_image_or_a_recipe(tmp_path: Path) -> None:
             ImageSpec.from_item(item, tmp_path)
 
 
-async def test_a_recipe_is_built_once_and_reused(engine: ContainerEngine, tmp_path: Path) -> None:
+async def test_a_recipe_is_built_once_and_reused(
+    engine: ContainerEngine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "Dockerfile").write_text(RECIPE)
     (tmp_path / "note.txt").write_text(f"built for {tmp_path}\n")  # unique content: a fresh image
     spec = ImageSpec(dockerfile=tmp_path / "Dockerfile")
     cache = ImageCache(engine)
     builds = 0
-    real_build = cache._build
+    real_build = recipes._build
 
     async def counting_build(*args: object, **kwargs: object) -> None:
         nonlocal builds
         builds += 1
         await real_build(*args, **kwargs)  # type: ignore[arg-type]
 
-    cache._build = counting_build  # type: ignore[method-assign]
+    monkeypatch.setattr(recipes, "_build", counting_build)
     try:
         refs = await asyncio.gather(*(cache.resolve(spec) for _ in range(4)))
         assert builds == 1 and len(set(refs)) == 1 and refs[0].startswith(TASK_REPOSITORY + ":")
@@ -96,7 +100,6 @@ async def test_a_recipe_is_built_once_and_reused(engine: ContainerEngine, tmp_pa
         assert '"hermes_env":"task"' in labels and CONTENT_LABEL in labels
         # A new cache (another run) finds the image by its content and builds nothing.
         again = ImageCache(engine)
-        again._build = counting_build  # type: ignore[method-assign]
         assert await again.resolve(ImageSpec(dockerfile=tmp_path / "Dockerfile")) == refs[0]
         assert builds == 1
         # An edit is a new image.
@@ -107,7 +110,9 @@ async def test_a_recipe_is_built_once_and_reused(engine: ContainerEngine, tmp_pa
         await remove_images(engine, *refs[:1], *([edited] if "edited" in locals() else []))
 
 
-async def test_a_recipe_that_fails_to_build_is_a_clear_error_once(engine: ContainerEngine, tmp_path: Path) -> None:
+async def test_a_recipe_that_fails_to_build_is_a_clear_error_once(
+    engine: ContainerEngine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "Dockerfile").write_text(
         "ARG HERMES_BASE_IMAGE\nFROM ${HERMES_BASE_IMAGE}\nRUN echo 'about to fail' && exit 3\n"
     )
@@ -118,7 +123,7 @@ async def test_a_recipe_that_fails_to_build_is_a_clear_error_once(engine: Contai
     message = str(info.value)
     assert str(tmp_path / "Dockerfile") in message and "fix the Dockerfile" in message and "about to fail" in message
     # Every later rollout of the run gets the same error at once, without building again.
-    cache._build = None  # type: ignore[assignment, method-assign]
+    monkeypatch.setattr(recipes, "_build", None)
     with pytest.raises(ImageBuildError) as again:
         await cache.resolve(ImageSpec(dockerfile=tmp_path / "Dockerfile"))
     assert again.value is info.value

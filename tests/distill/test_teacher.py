@@ -5,16 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hermes_env.distill import (
-    FILLER_LOGPROB,
-    FILLER_TOKEN_ID,
-    TeacherClient,
-    TeacherContext,
-    TeacherError,
-    check_distill_arrays,
-)
+from hermes_env.distill import FILLER_LOGPROB, FILLER_TOKEN_ID, TeacherClient, TeacherContext, check_distill_arrays
 from hermes_env.distill.teacher import generate_url, top_k_entries
 from hermes_env.distill.tokenizers import tokenizer_mismatch
+from hermes_env.errors import TeacherError
 from hermes_env.testing import qwen3_tokenizer
 from hermes_env.testing.scripted_vllm import ScriptedVLLMServer, scripted_prompt_logprobs
 from hermes_env.testing.trainer_stub import check_batch

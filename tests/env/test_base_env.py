@@ -161,7 +161,7 @@ async def test_bad_tool_calls_are_counted_per_kind(make_env: Any) -> None:
 
 @pytest.mark.parametrize("phase", ["managed"])
 def test_managed_phase_needs_token_ids(make_env: Any, phase: str) -> None:
-    from hermes_env.env.phases import PhaseError
+    from hermes_env.errors import PhaseError
 
     with pytest.raises(PhaseError, match="needs token ids and logprobs.*server_type vllm"):
         make_env(phase=phase)
@@ -201,7 +201,8 @@ async def test_process_stops_cleanly_when_every_group_fails(make_env: Any, tmp_p
 
 
 async def test_unreachable_server_is_reported_before_anything_runs(make_env: Any) -> None:
-    from hermes_env.env.preflight import InferenceServerUnreachable, check_servers
+    from hermes_env.env.preflight import check_servers
+    from hermes_env.errors import InferenceServerUnreachable
 
     env = make_env()
     with pytest.raises(InferenceServerUnreachable, match=r"cannot reach the inference server at http://127.0.0.1:9/v1"):

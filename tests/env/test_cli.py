@@ -11,13 +11,8 @@ from pathlib import Path
 
 import pytest
 from hermes_env.env.run_modes import _asked_for_wandb
-from hermes_env.resources import (
-    TokenizerUnavailable,
-    bundled_tokenizer_dir,
-    check_hub_tokenizer,
-    load_tokenizer,
-    resolve_tokenizer_name,
-)
+from hermes_env.errors import TokenizerUnavailable
+from hermes_env.resources import bundled_tokenizer_dir, check_hub_tokenizer, load_tokenizer, resolve_tokenizer_name
 
 REPO = Path(__file__).resolve().parents[2]
 ENVS = ["hermes_env.envs.terminal_tasks", "hermes_env.envs.swe_lite", "hermes_env.envs.bench_eval"]

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 from hermes_env.env.config import HermesAgentEnvConfig
-from hermes_env.env.dataset import DatasetError, load_rows
+from hermes_env.env.dataset import load_rows
+from hermes_env.errors import DatasetError
 from pydantic import ValidationError
 
 

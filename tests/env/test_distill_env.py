@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from hermes_env.distill import check_distill_arrays
-from hermes_env.env.errors import EnvSetupError
+from hermes_env.errors import EnvSetupError
 from hermes_env.testing import qwen3_tokenizer, qwen3_tokenizer_dir
 from hermes_env.testing.scripted_openai import ScriptedOpenAIServer
 from hermes_env.testing.scripted_vllm import ScriptedVLLMServer

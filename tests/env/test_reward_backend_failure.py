@@ -12,8 +12,9 @@ import pytest
 from env_fixtures import CHECKS, TinyEnv
 from hermes_env.agent.loop import AgentResult
 from hermes_env.agent_env.calls import ToolCall
-from hermes_env.backends.base import BackendFailure, ExecResult
+from hermes_env.backends.base import ExecResult
 from hermes_env.backends.local import LocalBackend
+from hermes_env.errors import BackendFailure
 
 
 class DyingBackend(LocalBackend):

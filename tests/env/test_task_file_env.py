@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 from env_fixtures import completion
-from hermes_env.env.dataset import DatasetError
 from hermes_env.envs.swe_lite.env import SweLiteEnv
 from hermes_env.envs.terminal_tasks.env import TerminalTasksEnv
+from hermes_env.errors import DatasetError
 
 
 def write_rows(path: Path, rows: list[dict[str, Any]]) -> str:

@@ -11,9 +11,8 @@ from typing import Any
 import pytest
 from env_fixtures import completion
 from hermes_env.containers import ImageSpec
-from hermes_env.env.dataset import DatasetError
 from hermes_env.envs.terminal_tasks.env import TASKS_PATH, TerminalTasksEnv
-from hermes_env.errors import EnvSetupError
+from hermes_env.errors import DatasetError, EnvSetupError
 
 
 def write_rows(path: Path, rows: list[dict[str, Any]]) -> str:

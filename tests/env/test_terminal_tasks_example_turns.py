@@ -6,9 +6,9 @@ import json
 from typing import Any
 
 import pytest
-from hermes_env.env.errors import EnvSetupError
 from hermes_env.envs.terminal_tasks.env import TerminalTasksConfig, TerminalTasksEnv
 from hermes_env.envs.terminal_tasks.gguf_policy import GGUF_EXAMPLE_TURNS
+from hermes_env.errors import EnvSetupError
 from pydantic import ValidationError
 
 

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from hermes_env.agent.loop import AgentResult, ToolError, TurnParseIssue
 from hermes_env.env.turn_credit import (
-    TurnRewardError,
     builtin_turn_rewards,
     check_turn_rewards,
     failed_command_counts,
@@ -18,6 +17,7 @@ from hermes_env.env.turn_credit import (
     turn_credits,
     turn_spans,
 )
+from hermes_env.errors import TurnRewardError
 from hypothesis import given
 from hypothesis import strategies as st
 

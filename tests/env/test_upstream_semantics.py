@@ -15,7 +15,8 @@ from hermes_env.agent.loop import AgentResult, ToolError
 from hermes_env.agent.reasoning import extract_reasoning
 from hermes_env.backends.local import LocalBackend
 from hermes_env.env.wandb_extras import ScoreMetadataLog, ToolErrorLog
-from hermes_env.env.workspace_reaper import WorkspaceReaped, WorkspaceReaper
+from hermes_env.env.workspace_reaper import WorkspaceReaper
+from hermes_env.errors import WorkspaceReaped
 
 
 class SyncRewardEnv(TinyEnv):

@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 import pytest
-from hermes_env.env.errors import PolicyCallError
+from hermes_env.errors import PolicyCallError
 from hermes_env.managed.reply_checks import check_reply
 from hypothesis import given
 from hypothesis import strategies as st

@@ -16,7 +16,8 @@ import pytest
 from fault_checks import TASKS, read_trainable, user_prompt
 from hermes_env.backends.bwrap import bwrap_problem
 from hermes_env.testing.policies import think, tool_call_text
-from procs import pids_with_cmdline, wait_no_process_with_cmdline
+
+from tests.support.procs import pids_with_cmdline, wait_no_process_with_cmdline
 
 VICTIM, CLEAN = TASKS[0], TASKS[1]
 MARKER = "sleep 29.5"  # the victim's tool call; never finishes: its worker is killed under it

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from fault_checks import FAULT_CAUSE
-from hermes_env.env.errors import PolicyCallError
+from hermes_env.errors import PolicyCallError
 from hermes_env.managed import managed_server
 from hermes_env.testing.scripted_vllm import FAULT_KINDS, FaultAtTurn, ScriptedVLLMServer
 from hermes_env.tools import REGISTRY

@@ -14,9 +14,11 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hermes_env.backends import ExecutionBackend, WorkspacePathError
+from hermes_env.backends import ExecutionBackend
+from hermes_env.errors import WorkspacePathError
 from hermes_env.isolation.users import live_pids_of
-from procs import processes_of_uid, unique_sleep, wait_no_process_with_cmdline, wait_uid_has_no_process
+
+from tests.support.procs import processes_of_uid, unique_sleep, wait_no_process_with_cmdline, wait_uid_has_no_process
 
 from .conftest import LIMITS, MakeBackend, host_workspace
 

@@ -17,7 +17,8 @@ from hermes_env.backends import get_backend
 from hermes_env.backends.bwrap import BwrapBackend
 from hermes_env.isolation import bwrap_problem
 from hermes_env.isolation.process import run_limited, stop_tree
-from procs import kill_processes_with_cmdline, unique_sleep, wait_no_process_with_cmdline
+
+from tests.support.procs import kill_processes_with_cmdline, unique_sleep, wait_no_process_with_cmdline
 
 needs_bwrap = pytest.mark.skipif(bwrap_problem() is not None, reason=f"bubblewrap unusable here: {bwrap_problem()}")
 REPO = Path(__file__).resolve().parents[2]

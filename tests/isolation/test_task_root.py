@@ -10,8 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hermes_env.backends import WorkspacePathError, get_backend
+from hermes_env.backends import get_backend
 from hermes_env.backends.bwrap import BwrapBackend
+from hermes_env.errors import WorkspacePathError
 from hermes_env.isolation import bwrap_problem
 
 from .conftest import LIMITS

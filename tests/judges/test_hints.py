@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hermes_env.judges import JudgeChat, JudgeError
+from hermes_env.errors import JudgeError
+from hermes_env.judges import JudgeChat
 from hermes_env.judges.chat import chat_url
 from hermes_env.judges.hints import HintJudge, hinted_messages, next_state, parse_hint_vote
 from hermes_env.testing.scripted_openai import ScriptedOpenAIServer

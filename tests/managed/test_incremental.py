@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hermes_env.env.errors import PolicyCallError
+from hermes_env.errors import PolicyCallError
 from hermes_env.managed import managed_server
 from hermes_env.managed.rendering import WINDOW_TURNS, render_text, template_profile
 from hermes_env.managed.tokenization import encode, tokenization

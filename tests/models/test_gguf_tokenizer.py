@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hermes_env.models import CHAT_TEMPLATES, GGUFError, gguf_tokenizer_dir, load_gguf_tokenizer, read_gguf_metadata
+from hermes_env.errors import GGUFError
+from hermes_env.models import CHAT_TEMPLATES, gguf_tokenizer_dir, load_gguf_tokenizer, read_gguf_metadata
 from hermes_env.models.gguf_tokenizer import _build
 from hypothesis import assume, example, given
 from hypothesis import strategies as st

@@ -6,7 +6,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 from hermes_env.backends import ExecutionBackend, get_backend
-from hermes_env.sandbox import PoolConfig, SandboxBackend, SlotPool, ToolExecutor
+from hermes_env.backends.sandbox import SandboxBackend
+from hermes_env.sandbox import PoolConfig, SlotPool, ToolExecutor
 
 
 @pytest.fixture

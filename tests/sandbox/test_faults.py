@@ -10,19 +10,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hermes_env.errors import SlotAcquireTimeout, WorkerStartError
 from hermes_env.isolation.users import task_user
-from hermes_env.sandbox import (
-    ExecutorConfig,
-    SandboxPolicy,
-    SlotAcquireTimeout,
-    SlotPool,
-    ToolExecutor,
-    WorkerStartError,
-)
+from hermes_env.sandbox import ExecutorConfig, SandboxPolicy, SlotPool, ToolExecutor
 from hermes_env.sandbox.config import ResourceLimits
-from procs import pids_running, pids_with_cmdline, wait_gone
 
 from tests.sandbox.sandbox_pools import pools
+from tests.support.procs import pids_running, pids_with_cmdline, wait_gone
 
 
 async def _wait_until(predicate, what: str, limit: float = 30.0) -> None:  # noqa: ANN001

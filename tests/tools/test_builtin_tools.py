@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 from hermes_env.backends import ExecutionBackend
-from hermes_env.tools import REGISTRY, ToolArgumentError, ToolRunContext
+from hermes_env.errors import ToolArgumentError
+from hermes_env.tools import REGISTRY, ToolRunContext
 
 
 @pytest.fixture

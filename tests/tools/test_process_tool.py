@@ -10,7 +10,8 @@ import pytest
 from hermes_env.backends import ExecutionBackend
 from hermes_env.tools import REGISTRY, ToolRunContext
 from hermes_env.tools.process_tool import kill_all_processes
-from procs import wait_no_process_holding
+
+from tests.support.procs import wait_no_process_holding
 
 
 @pytest.fixture

@@ -5,17 +5,8 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import pytest
-from hermes_env.tools import (
-    REGISTRY,
-    Tool,
-    ToolArgumentError,
-    ToolCallError,
-    ToolRegistry,
-    ToolRunContext,
-    ToolsetUnavailableError,
-    resolve_toolsets,
-    tools_for_toolsets,
-)
+from hermes_env.errors import ToolArgumentError, ToolCallError, ToolsetUnavailableError
+from hermes_env.tools import REGISTRY, Tool, ToolRegistry, ToolRunContext, resolve_toolsets, tools_for_toolsets
 from hermes_env.tools.schema import schema_errors
 
 

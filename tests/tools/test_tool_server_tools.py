@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 from hermes_env.backends.local import LocalBackend
+from hermes_env.errors import ToolServerError
 from hermes_env.sandbox.tool_server import ExternalTool
 from hermes_env.tools import ToolRegistry, ToolRunContext, get_tool_definitions, resolve_toolsets
 from hermes_env.tools.builtin import register_builtin_tools
-from hermes_env.tools.external import ToolServerError, connect_tool_server
+from hermes_env.tools.external import connect_tool_server
 
 SCHEMA = {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}
 

@@ -8,11 +8,11 @@ import random
 from pathlib import Path
 
 import pytest
+from hermes_env.errors import ToolsetUnavailableError
 from hermes_env.tools import (
     DISTRIBUTIONS,
     REGISTRY,
     TOOLSETS,
-    ToolsetUnavailableError,
     get_distribution,
     get_tool_definitions,
     register_distribution,

@@ -16,7 +16,7 @@ rollout and is never replaced by empty arguments.
 
 A model call that fails (HTTP error, unusable reply, no answer within the budget) or a tool
 backend that fails under a call (``BackendFailure``: a worker died) ends the rollout as a
-*failed* one: ``AgentResult.failure`` says why (kinds from :mod:`hermes_env.env.errors`), and the
+*failed* one: ``AgentResult.failure`` says why (kinds from :mod:`hermes_env.errors`), and the
 environment drops its whole group. Nothing is logged here; the environment logs once per group.
 
 Parse issues: a server that parses tool calls itself and says so (hermes_env's managed server
@@ -39,8 +39,14 @@ from typing import Any, Literal, Protocol
 from hermes_env.agent.reasoning import extract_reasoning, separated_reasoning
 from hermes_env.agent.steps import AgentStep, SequenceData, ToolResult, steps_from_messages
 from hermes_env.agent.tool_pool import ToolWorkerPool
-from hermes_env.env.errors import classify_policy_error, describe_error
-from hermes_env.errors import BackendFailure, RolloutFailureKind, ToolArgumentError, ToolErrorKind
+from hermes_env.errors import (
+    BackendFailure,
+    RolloutFailureKind,
+    ToolArgumentError,
+    ToolErrorKind,
+    classify_policy_error,
+    describe_error,
+)
 from hermes_env.message_fields import message_field
 from hermes_env.parsers.parsed_call import ParsedToolCall, parsed_tool_calls
 from hermes_env.timeouts import TOOL_GRACE_S, CallBudget

@@ -186,7 +186,7 @@ class AgentEnvConfig(HermesAgentEnvConfig):
             return
         # A refused tool_pool_mode may load (hermes-agent's default, nomad, must, so that flags can replace it);
         # the environment names it when it starts. The other options are checked now.
-        from hermes_env.backends.options import backend_config
+        from hermes_env.backends.registry import backend_config
 
         options = self.backend_options()
         options.pop("launcher", None)

@@ -31,7 +31,7 @@ from hermes_env.agent.loop import AgentResult
 from hermes_env.agent.steps import SequenceData
 from hermes_env.agent_env.config import AgentEnvConfig
 from hermes_env.env.base_env import HermesAgentBaseEnv
-from hermes_env.env.errors import EnvSetupError
+from hermes_env.errors import EnvSetupError
 
 
 @dataclass

@@ -1,15 +1,26 @@
 """Execution backends: where a rollout's tools run (a local directory, bubblewrap, the sandbox slot pool)."""
 
+from hermes_env._lazy import lazy_attributes
 from hermes_env.backends.base import ExecResult, ExecutionBackend
 from hermes_env.backends.registry import backend_names, get_backend, register_backend
-from hermes_env.errors import BackendUnavailableError, WorkspacePathError
 
 __all__ = [
-    "BackendUnavailableError",
     "ExecResult",
     "ExecutionBackend",
-    "WorkspacePathError",
     "backend_names",
     "get_backend",
     "register_backend",
 ]
+
+
+# Exceptions live in hermes_env.errors; the names this package once re-exported still work, with a warning once.
+__getattr__ = lazy_attributes(
+    __name__,
+    {},
+    moved={
+        "hermes_env.errors": (
+            "BackendUnavailableError",
+            "WorkspacePathError",
+        )
+    },
+)

@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel
 
 from hermes_env.backends.options import BackendOptions, validate_options
-from hermes_env.errors import BackendFailure
 from hermes_env.isolation.bubblewrap import WORKSPACE_MOUNT
 from hermes_env.isolation.limits import ResourceLimits
 from hermes_env.isolation.result import ExecResult
@@ -38,7 +37,7 @@ from hermes_env.isolation.result import ExecResult
 if TYPE_CHECKING:
     from hermes_env.containers.images import ImageSpec
 
-__all__ = ["BackendFailure", "ExecResult", "ExecutionBackend"]
+__all__ = ["ExecResult", "ExecutionBackend"]
 
 
 class ExecutionBackend(abc.ABC):

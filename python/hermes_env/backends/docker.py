@@ -198,7 +198,7 @@ class DockerBackend(ExecutionBackend):
         cls(**options)  # the engine and the options are checked here, before any node is asked
         from hermes_env.backends.ray_docker import RayDockerBackend
 
-        return RayDockerBackend(ray_address=ray_address, node_options=options)
+        return RayDockerBackend(ray_address=ray_address, node_backend=cls, node_options=options)
 
     @classmethod
     def is_available(cls) -> bool:

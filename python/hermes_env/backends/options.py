@@ -13,19 +13,19 @@ One model per backend, the discriminated union :data:`BackendConfig` over them (
   (``terminal_backend_options.slots_per_workr: backend 'sandbox' does not accept option 'slots_per_workr' ...``).
 
 The environment's ``terminal_backend`` / ``terminal_backend_options`` keys stay as hermes-agent writes them;
-:func:`backend_config` builds the union member from them. A backend registered under another name
-(``backends.registry.register_backend``) keeps plain keyword options, checked by its class's own
-``options_model`` when it declares one.
+``backends.registry.backend_config`` builds the union member from them (it lives with the registry, above the
+sandbox backend whose options are in the union, so that this module imports no backend). A backend registered
+under another name (``backends.registry.register_backend``) keeps plain keyword options, checked by its class's
+own ``options_model`` when it declares one.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from hermes_env.errors import BackendOptionsError
 from hermes_env.isolation.bubblewrap import WORKSPACE_MOUNT
@@ -139,25 +139,13 @@ class DockerOptions(BackendOptions):
 
 
 if TYPE_CHECKING:
-    BackendConfig = Annotated[
-        LocalOptions | BwrapOptions | DockerOptions | SandboxOptions, Field(discriminator="kind")
-    ]
+    BackendConfig = Annotated[LocalOptions | BwrapOptions | DockerOptions | SandboxOptions, Field(discriminator="kind")]
 else:
-    BackendConfig = Any  # the union is built on first use (``backend_config_adapter``): the sandbox's imports the pool
+    # The union is built on first use (``registry.backend_config_adapter``): the sandbox's options import the pool.
+    BackendConfig = Any
 
 
-@functools.cache
-def backend_config_adapter() -> TypeAdapter[Any]:
-    """A TypeAdapter of :data:`BackendConfig`, the built-in backends' options discriminated by ``kind``."""
-    from hermes_env.backends.sandbox import SandboxOptions
-
-    union = Annotated[LocalOptions | BwrapOptions | DockerOptions | SandboxOptions, Field(discriminator="kind")]
-    return TypeAdapter(union)
-
-
-def options_error(
-    backend: str, valid: Iterable[str], err: ValidationError, *, strip: int = 0
-) -> BackendOptionsError:
+def options_error(backend: str, valid: Iterable[str], err: ValidationError, *, strip: int = 0) -> BackendOptionsError:
     """One sentence per wrong field, each naming its path; an unknown option lists the backend's valid ones."""
     valid_text = ", ".join(valid)
     problems = []
@@ -193,33 +181,3 @@ def _check_kind(backend: str, data: Mapping[str, Any]) -> None:
             f"terminal_backend_options.kind is {data['kind']!r} but terminal_backend is {backend!r}; "
             "drop kind from the options (terminal_backend names the backend)"
         )
-
-
-def backend_config(name: str, options: Mapping[str, Any] | None = None) -> BaseModel | dict[str, Any]:
-    """The typed options of backend ``name``: a :data:`BackendConfig` member for a built-in backend, the
-    backend's own ``options_model`` for a registered class that declares one, else the options as given
-    (a backend not registered yet, or one of hermes-agent's remote backends, is named at start).
-    BackendOptionsError naming the field when an option is wrong."""
-    from hermes_env.backends import registry
-
-    data = dict(options or {})
-    if registry.is_builtin(name):
-        _check_kind(name, data)
-        adapter = backend_config_adapter()
-        try:
-            return adapter.validate_python({**data, "kind": name})
-        except ValidationError as err:
-            model = _builtin_model(name)
-            raise options_error(name, model.option_names(), err, strip=1) from None
-    model = registry.options_model_of(name)
-    if model is None:
-        return data
-    return validate_options(model, name, data)
-
-
-def _builtin_model(name: str) -> type[BackendOptions]:
-    if name == "sandbox":
-        from hermes_env.backends.sandbox import SandboxOptions
-
-        return SandboxOptions
-    return {"local": LocalOptions, "bwrap": BwrapOptions, "docker": DockerOptions}[name]

@@ -4,8 +4,9 @@ One Ray actor per alive node (hard node affinity, so the spread is exact), each 
 its node's own container engine, with the other backend options and a ``hermes_env.node`` label naming the node on
 every container. A rollout is placed on the node running the fewest rollouts when it starts and stays there; every
 call of the rollout (commands, files, ``copy_in``, cleanup) goes to that node's actor. Directories copied in travel
-as tar archives, so no node needs this machine's files; Harbor tasks are built on every node
-(:meth:`RayDockerBackend.prepare_harbor`), each node with its own image cache.
+as tar archives, so no node needs this machine's files. Work an environment needs done on the nodes themselves (the
+Harbor environment builds its task images on every node, each with its own image cache) is a function sent to
+them: :meth:`RayDockerBackend.on_every_node`, and :meth:`RayDockerBackend.use_on_node` for a rollout's own node.
 
 A node (or its actor) that dies fails only the rollouts placed on it: their calls raise
 :class:`ContainerLostError` (a ``BackendFailure``, so each group is dropped as ``sandbox_failed``), and new rollouts
@@ -24,6 +25,7 @@ import tarfile
 import tempfile
 import threading
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -57,27 +59,27 @@ def unpack_dir(data: bytes, target: Path) -> Path:
 
 
 class _NodeDockerActor:
-    """Runs on one Ray node (a threaded actor): a docker backend on the node's engine, and Harbor's image builder.
+    """Runs on one Ray node (a threaded actor): a docker backend on the node's engine, and the functions sent to it.
+
+    A function sent with :meth:`run_here` is called as ``fn(node, *args)``; it may use ``node.backend``,
+    ``node.files`` (a folder of this node's own) and ``node.state`` (a dict kept for the actor's life).
 
     The backend runs on an event loop of its own, a standard asyncio one in a thread of the actor: on the loop Ray
     gives async actors, ``podman run -d`` never reports its end to asyncio's subprocess (the container's monitor
     keeps the call waiting), so every container start hung there.
     """
 
-    def __init__(self, options: dict[str, Any], node_id: str) -> None:
-        from hermes_env.backends.docker import DockerBackend
-
+    def __init__(self, backend_class: type[ExecutionBackend], options: dict[str, Any], node_id: str) -> None:
         asyncio.set_event_loop_policy(asyncio.DefaultEventLoopPolicy())  # Ray's lacks a child watcher
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="hermes-ray-docker", daemon=True)
         self._thread.start()
-        self.backend = DockerBackend(**options, labels={NODE_LABEL: node_id})
+        self.backend: Any = backend_class(**options, labels={NODE_LABEL: node_id})
         self.node_id = node_id
         # The task folders copied here; a root of a run, so a killed actor's is swept by the node's next run.
         self._root = RunRoot("raydocker", mode=0o700)
-        self._files = self._root.path
-        self._harbor: Any = None  # HarborRunner, made on the first prepare
-        self._prepared: dict[str, Any] = {}
+        self.files = self._root.path
+        self.state: dict[str, Any] = {}
 
     def node(self) -> str:
         return ray.get_runtime_context().get_node_id()
@@ -91,10 +93,8 @@ class _NodeDockerActor:
     def copy_in_archive(self, task_id: str, data: bytes, target: str) -> tuple[bool, Any]:
         return self._run(self._copy_in_archive(task_id, data, target))
 
-    def prepare_harbor(
-        self, name: str, data: bytes, image_map: dict[str, str], max_parallel_builds: int
-    ) -> tuple[bool, Any]:
-        return self._run(self._prepare_harbor(name, data, image_map, max_parallel_builds))
+    def run_here(self, fn: Callable[..., Any], *args: Any) -> tuple[bool, Any]:
+        return self._run(self._run_here(fn, *args))
 
     async def _call(self, method: str, *args: Any, **kwargs: Any) -> tuple[bool, Any]:
         """``(True, result)`` or ``(False, the exception)``: the backend's own errors reach the caller as they are,
@@ -108,41 +108,20 @@ class _NodeDockerActor:
             return False, exc
 
     async def _copy_in_archive(self, task_id: str, data: bytes, target: str) -> tuple[bool, Any]:
-        where = Path(tempfile.mkdtemp(dir=self._files))
+        where = Path(tempfile.mkdtemp(dir=self.files))
         try:
             return await self._call("copy_in", task_id, unpack_dir(data, where), target)
         finally:
             shutil.rmtree(where, ignore_errors=True)
 
-    async def _prepare_harbor(
-        self, name: str, data: bytes, image_map: dict[str, str], max_parallel_builds: int
-    ) -> tuple[bool, Any]:
-        """Build Harbor task ``name`` (its folder as ``data``) on this node; its PreparedTask."""
-        from hermes_env.containers.upstream_images import ImageMap
-        from hermes_env.envs.harbor.runner import HarborRunner
-        from hermes_env.envs.harbor.task import load_task
-
+    async def _run_here(self, fn: Callable[..., Any], *args: Any) -> tuple[bool, Any]:
         try:
-            if self._harbor is None:
-                self._harbor = HarborRunner(
-                    self.backend.engine, image_map=ImageMap(entries=image_map), max_parallel_builds=max_parallel_builds
-                )
-            folder = self._files / "harbor" / name
-            shutil.rmtree(folder, ignore_errors=True)
-            folder.mkdir(parents=True)
-            prepared = await self._harbor.prepare(load_task(unpack_dir(data, folder)))
-            self._prepared[name] = prepared
-            return True, prepared
+            result = fn(self, *args)
+            if asyncio.iscoroutine(result):
+                result = await result
+            return True, result
         except Exception as exc:
             return False, exc
-
-    def use_harbor_task(self, task_id: str, name: str) -> tuple[bool, Any]:
-        from hermes_env.envs.harbor.runner import HarborRunner
-
-        if name not in self._prepared:
-            return False, KeyError(f"Harbor task {name!r} was not prepared on this node (prepare_harbor first)")
-        HarborRunner.use(self.backend, task_id, self._prepared[name])
-        return True, None
 
     def aclose(self) -> None:
         self._run(self.backend.aclose())
@@ -163,8 +142,13 @@ class RayDockerBackend(ExecutionBackend):
     name = "docker"
     supports_images = True
 
-    def __init__(self, *, ray_address: str, node_options: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, *, ray_address: str, node_backend: type[ExecutionBackend], node_options: dict[str, Any] | None = None
+    ) -> None:
+        """``node_backend`` (the :class:`~hermes_env.backends.docker.DockerBackend`, which makes this backend when
+        given ``ray_address``) runs on every node with ``node_options``."""
         self.ray_address = ray_address
+        self.node_backend = node_backend
         self.node_options = dict(node_options or {})
         self.nodes: dict[str, _Node] = {}
         self._placed: dict[str, _Node] = {}
@@ -207,7 +191,7 @@ class RayDockerBackend(ExecutionBackend):
                 actor = actor_class.options(
                     num_cpus=0, max_restarts=0, max_concurrency=_ACTOR_THREADS,
                     scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node_id, soft=False),
-                ).remote(self.node_options, node_id)  # fmt: skip
+                ).remote(self.node_backend, self.node_options, node_id)  # fmt: skip
                 node = _Node(node_id, actor)
                 try:
                     await asyncio.wait_for(actor.node.remote(), _ACTOR_START_S)
@@ -266,12 +250,12 @@ class RayDockerBackend(ExecutionBackend):
         self._pending[task_id] = ("call", ("use_image", task_id, spec, options))
         self._workspaces[task_id] = getattr(options, "workspace", None) or ""
 
-    def use_harbor_task(self, task_id: str, name: str, workspace: str) -> None:
-        """Run ``task_id`` in Harbor task ``name``'s container (as built on its node by :meth:`prepare_harbor`), whose
-        commands run in ``workspace``."""
+    def use_on_node(self, task_id: str, workspace: str, fn: Callable[..., Any], *args: Any) -> None:
+        """Before ``task_id``'s first call, on the node it is placed on: ``fn(node, task_id, *args)`` (which names its
+        container's image there, e.g. one :meth:`on_every_node` built); its commands run in ``workspace``."""
         if task_id in self._placed:
-            raise RuntimeError(f"task {task_id!r} already has a container; name its task before its first use")
-        self._pending[task_id] = ("use_harbor_task", (task_id, name))
+            raise RuntimeError(f"task {task_id!r} already has a container; name its image before its first use")
+        self._pending[task_id] = ("run_here", (fn, task_id, *args))
         self._workspaces[task_id] = workspace
 
     async def start(self, task_id: str) -> None:
@@ -309,26 +293,18 @@ class RayDockerBackend(ExecutionBackend):
             with contextlib.suppress(ContainerLostError):  # a node dying now leaves nothing to clean here
                 await self._remote(task_id, node, "call", "cleanup", task_id)
 
-    async def prepare_harbor(
-        self, tasks: list[Any], *, image_map: dict[str, str], max_parallel_builds: int
-    ) -> list[Any]:
-        """Build each Harbor task on every alive node; per task, its PreparedTask (as the first node made it) or the
-        exception of a node where it did not build (the task is then left out)."""
+    async def on_every_node(self, fn: Callable[..., Any], *args: Any) -> list[Any]:
+        """``fn(node, *args)`` on every alive node (see :class:`_NodeDockerActor`); per node, its result or the
+        exception it raised."""
         nodes = [self.nodes[n] for n in await self.start_nodes()]
         if not nodes:
             raise ContainerLostError(f"no node of the Ray cluster at {self.ray_address} can run containers")
-
-        async def one(task: Any) -> Any:
-            data = await asyncio.to_thread(pack_dir, task.path)
-            results = await asyncio.gather(
-                *(self._remote(task.name, n, "prepare_harbor", task.name, data, image_map, max_parallel_builds)
-                  for n in nodes),
+        return list(
+            await asyncio.gather(
+                *(self._remote(f"node {n.node_id[:12]}", n, "run_here", fn, *args) for n in nodes),
                 return_exceptions=True,
-            )  # fmt: skip
-            failed = [r for r in results if isinstance(r, BaseException)]
-            return failed[0] if failed else results[0]
-
-        return list(await asyncio.gather(*(one(t) for t in tasks)))
+            )
+        )
 
     async def kill_node(self, node_id: str) -> None:
         """Kill ``node_id``'s actor (what a node's death does to its rollouts; for fault tests)."""

@@ -8,11 +8,23 @@ called with the options.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+import functools
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any
+
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from hermes_env._lazy import import_reference
 from hermes_env.backends.base import ExecutionBackend
+from hermes_env.backends.options import (
+    BackendOptions,
+    BwrapOptions,
+    DockerOptions,
+    LocalOptions,
+    _check_kind,
+    options_error,
+    validate_options,
+)
 
 BackendTarget = str | type[ExecutionBackend] | Callable[..., ExecutionBackend]
 
@@ -92,3 +104,40 @@ def get_backend(name: str, **options: Any) -> ExecutionBackend:
     if isinstance(target, type) and issubclass(target, ExecutionBackend):
         return target.from_options(**options)
     return target(**options)
+
+
+@functools.cache
+def backend_config_adapter() -> TypeAdapter[Any]:
+    """A TypeAdapter of :data:`BackendConfig`, the built-in backends' options discriminated by ``kind``."""
+    from hermes_env.backends.sandbox import SandboxOptions
+
+    union = Annotated[LocalOptions | BwrapOptions | DockerOptions | SandboxOptions, Field(discriminator="kind")]
+    return TypeAdapter(union)
+
+
+def backend_config(name: str, options: Mapping[str, Any] | None = None) -> BaseModel | dict[str, Any]:
+    """The typed options of backend ``name``: a :data:`BackendConfig` member for a built-in backend, the
+    backend's own ``options_model`` for a registered class that declares one, else the options as given
+    (a backend not registered yet, or one of hermes-agent's remote backends, is named at start).
+    BackendOptionsError naming the field when an option is wrong."""
+    data = dict(options or {})
+    if is_builtin(name):
+        _check_kind(name, data)
+        adapter = backend_config_adapter()
+        try:
+            return adapter.validate_python({**data, "kind": name})
+        except ValidationError as err:
+            model = _builtin_model(name)
+            raise options_error(name, model.option_names(), err, strip=1) from None
+    model = options_model_of(name)
+    if model is None:
+        return data
+    return validate_options(model, name, data)
+
+
+def _builtin_model(name: str) -> type[BackendOptions]:
+    if name == "sandbox":
+        from hermes_env.backends.sandbox import SandboxOptions
+
+        return SandboxOptions
+    return {"local": LocalOptions, "bwrap": BwrapOptions, "docker": DockerOptions}[name]

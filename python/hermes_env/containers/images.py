@@ -19,32 +19,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import hashlib
 import os
-import signal
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hermes_env.containers.engine import LABEL, ContainerEngine
-from hermes_env.errors import ContainerError, EngineCommandError, ImageBuildError, ImageUnavailableError
+from hermes_env.containers.engine import ContainerEngine
+from hermes_env.containers.recipes import BASE_ARG, BASE_IMAGE, build_recipe, context_files
+from hermes_env.errors import ContainerError, EngineCommandError, ImageUnavailableError
 
-#: The image tasks without an image of their own run in; ``python -m hermes_env.containers setup`` makes it.
-BASE_IMAGE = "hermes_env/base:bookworm"
-#: The build argument a task's Dockerfile reads to start from the base image.
-BASE_ARG = "HERMES_BASE_IMAGE"
 TASK_REPOSITORY = "hermes_env/task"
-CONTENT_LABEL = "hermes_env.content"
 _HASH_VERSION = b"hermes_env task image v1\0"
-
-
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "hermes_env" / "images"
-
 
 @dataclass(frozen=True, slots=True)
 class ImageSpec:
@@ -91,22 +78,13 @@ class ImageSpec:
         return self.image if self.image is not None else f"Dockerfile {self.dockerfile}"
 
 
-def _context_files(context: Path) -> list[Path]:
-    files = []
-    for dirpath, dirnames, filenames in os.walk(context):
-        dirnames.sort()
-        for name in sorted(filenames):
-            files.append(Path(dirpath) / name)
-    return files
-
-
 def recipe_hash(dockerfile: Path, base_image_id: str | None) -> str:
     """sha256 over the Dockerfile, every file of its context (path and bytes) and the base image's id."""
     h = hashlib.sha256(_HASH_VERSION)
     h.update((base_image_id or "").encode() + b"\0")
     context = dockerfile.parent
     h.update(dockerfile.relative_to(context).as_posix().encode() + b"\0")
-    for path in _context_files(context):
+    for path in context_files(context):
         data = path.read_bytes()
         h.update(path.relative_to(context).as_posix().encode() + b"\0")
         h.update(len(data).to_bytes(8, "big") + data)
@@ -212,84 +190,10 @@ class ImageCache:
         *,
         timeout_s: float | None = None,
     ) -> None:
-        """Build ``dockerfile`` (in ``context``) as ``tag`` unless the engine has it; one build per tag at a time
-        across processes (a file lock: another process building it is waited for, then its image is used).
-        ``timeout_s`` replaces the cache's ``build_timeout_s`` for this build."""
-        if await self.engine.image_id(tag) is not None:
-            return
-        cache = cache_dir()
-        cache.mkdir(parents=True, exist_ok=True)
-        lock_fd = os.open(cache / f"{digest[:24]}.lock", os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            await asyncio.to_thread(fcntl.flock, lock_fd, fcntl.LOCK_EX)
-            if await self.engine.image_id(tag) is not None:
-                return
-            await self._build(
-                dockerfile, tag, digest, base_id, cache / f"{digest[:24]}.log", context=context, timeout_s=timeout_s
-            )
-        finally:
-            os.close(lock_fd)  # drops the flock
-
-    async def _build(
-        self,
-        dockerfile: Path,
-        tag: str,
-        digest: str,
-        base_id: str | None,
-        log_path: Path,
-        *,
-        context: Path,
-        timeout_s: float | None = None,
-    ) -> None:
+        """:func:`~hermes_env.containers.recipes.build_recipe` on this cache's engine; ``timeout_s`` replaces the
+        cache's ``build_timeout_s`` for this build."""
         limit = self.build_timeout_s if timeout_s is None else timeout_s
-        args = [
-            "build",
-            "--label", f"{LABEL}=task",
-            "--label", f"{CONTENT_LABEL}={digest}",
-            "-t", tag,
-            "-f", str(dockerfile),
-        ]  # fmt: skip
-        if base_id is not None:
-            args += ["--build-arg", f"{BASE_ARG}={base_id}"]
-        args.append(str(context))
-        started = time.monotonic()
-        with log_path.open("wb") as log:
-            proc = await asyncio.create_subprocess_exec(
-                *self.engine.argv(*args),
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                env=dict(self.engine.env),
-                start_new_session=True,
-            )
-            try:
-                await asyncio.wait_for(proc.wait(), limit)
-            except (TimeoutError, asyncio.CancelledError) as exc:
-                await _stop_build(proc)
-                if isinstance(exc, asyncio.CancelledError):
-                    raise
-                raise ImageBuildError(
-                    f"building {dockerfile} did not finish within {limit:g}s (log: {log_path}); "
-                    "make the recipe faster or raise image_build_timeout_s"
-                ) from None
-        if proc.returncode != 0:
-            tail = log_path.read_text(errors="replace")[-1500:].strip()
-            raise ImageBuildError(
-                f"the image recipe {dockerfile} failed to build (exit {proc.returncode} after "
-                f"{time.monotonic() - started:.0f}s); fix the Dockerfile. The build log ({log_path}) ends with:\n{tail}"
-            )
-
-
-async def _stop_build(proc: asyncio.subprocess.Process) -> None:
-    """Stop a build: SIGTERM first (the engine then removes its build containers), SIGKILL if it lingers."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        await asyncio.wait_for(asyncio.shield(proc.wait()), 15)
-    except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        await proc.wait()
+        await build_recipe(self.engine, dockerfile, context, tag, digest, base_id, timeout_s=limit)
 
 
 async def remove_images(engine: ContainerEngine, *refs: str) -> None:

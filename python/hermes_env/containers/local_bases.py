@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hermes_env.containers.engine import LABEL, ContainerEngine
-from hermes_env.containers.images import cache_dir
+from hermes_env.containers.recipes import cache_dir
 from hermes_env.errors import ImageBuildError, UvUnavailableError
 
 RECIPE_LABEL = "hermes_env.recipe"

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from hermes_env.containers.config import podman_conf_path, write_podman_conf
 from hermes_env.containers.engine import LABEL, ContainerEngine, detect_engine, make_engine, sweep_leftovers
-from hermes_env.containers.images import BASE_IMAGE
+from hermes_env.containers.recipes import BASE_IMAGE
 from hermes_env.errors import ContainerError, EngineUnavailableError
 
 SUITE = "bookworm"

@@ -39,8 +39,8 @@ from pathlib import Path
 from pydantic import BaseModel, Field, field_validator
 
 from hermes_env.containers.engine import ContainerEngine, detect_engine
-from hermes_env.containers.images import ImageCache, _context_files, cache_dir
 from hermes_env.containers.local_bases import RELEASES, LocalBase, UvImage, ensure_base_image, ensure_uv_image
+from hermes_env.containers.recipes import build_recipe, cache_dir, context_files
 from hermes_env.errors import ImageBuildError
 
 DEFAULT_IMAGE_MAP: dict[str, str] = {
@@ -262,7 +262,7 @@ def _content_hash(text: str, context: Path, base_ids: Sequence[str]) -> str:
     for base_id in base_ids:
         h.update(base_id.encode() + b"\0")
     h.update(text.encode() + b"\0")
-    for path in _context_files(context):
+    for path in context_files(context):
         data = path.read_bytes()
         h.update(path.relative_to(context).as_posix().encode() + b"\0")
         h.update(len(data).to_bytes(8, "big") + data)
@@ -285,7 +285,7 @@ class UpstreamImageBuilder:
             raise ValueError(f"max_parallel must be at least 1, got {max_parallel}")
         self.engine = engine or detect_engine(None)
         self.image_map = image_map or ImageMap()
-        self.cache = ImageCache(self.engine, build_timeout_s=build_timeout_s)
+        self.build_timeout_s = build_timeout_s
         self._slots = asyncio.Semaphore(max_parallel)
         self._bases: dict[LocalBase | UvImage, asyncio.Future[str]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
@@ -343,7 +343,8 @@ class UpstreamImageBuilder:
             rewritten.write_text(text)
             async with self._slots:
                 try:
-                    await self.cache.build_recipe(rewritten, environment_dir, tag, digest, timeout_s=timeout_s)
+                    limit = self.build_timeout_s if timeout_s is None else timeout_s
+                    await build_recipe(self.engine, rewritten, environment_dir, tag, digest, timeout_s=limit)
                 except ImageBuildError as exc:
                     raise ImageBuildError(f"{dockerfile} (rewritten to {rewritten}): {exc}") from None
         return tag

@@ -1,12 +1,12 @@
 """On-policy distillation: a teacher's top-k logprobs at every token the student was trained on."""
 
+from hermes_env._lazy import lazy_attributes
 from hermes_env.distill.teacher import (
     FILLER_LOGPROB,
     FILLER_TOKEN_ID,
     DistillArrays,
     TeacherClient,
     TeacherContext,
-    TeacherError,
     check_distill_arrays,
     filler_row,
 )
@@ -17,7 +17,10 @@ __all__ = [
     "DistillArrays",
     "TeacherClient",
     "TeacherContext",
-    "TeacherError",
     "check_distill_arrays",
     "filler_row",
 ]
+
+
+# Exceptions live in hermes_env.errors; the names this package once re-exported still work, with a warning once.
+__getattr__ = lazy_attributes(__name__, {}, moved={"hermes_env.errors": ("TeacherError",)})

@@ -43,7 +43,6 @@ __all__ = [
     "DistillArrays",
     "TeacherClient",
     "TeacherContext",
-    "TeacherError",
     "check_distill_arrays",
     "filler_row",
     "generate_url",

@@ -1,7 +1,7 @@
 """The environment framework: HermesAgentEnvConfig and HermesAgentBaseEnv (atroposlib BaseEnv).
 
-Names load on first access (PEP 562), so the leaf modules here (``errors``) can be imported by
-the agent loop and the managed server without pulling in atroposlib's BaseEnv.
+Names load on first access (PEP 562), so ``import hermes_env.env.<module>`` does not pull in
+atroposlib's BaseEnv. The exceptions once re-exported here live in :mod:`hermes_env.errors`.
 """
 
 from __future__ import annotations
@@ -13,15 +13,11 @@ from hermes_env._lazy import lazy_attributes
 if TYPE_CHECKING:
     from hermes_env.env.base_env import GroupTools, HermesAgentBaseEnv
     from hermes_env.env.config import HermesAgentEnvConfig
-    from hermes_env.env.errors import EnvSetupError, PolicyCallError, RolloutFailed
 
 __all__ = [
-    "EnvSetupError",
     "GroupTools",
     "HermesAgentBaseEnv",
     "HermesAgentEnvConfig",
-    "PolicyCallError",
-    "RolloutFailed",
 ]
 
 __getattr__ = lazy_attributes(
@@ -29,8 +25,8 @@ __getattr__ = lazy_attributes(
     {
         "hermes_env.env.base_env": ("GroupTools", "HermesAgentBaseEnv"),
         "hermes_env.env.config": ("HermesAgentEnvConfig",),
-        "hermes_env.env.errors": ("EnvSetupError", "PolicyCallError", "RolloutFailed"),
     },
+    moved={"hermes_env.errors": ("EnvSetupError", "PolicyCallError", "RolloutFailed")},
 )
 
 

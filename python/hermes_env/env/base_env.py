@@ -13,7 +13,7 @@ A subclass implements ``setup``, ``get_next_item``, ``format_prompt(item)``,
   workspace is always cleaned up;
 - sends only complete groups of finished rollouts: if any rollout of a group failed (a model
   call that failed on any turn, a tool backend that died, a workspace that could not be set up;
-  kinds in :mod:`hermes_env.env.errors`), the whole group is dropped — never written, never sent —
+  kinds in :mod:`hermes_env.errors`), the whole group is dropped — never written, never sent —
   logged once at WARNING with its cause and counted by cause;
 - records why each written rollout ended (``end_reasons`` in the group: stop, length,
   turn_limit, context_limit, rollout_budget, repeated_tool_calls);
@@ -40,7 +40,6 @@ from atroposlib.envs.base import BaseEnv, ScoredDataGroup
 
 from hermes_env.agent.loop import AgentResult, HermesAgentLoop
 from hermes_env.agent.tool_pool import ToolWorkerPool
-from hermes_env.backends.base import BackendFailure
 from hermes_env.containers.images import ImageSpec
 from hermes_env.env.config import HermesAgentEnvConfig
 from hermes_env.env.defaults import (
@@ -49,15 +48,24 @@ from hermes_env.env.defaults import (
     resolve_tokenizer_names,
     tokenizer_load_error,
 )
-from hermes_env.env.errors import EnvSetupError, RolloutFailed, RolloutFailureKind
 from hermes_env.env.output import replace_atropos_writer
 from hermes_env.env.phases import ResolvedPhase, phase1_item, phase2_item, prompt_only_item, resolve_phase
 from hermes_env.env.rollout_info import rollout_info
 from hermes_env.env.run_modes import RunModesMixin
 from hermes_env.env.stats import RolloutRecord, RolloutStats, wandb_table
-from hermes_env.env.turn_credit import TurnRewardError, builtin_turn_rewards, check_turn_rewards, group_advantages
+from hermes_env.env.turn_credit import builtin_turn_rewards, check_turn_rewards, group_advantages
 from hermes_env.env.wandb_extras import ScoreMetadataLog, ToolErrorLog
 from hermes_env.env.workspace_reaper import WorkspaceReaper
+from hermes_env.errors import (
+    BackendFailure,
+    EnvSetupError,
+    JudgeError,
+    RolloutFailed,
+    RolloutFailureKind,
+    TeacherError,
+    ToolServerError,
+    TurnRewardError,
+)
 from hermes_env.trajectory import PROMPT_LOGPROB
 
 logger = logging.getLogger(__name__)
@@ -232,7 +240,7 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         """Register the tool server's tools (``tool_server_url``) once; EnvSetupError if it cannot be reached."""
         if self.config.tool_server_url is None or self.tool_server is not None:
             return
-        from hermes_env.tools.external import ToolServerError, connect_tool_server
+        from hermes_env.tools.external import connect_tool_server
         from hermes_env.tools.toolsets import resolve_toolsets
 
         token = self.config.tool_server_token or os.environ.get("HERMES_TOOL_SERVER_TOKEN")
@@ -678,8 +686,6 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         return str(users[-1] if users else "")
 
     async def _rubric(self, item: Any, result: AgentResult) -> dict[str, Any]:
-        from hermes_env.judges import JudgeError
-
         try:
             _, meta = await self.reward_judge.score(self.judge_task_text(item), result.messages)
         except JudgeError as err:
@@ -688,8 +694,6 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
 
     async def _rank_group(self, item: Any, outcomes: list[tuple[dict[str, Any], RolloutRecord]]) -> None:
         """Adds ``judge_weight`` x the ranking judge's score to each rollout's score; the verdict goes with each."""
-        from hermes_env.judges import JudgeError
-
         try:
             scores, meta = await self.reward_judge.rank(
                 self.judge_task_text(item), [scored["messages"] for scored, _ in outcomes]
@@ -750,7 +754,7 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         judge gives a hint is scored after :meth:`teacher_prompt_ids` of the conversation before it
         with the hint added; the others in the student's own context.
         """
-        from hermes_env.distill import TeacherContext, TeacherError
+        from hermes_env.distill import TeacherContext
         from hermes_env.env.turn_credit import turn_spans
         from hermes_env.judges.hints import hinted_messages
 
@@ -782,9 +786,6 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
         self, item: Any, result: AgentResult, group: GroupTools, sequence: dict[str, Any]
     ) -> tuple[list[list[int]], list[list[float]], dict[str, Any]]:
         """The rollout's distill rows and what the reader needs about them; a failure fails the rollout."""
-        from hermes_env.distill import TeacherError
-        from hermes_env.judges import JudgeError
-
         started = time.monotonic()
         try:
             contexts, hints = await self.teacher_contexts(item, result, group, sequence["masks"])
@@ -811,7 +812,6 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
 
     async def _check_teacher(self) -> None:
         """Refuse a teacher whose tokenizer is not the student's, or that does not answer prompt_logprobs."""
-        from hermes_env.distill import TeacherError
         from hermes_env.distill.tokenizers import tokenizer_mismatch
 
         name = self.config.teacher_tokenizer_name

@@ -21,10 +21,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from hermes_env.env.dataset import DatasetError
-from hermes_env.env.phases import PhaseError
-from hermes_env.errors import ConfigError
-from hermes_env.resources import TokenizerUnavailable
+from hermes_env.errors import ConfigError, DatasetError, PhaseError, TokenizerUnavailable
 
 VERBOSE_FLAG = "--verbose"
 

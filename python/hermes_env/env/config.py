@@ -277,7 +277,7 @@ class HermesAgentEnvConfig(BaseEnvConfig):
     def backend_config(self) -> BaseModel | dict[str, Any]:
         """``terminal_backend`` with its options, typed (a ``hermes_env.backends.options.BackendConfig`` member for
         a built-in backend); BackendOptionsError naming the field of a wrong option."""
-        from hermes_env.backends.options import backend_config
+        from hermes_env.backends.registry import backend_config
 
         return backend_config(self.terminal_backend, self.backend_options())
 

@@ -13,7 +13,7 @@ from typing import Any
 from hermes_env.env.config import is_local_dataset
 from hermes_env.errors import DatasetError
 
-__all__ = ["DatasetError", "load_rows"]
+__all__ = ["load_rows"]
 
 
 def load_rows(name: str, split: str = "train", prompt_field: str = "prompt") -> list[dict[str, Any]]:

@@ -4,13 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hermes_env.resources import (
-    BUNDLED_PREFIX,
-    TokenizerUnavailable,
-    bundled_tokenizer_dir,
-    check_hub_tokenizer,
-    resolve_tokenizer_name,
-)
+from hermes_env.errors import TokenizerUnavailable
+from hermes_env.resources import BUNDLED_PREFIX, bundled_tokenizer_dir, check_hub_tokenizer, resolve_tokenizer_name
 
 DEFAULT_MODEL = "Qwen/Qwen3-8B"
 DEFAULT_BASE_URL = "http://127.0.0.1:9000/v1"

@@ -8,8 +8,8 @@ where the line began. A process killed by SIGKILL in the middle of a write can s
 partial last line — Linux stops a buffered write at a page boundary when a fatal signal is
 pending, and the process never runs again to finish it. That tail is removed the next time a
 run starts on the same path (:func:`repair_torn_tail`, called by :func:`replace_atropos_writer`
-for the path and the numbered siblings atroposlib steps over), and :func:`iter_groups` and the
-HTML view ignore it meanwhile.
+for the path and the numbered siblings atroposlib steps over), and the readers (:func:`iter_groups`,
+kept with the HTML view in :mod:`hermes_env.html_view.render`) ignore it meanwhile.
 
 No empty files: the file is created by the first group written, so a run that writes nothing
 (bad input, every group dropped, interrupted before the first group) leaves no ``.jsonl``.
@@ -20,9 +20,20 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+# The readers live with the HTML view, which sits below this package and reads these files too.
+from hermes_env.html_view.render import iter_groups, iter_lines, read_groups
+
+__all__ = [
+    "GroupJsonlWriter",
+    "iter_groups",
+    "iter_lines",
+    "read_groups",
+    "repair_torn_tail",
+    "replace_atropos_writer",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -129,28 +140,3 @@ def replace_atropos_writer(
         repair_torn_tail(previous)
         previous, n = first.with_stem(f"{first.stem}_{n}"), n + 1
     return GroupJsonlWriter(target)
-
-
-def iter_lines(path: str | os.PathLike[str]) -> Iterator[bytes]:
-    """The whole lines of a jsonl written here, one at a time (memory: one line); a torn last line is skipped."""
-    with open(path, "rb") as f:
-        for line in f:
-            if not line.endswith(b"\n"):
-                return  # a torn tail (a killed run): not a group
-            if line.strip():
-                yield line
-
-
-def iter_groups(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
-    """The groups of a jsonl written here, parsed one at a time; a torn last line is skipped, any other bad line
-    raises ``ValueError`` naming its line number."""
-    for number, line in enumerate(iter_lines(path), 1):
-        try:
-            yield json.loads(line)
-        except ValueError as err:
-            raise ValueError(f"line {number} of {path} is not a JSON group: {err}") from err
-
-
-def read_groups(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """All the groups of a (small) jsonl: :func:`iter_groups` as a list."""
-    return list(iter_groups(path))

@@ -32,11 +32,10 @@ from typing import Any
 from atroposlib.envs.base import ScoredDataGroup
 from atroposlib.envs.server_handling.server_harness import ServerHarness
 
-from hermes_env.env.dataset import DatasetError
-from hermes_env.env.errors import EnvSetupError, RolloutFailed
-from hermes_env.env.preflight import InferenceServerUnreachable, check_servers
+from hermes_env.env.preflight import check_servers
 from hermes_env.env.progress import GroupProgress
 from hermes_env.env.stats import RolloutRecord, format_summary_table, format_table, summarize
+from hermes_env.errors import DatasetError, EnvSetupError, InferenceServerUnreachable, RolloutFailed
 
 logger = logging.getLogger(__name__)
 

@@ -42,7 +42,6 @@ __all__ = [
     "BUILTIN_TURN_REWARDS",
     "STD_TOLERANCE",
     "TurnCredit",
-    "TurnRewardError",
     "builtin_turn_rewards",
     "check_turn_rewards",
     "failed_command_counts",

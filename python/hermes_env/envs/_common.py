@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from hermes_env.env.base_env import HermesAgentBaseEnv
-from hermes_env.env.dataset import DatasetError, load_rows
+from hermes_env.env.dataset import load_rows
 from hermes_env.env.defaults import default_server_config, default_tokenizer_name
-from hermes_env.env.errors import RolloutFailed
 from hermes_env.env.run_modes import EvalOutcome
+from hermes_env.errors import DatasetError, RolloutFailed
 
 logger = logging.getLogger(__name__)
 

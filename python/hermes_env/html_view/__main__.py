@@ -38,8 +38,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.jsonl.is_file():
         print(f"error: {args.jsonl} is not a file; pass the jsonl that process wrote", file=sys.stderr)
         return 2
+    from hermes_env.errors import TokenizerUnavailable
     from hermes_env.html_view import DEFAULT_MAX_GROUPS, write_html
-    from hermes_env.resources import TokenizerUnavailable, load_tokenizer
+    from hermes_env.resources import load_tokenizer
 
     tokenizer = None
     if args.tokenizer.lower() != "none":

@@ -23,17 +23,44 @@ from __future__ import annotations
 import html
 import io
 import json
+import os
 import re
 import shlex
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, TextIO
 
-from hermes_env.env.output import iter_groups, iter_lines
+
+# -- reading a groups jsonl (env.output writes it) ----------------------------------------------
+def iter_lines(path: str | os.PathLike[str]) -> Iterator[bytes]:
+    """The whole lines of a groups jsonl (``env.output.GroupJsonlWriter``'s), one at a time (memory: one line);
+    a torn last line is skipped."""
+    with open(path, "rb") as f:
+        for line in f:
+            if not line.endswith(b"\n"):
+                return  # a torn tail (a killed run): not a group
+            if line.strip():
+                yield line
+
+
+def iter_groups(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
+    """The groups of a groups jsonl, parsed one at a time; a torn last line is skipped, any other bad line
+    raises ``ValueError`` naming its line number."""
+    for number, line in enumerate(iter_lines(path), 1):
+        try:
+            yield json.loads(line)
+        except ValueError as err:
+            raise ValueError(f"line {number} of {path} is not a JSON group: {err}") from err
+
+
+def read_groups(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """All the groups of a (small) jsonl: :func:`iter_groups` as a list."""
+    return list(iter_groups(path))
+
 
 MASKED = -100
 #: Token data stops being embedded after this many tokens (the page says so); conversations are always shown.

@@ -14,7 +14,7 @@ The ``bwrap`` backend (``hermes_env.backends.bwrap``) and the sandbox pool's wor
 (``hermes_env.sandbox.slots``) are both built from these pieces.
 """
 
-from hermes_env.errors import BackendUnavailableError, FileTooLargeError, WorkspacePathError
+from hermes_env._lazy import lazy_attributes
 from hermes_env.isolation.bubblewrap import WORKSPACE_MOUNT, BwrapSpec, bwrap_problem
 from hermes_env.isolation.limits import ResourceLimits
 from hermes_env.isolation.process import run_limited, stop_tree
@@ -23,15 +23,26 @@ from hermes_env.isolation.users import SandboxUser, UidBlock
 
 __all__ = [
     "WORKSPACE_MOUNT",
-    "BackendUnavailableError",
     "BwrapSpec",
     "ExecResult",
-    "FileTooLargeError",
     "ResourceLimits",
     "SandboxUser",
     "UidBlock",
-    "WorkspacePathError",
     "bwrap_problem",
     "run_limited",
     "stop_tree",
 ]
+
+
+# Exceptions live in hermes_env.errors; the names this package once re-exported still work, with a warning once.
+__getattr__ = lazy_attributes(
+    __name__,
+    {},
+    moved={
+        "hermes_env.errors": (
+            "BackendUnavailableError",
+            "FileTooLargeError",
+            "WorkspacePathError",
+        )
+    },
+)

@@ -10,7 +10,7 @@ import aiohttp
 
 from hermes_env.errors import JudgeError
 
-__all__ = ["JudgeChat", "JudgeError", "chat_url"]
+__all__ = ["JudgeChat", "chat_url"]
 
 
 def chat_url(base_url: str) -> str:

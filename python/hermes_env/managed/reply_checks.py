@@ -1,6 +1,6 @@
 """One ``/generate`` call, checked before anything is recorded.
 
-Every way the call can fail becomes a :class:`~hermes_env.env.errors.PolicyCallError` whose
+Every way the call can fail becomes a :class:`~hermes_env.errors.PolicyCallError` whose
 ``kind`` the environment reports when it drops the rollout's group:
 
 - ``policy_http_error``: an HTTP error status (after atroposlib's retries);
@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hermes_env.env.errors import PolicyCallError, classify_policy_error, describe_error, unwrap_retries
+from hermes_env.errors import PolicyCallError, classify_policy_error, describe_error, unwrap_retries
 from hermes_env.trajectory import FINISH_REASONS
 
 # What atroposlib's parsing of a malformed reply raises (results["logprobs"], item[0], ...).

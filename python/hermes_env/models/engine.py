@@ -37,7 +37,7 @@ from hermes_env.errors import GenerationRequestError, LlamaDecodeError
 from hermes_env.models.llama import LlamaCpp
 from hermes_env.models.sampling import SamplingParams, log_softmax, sample_token
 
-__all__ = ["Engine", "GenerationRequest", "GenerationRequestError", "GenerationResult", "SampleResult"]
+__all__ = ["Engine", "GenerationRequest", "GenerationResult", "SampleResult"]
 
 logger = logging.getLogger(__name__)
 

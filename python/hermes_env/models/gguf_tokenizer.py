@@ -25,7 +25,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from hermes_env.models.gguf_file import GGUFError, read_gguf_metadata
+from hermes_env.errors import GGUFError
+from hermes_env.models.gguf_file import read_gguf_metadata, resolve_gguf
 
 __all__ = ["CHAT_TEMPLATES", "gguf_tokenizer_dir", "load_gguf_tokenizer", "resolve_chat_template"]
 
@@ -193,7 +194,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("model", help="a .gguf file, or 'smollm2' for the bundled SmolLM2-135M-Instruct")
     parser.add_argument("--chat-template", default=None, help="'smollm2-tools', a .jinja file, or the GGUF's own")
     args = parser.parse_args(argv)
-    from hermes_env.models import resolve_gguf
 
     try:
         print(gguf_tokenizer_dir(resolve_gguf(args.model), chat_template=args.chat_template))

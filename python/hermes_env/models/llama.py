@@ -21,7 +21,7 @@ import numpy as np
 
 from hermes_env.errors import LlamaDecodeError
 
-__all__ = ["LlamaCpp", "LlamaDecodeError", "import_llama_cpp"]
+__all__ = ["LlamaCpp", "import_llama_cpp"]
 
 logger = logging.getLogger(__name__)
 

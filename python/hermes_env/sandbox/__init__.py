@@ -4,8 +4,8 @@
   trajectories, scaling workers between ``min_workers`` and ``max_workers`` and replacing dead
   ones; a launcher starts the workers as local processes or as Ray actors spread over a cluster.
 - :class:`ToolExecutor` batches tool calls per worker and returns results in order.
-- The ``sandbox`` terminal backend (``hermes_env.backends.sandbox.SandboxBackend``) plugs both
-  into the environment framework.
+- The ``sandbox`` terminal backend (``hermes_env.backends.sandbox.SandboxBackend``, above this
+  package) plugs both into the environment framework.
 
 Example::
 
@@ -25,37 +25,41 @@ share that user (and its process limit) and workspaces have no quota.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from hermes_env._lazy import lazy_attributes, renamed_attributes
-from hermes_env.errors import PoolClosedError, SlotAcquireTimeout, WorkerStartError
 from hermes_env.isolation.limits import ResourceLimits
 from hermes_env.sandbox.config import ExecutorConfig, PoolConfig, SandboxPolicy
 from hermes_env.sandbox.executor import ToolExecutor, decode_content
 from hermes_env.sandbox.pool import Lease, SlotPool
 
-if TYPE_CHECKING:
-    from hermes_env.backends.sandbox import SandboxBackend
-
 __all__ = [
     "ExecutorConfig",
     "Lease",
-    "PoolClosedError",
     "PoolConfig",
     "ResourceLimits",
-    "SandboxBackend",
     "SandboxPolicy",
-    "SlotAcquireTimeout",
     "SlotPool",
     "ToolExecutor",
-    "WorkerStartError",
     "decode_content",
 ]
 
-# The backend lives with the other backends and imports this package; loaded on first use. ``ToolResult``
-# was this package's name for the isolation layer's ExecResult (hermes_env.agent_env.ToolResult is another thing).
-__getattr__ = renamed_attributes(
+
+# Exceptions live in hermes_env.errors; the names this package once re-exported still work, with a warning once.
+# ``ToolResult`` was this package's name for the isolation layer's ExecResult (hermes_env.agent_env.ToolResult is
+# another thing).
+_old_names = renamed_attributes(
     __name__,
     {"ToolResult": ("hermes_env.isolation.result", "ExecResult")},
-    then=lazy_attributes(__name__, {"hermes_env.backends.sandbox": ("SandboxBackend",)}),
+    then=lazy_attributes(
+        __name__, {}, moved={"hermes_env.errors": ("PoolClosedError", "SlotAcquireTimeout", "WorkerStartError")}
+    ),
 )
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SandboxBackend":  # the backend sits above this package (it imports it), so it is not re-exported
+        raise AttributeError(
+            "hermes_env.sandbox no longer exports SandboxBackend: import it from hermes_env.backends.sandbox"
+        )
+    return _old_names(name)

@@ -193,7 +193,7 @@ def _scripted_policy(
     parser: argparse.ArgumentParser,
 ) -> Iterator[DemoPolicy]:
     """The SCRIPTED /generate server answering from the tasks' reference solutions (no model), with any faults."""
-    from hermes_env.envs import default_tokenizer_name
+    from hermes_env.env.defaults import default_tokenizer_name
     from hermes_env.resources import load_tokenizer
     from hermes_env.testing.policies import SolutionPolicy
     from hermes_env.testing.scripted_vllm import ScriptedVLLMServer

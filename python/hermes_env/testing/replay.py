@@ -47,7 +47,6 @@ from hermes_env.errors import ReplayFileError
 
 __all__ = [
     "GenerateResponder",
-    "ReplayFileError",
     "ReplayPolicy",
     "ReplayRule",
     "ReplayScript",

@@ -606,7 +606,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--model-name", default="scripted", help="model name it reports (default %(default)s)")
     args = parser.parse_args(argv)
 
-    from hermes_env.resources import TokenizerUnavailable, load_tokenizer
+    from hermes_env.errors import TokenizerUnavailable
+    from hermes_env.resources import load_tokenizer
 
     try:
         tokenizer = load_tokenizer(args.tokenizer)

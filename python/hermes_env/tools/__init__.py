@@ -6,6 +6,7 @@ Importing this package registers the built-in tools (``terminal``, ``process``, 
 as hermes-agent's ``model_tools.get_tool_definitions`` does.
 """
 
+from hermes_env._lazy import lazy_attributes
 from hermes_env.tools import builtin as _builtin  # noqa: F401 - registers the built-in tools
 from hermes_env.tools import registry as _registry
 from hermes_env.tools.distributions import (
@@ -20,7 +21,6 @@ from hermes_env.tools.registry import *  # noqa: F403 - its __all__ is part of t
 from hermes_env.tools.toolsets import (
     TOOLSETS,
     Toolset,
-    ToolsetUnavailableError,
     available_toolsets,
     create_custom_toolset,
     get_all_toolsets,
@@ -38,7 +38,6 @@ __all__ = [
     "DISTRIBUTIONS",
     "TOOLSETS",
     "Toolset",
-    "ToolsetUnavailableError",
     "available_toolsets",
     "create_custom_toolset",
     "get_all_toolsets",
@@ -57,3 +56,17 @@ __all__ = [
     "validate_toolset",
 ]
 __all__ += _registry.__all__  # Tool, ToolRegistry, REGISTRY, ToolRunContext, ToolOutput, the tool errors, error_json
+
+
+# Exceptions live in hermes_env.errors; the names this package once re-exported still work, with a warning once.
+__getattr__ = lazy_attributes(
+    __name__,
+    {},
+    moved={
+        "hermes_env.errors": (
+            "ToolsetUnavailableError",
+            "ToolArgumentError",
+            "ToolCallError",
+        )
+    },
+)

@@ -21,8 +21,10 @@ import shlex
 import time
 from typing import Any
 
+from hermes_env.errors import ToolCallError
 from hermes_env.tools.process_tool import BG_DIR, ProcessRegistry
-from hermes_env.tools.registry import Tool, ToolCallError, ToolRunContext, error_json
+from hermes_env.tools.registry import REGISTRY, Tool, ToolRunContext, error_json
+from hermes_env.tools.toolsets import UNAVAILABLE_TOOLS
 
 SANDBOX_ALLOWED_TOOLS = frozenset(
     {"web_search", "web_extract", "read_file", "write_file", "search_files", "patch", "terminal"}
@@ -156,8 +158,6 @@ class ExecuteCodeTool(Tool):
     check_bounds = False
 
     async def call(self, args: dict[str, Any], ctx: ToolRunContext) -> dict[str, Any]:
-        from hermes_env.tools.registry import REGISTRY
-
         code = args["code"]
         if not code.strip():
             return {"error": "No code provided."}
@@ -240,8 +240,6 @@ class ExecuteCodeTool(Tool):
         self, ctx: ToolRunContext, registry: Any, path: str, allowed: list[str], calls: int
     ) -> tuple[str, bool]:
         """The answer to one request, and whether it counts as a tool call (refused ones do not)."""
-        from hermes_env.tools.toolsets import UNAVAILABLE_TOOLS
-
         try:
             request = json.loads(await _read(ctx, path))
             tool_name, tool_args = str(request.get("tool", "")), dict(request.get("args") or {})

@@ -18,10 +18,10 @@ import shlex
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from hermes_env.errors import WorkspacePathError
+from hermes_env.errors import ToolArgumentError, WorkspacePathError
 from hermes_env.isolation.paths import workspace_relative
 from hermes_env.tools.fuzzy_match import fuzzy_find_and_replace
-from hermes_env.tools.registry import Tool, ToolArgumentError, ToolRunContext
+from hermes_env.tools.registry import Tool, ToolRunContext
 from hermes_env.tools.v4a import PatchOperation, apply_hunks, parse_v4a_patch
 
 T = TypeVar("T")

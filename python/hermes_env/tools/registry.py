@@ -34,8 +34,6 @@ from hermes_env.tools.schema import schema_errors
 __all__ = [
     "REGISTRY",
     "Tool",
-    "ToolArgumentError",
-    "ToolCallError",
     "ToolOutput",
     "ToolRegistry",
     "ToolRunContext",

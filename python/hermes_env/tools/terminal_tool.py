@@ -15,7 +15,8 @@ import os
 import shlex
 from typing import Any
 
-from hermes_env.backends.base import BackendFailure, ExecResult
+from hermes_env.backends.base import ExecResult
+from hermes_env.errors import BackendFailure
 from hermes_env.tools.process_tool import ProcessRegistry
 from hermes_env.tools.registry import Tool, ToolRunContext
 

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes_env.errors import ToolsetUnavailableError
-from hermes_env.tools import builtin as _builtin  # noqa: F401 - registers the built-in tools
 from hermes_env.tools.registry import REGISTRY, Tool, ToolRegistry
 
 

@@ -14,12 +14,11 @@ from pathlib import Path
 
 import pytest
 from hermes_env.backends import get_backend
-from hermes_env.backends.base import BackendFailure
 from hermes_env.containers import detect_engine
 from hermes_env.containers.engine import sweep_leftovers
-from hermes_env.envs.harbor.runner import HarborRunner, PreparedTask
+from hermes_env.envs.harbor.runner import HarborRunner, PreparedTask, prepare_on_ray, use_on_ray
 from hermes_env.envs.harbor.task import load_tasks
-from hermes_env.errors import ContainerLostError
+from hermes_env.errors import BackendFailure, ContainerLostError
 from hermes_env.isolation.roots import sweep_dead_roots
 
 from tests.sandbox.ray_loopback_cluster import ray_cluster
@@ -59,7 +58,7 @@ async def test_task_containers_spread_and_a_dead_node_fails_only_its_rollouts(ra
     victim: str | None = None
     try:
         tasks = load_tasks(TASKS, ["offline-note", "ubuntu-jq"])
-        built = await backend.prepare_harbor(tasks, image_map={}, max_parallel_builds=2)
+        built = await prepare_on_ray(backend, tasks, image_map={}, max_parallel_builds=2)
         assert all(isinstance(p, PreparedTask) for p in built), built
         prepared = {p.task.name: p for p in built}
         nodes = set(backend.nodes)
@@ -68,7 +67,7 @@ async def test_task_containers_spread_and_a_dead_node_fails_only_its_rollouts(ra
         rollouts = [f"{name}-{i}" for name in prepared for i in range(2)]
         for tid in rollouts:
             name = tid.rsplit("-", 1)[0]
-            backend.use_harbor_task(tid, name, prepared[name].options.workspace or "/root")
+            use_on_ray(backend, tid, name, prepared[name].options.workspace or "/root")
             await backend.start(tid)
         # Least-loaded placement: two rollouts on each node, each task on both, each node's containers labelled.
         assert Counter(backend.node_of(t) for t in rollouts) == {n: 2 for n in nodes}
@@ -91,7 +90,7 @@ async def test_task_containers_spread_and_a_dead_node_fails_only_its_rollouts(ra
                 result = await backend.execute(tid, "cat /logs/verifier/reward.json 2>/dev/null || echo none", 30)
                 assert result.exit_code == 0, result
         # A rollout started now goes to the node still alive.
-        backend.use_harbor_task("late", "offline-note", prepared["offline-note"].options.workspace or "/root")
+        use_on_ray(backend, "late", "offline-note", prepared["offline-note"].options.workspace or "/root")
         assert (await backend.execute("late", "echo ok", 30)).output.strip() == "ok"
         assert backend.node_of("late") != victim
         for tid in [*rollouts, "late"]:

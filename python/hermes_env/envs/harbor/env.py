@@ -27,12 +27,11 @@ from pydantic import Field, field_validator
 from hermes_env.agent.loop import AgentResult
 from hermes_env.containers.upstream_images import ImageMap
 from hermes_env.env.config import HermesAgentEnvConfig
-from hermes_env.env.dataset import DatasetError
 from hermes_env.env.run_modes import EvalOutcome
 from hermes_env.envs._common import TaskFileEnv
-from hermes_env.envs.harbor.runner import FALLBACK_WORKDIR, HarborRunner, PreparedTask
+from hermes_env.envs.harbor.runner import FALLBACK_WORKDIR, HarborRunner, PreparedTask, prepare_on_ray, use_on_ray
 from hermes_env.envs.harbor.task import HarborTask, load_tasks
-from hermes_env.errors import ContainerError
+from hermes_env.errors import ContainerError, DatasetError
 
 logger = logging.getLogger(__name__)
 
@@ -98,8 +97,11 @@ class HarborEnv(TaskFileEnv):
         names = [n.strip() for n in (self.config.task_names or "").split(",") if n.strip()] or None
         tasks = load_tasks(self.config.tasks_dir, names)
         if self._on_ray:  # built on every node of the cluster, by each node
-            results = await self.backend.prepare_harbor(
-                tasks, image_map=self.config.image_map_entries(), max_parallel_builds=self.config.max_parallel_builds
+            results = await prepare_on_ray(
+                self.backend,
+                tasks,
+                image_map=self.config.image_map_entries(),
+                max_parallel_builds=self.config.max_parallel_builds,
             )
         else:
             runner = HarborRunner(
@@ -136,12 +138,12 @@ class HarborEnv(TaskFileEnv):
     def _on_ray(self) -> bool:
         """Whether the backend spreads containers over a Ray cluster (a RayDockerBackend; not imported here, so
         that a run without Ray never imports it)."""
-        return hasattr(self.backend, "prepare_harbor")
+        return hasattr(self.backend, "on_every_node")
 
     def use_task_image(self, item: dict[str, Any], trajectory_id: str) -> None:
         prepared = self.prepared[item["id"]]
         if self._on_ray:
-            self.backend.use_harbor_task(trajectory_id, item["id"], prepared.options.workspace or FALLBACK_WORKDIR)
+            use_on_ray(self.backend, trajectory_id, item["id"], prepared.options.workspace or FALLBACK_WORKDIR)
         else:
             HarborRunner.use(self.backend, trajectory_id, prepared)
 

@@ -1,7 +1,9 @@
 """Running Harbor tasks in local containers: the image, the container's settings, the reference solution, and the
 task's own verifier run as Harbor runs it (offline; see :mod:`hermes_env.envs.harbor.toolbox`).
 
-Shared by the ``oracle`` command and the environment, so both run a task exactly the same way.
+Shared by the ``oracle`` command and the environment, so both run a task exactly the same way. Over a Ray
+cluster (the ``docker`` backend with ``ray_address``) each node builds the tasks itself: :func:`prepare_on_ray`,
+:func:`use_on_ray`.
 """
 
 from __future__ import annotations
@@ -10,16 +12,18 @@ import asyncio
 import json
 import os
 import re
+import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from hermes_env.backends.base import ExecutionBackend
 from hermes_env.backends.docker import ContainerOptions, DockerBackend
 from hermes_env.containers.engine import ContainerEngine
 from hermes_env.containers.images import ImageSpec
 from hermes_env.containers.upstream_images import ImageMap, UpstreamImageBuilder
-from hermes_env.envs.harbor.task import HarborTask
+from hermes_env.envs.harbor.task import HarborTask, load_task
 from hermes_env.envs.harbor.toolbox import TOOLBOX_MOUNT, Toolbox, provision, read_needs
 
 TESTS_DIR = "/tests"
@@ -212,6 +216,54 @@ class HarborRunner:
                 pass
             return None, f"reward.json holds no reward: {data.output.strip()[:120]!r}"
         return None, "the verifier wrote neither /logs/verifier/reward.txt nor reward.json"
+
+
+# -- over a Ray cluster: functions the docker backend's node actors run (``fn(node, *args)``) ----------------------
+async def _prepare_on_node(
+    node: Any, name: str, data: bytes, image_map: dict[str, str], max_parallel_builds: int
+) -> PreparedTask:
+    """On one node: unpack task ``name``'s folder (a tar archive) and build it with the node's one HarborRunner."""
+    from hermes_env.backends.ray_docker import unpack_dir
+
+    runner = node.state.get("harbor_runner")
+    if runner is None:
+        runner = node.state["harbor_runner"] = HarborRunner(
+            node.backend.engine, image_map=ImageMap(entries=image_map), max_parallel_builds=max_parallel_builds
+        )
+    folder = node.files / "harbor" / name
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    prepared = await runner.prepare(load_task(unpack_dir(data, folder)))
+    node.state.setdefault("harbor_prepared", {})[name] = prepared
+    return prepared
+
+
+def _use_on_node(node: Any, task_id: str, name: str) -> None:
+    prepared = node.state.get("harbor_prepared", {}).get(name)
+    if prepared is None:
+        raise KeyError(f"Harbor task {name!r} was not prepared on this node (prepare_on_ray first)")
+    HarborRunner.use(node.backend, task_id, prepared)
+
+
+async def prepare_on_ray(
+    backend: Any, tasks: Sequence[HarborTask], *, image_map: dict[str, str], max_parallel_builds: int
+) -> list[PreparedTask | BaseException]:
+    """Build each task on every alive node of ``backend`` (a RayDockerBackend); per task, its PreparedTask (as the
+    first node made it) or the exception of a node where it did not build (the task is then left out)."""
+    from hermes_env.backends.ray_docker import pack_dir
+
+    async def one(task: HarborTask) -> PreparedTask | BaseException:
+        data = await asyncio.to_thread(pack_dir, task.path)
+        results = await backend.on_every_node(_prepare_on_node, task.name, data, image_map, max_parallel_builds)
+        failed = [r for r in results if isinstance(r, BaseException)]
+        return failed[0] if failed else results[0]
+
+    return list(await asyncio.gather(*(one(t) for t in tasks)))
+
+
+def use_on_ray(backend: Any, task_id: str, name: str, workspace: str) -> None:
+    """Run ``task_id`` in task ``name``'s container (as :func:`prepare_on_ray` built it on the rollout's node)."""
+    backend.use_on_node(task_id, workspace, _use_on_node, name)
 
 
 async def image_workdir(engine: ContainerEngine, image: str) -> str | None:

@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hermes_env.containers.engine import ContainerEngine
-from hermes_env.containers.images import cache_dir
 from hermes_env.containers.local_bases import ensure_relocatable_python, locked, uv_binaries
+from hermes_env.containers.recipes import cache_dir
 from hermes_env.errors import ImageBuildError, ToolboxError
 
 TOOLBOX_MOUNT = "/opt/hermes-verifier"

@@ -17,9 +17,8 @@ from pydantic import Field
 
 from hermes_env.agent.loop import AgentResult
 from hermes_env.env.config import HermesAgentEnvConfig
-from hermes_env.env.dataset import DatasetError
-from hermes_env.env.errors import RolloutFailed
 from hermes_env.envs._common import TaskFileEnv
+from hermes_env.errors import DatasetError, RolloutFailed
 
 logger = logging.getLogger(__name__)
 

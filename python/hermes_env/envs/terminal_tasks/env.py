@@ -19,8 +19,8 @@ from pydantic import Field, field_validator
 
 from hermes_env.agent.loop import AgentResult
 from hermes_env.env.config import HermesAgentEnvConfig
-from hermes_env.env.errors import EnvSetupError
 from hermes_env.envs._common import TaskFileEnv
+from hermes_env.errors import EnvSetupError
 
 HERE = Path(__file__).resolve().parent
 TASKS_PATH = HERE / "tasks.jsonl"

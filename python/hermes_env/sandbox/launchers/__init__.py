@@ -7,14 +7,18 @@ The names and their classes are listed in ``hermes_env.sandbox.config.LAUNCHERS`
 
 from __future__ import annotations
 
-from hermes_env._lazy import import_reference
+from hermes_env._lazy import import_reference, lazy_attributes
 from hermes_env.sandbox.config import LAUNCHERS, PoolConfig
-from hermes_env.sandbox.launchers.base import WorkerHandle, WorkerLauncher, WorkerSpec, WorkerStartError
+from hermes_env.sandbox.launchers.base import WorkerHandle, WorkerLauncher, WorkerSpec
 
-__all__ = ["WorkerHandle", "WorkerLauncher", "WorkerSpec", "WorkerStartError", "create_launcher"]
+__all__ = ["WorkerHandle", "WorkerLauncher", "WorkerSpec", "create_launcher"]
 
 
 def create_launcher(config: PoolConfig) -> WorkerLauncher:
     """The launcher ``config.launcher`` names, built from the pool's config."""
     cls: type[WorkerLauncher] = import_reference(LAUNCHERS[config.launcher], f"launcher {config.launcher!r}")
     return cls(config)  # type: ignore[call-arg]
+
+
+# Exceptions live in hermes_env.errors; the names this package once re-exported still work, with a warning once.
+__getattr__ = lazy_attributes(__name__, {}, moved={"hermes_env.errors": ("WorkerStartError",)})

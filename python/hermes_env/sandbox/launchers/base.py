@@ -15,9 +15,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import hermes_env
 from hermes_env.errors import WorkerStartError
 from hermes_env.isolation.users import SLOT_UID_BASE, kill_uids, task_user
+from hermes_env.resources import package_parent
 from hermes_env.sandbox.config import SandboxPolicy
 
 __all__ = [
@@ -26,7 +26,6 @@ __all__ = [
     "WorkerHandle",
     "WorkerLauncher",
     "WorkerSpec",
-    "WorkerStartError",
     "parse_ready_line",
     "server_command",
     "server_env",
@@ -119,7 +118,7 @@ def server_env(spec: WorkerSpec) -> dict[str, str]:
     env.pop(SECRET_ENV, None)
     if spec.secret:
         env[SECRET_ENV] = spec.secret
-    pkg_parent = str(Path(hermes_env.__file__).resolve().parent.parent)
+    pkg_parent = str(package_parent())
     env["PYTHONPATH"] = pkg_parent + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env
 

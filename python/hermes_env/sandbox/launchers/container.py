@@ -21,7 +21,6 @@ import os
 import sys
 from pathlib import Path
 
-import hermes_env
 from hermes_env.containers.engine import (
     LABEL,
     ContainerEngine,
@@ -31,14 +30,14 @@ from hermes_env.containers.engine import (
     sweep_leftovers,
 )
 from hermes_env.containers.images import BASE_IMAGE
-from hermes_env.errors import ContainerError
+from hermes_env.errors import ContainerError, WorkerStartError
+from hermes_env.resources import package_parent
 from hermes_env.sandbox.config import PoolConfig
 from hermes_env.sandbox.launchers.base import (
     SECRET_ENV,
     WorkerHandle,
     WorkerLauncher,
     WorkerSpec,
-    WorkerStartError,
     parse_ready_line,
     server_command,
 )
@@ -48,8 +47,7 @@ SOCKET_NAME = "server.sock"
 
 def _python_paths() -> list[str]:
     """What the server must import from this process: the directory holding ``hermes_env``, then site-packages."""
-    package_parent = str(Path(hermes_env.__file__).resolve().parent.parent)
-    paths = [package_parent]
+    paths = [str(package_parent())]
     for entry in sys.path:
         if entry.endswith(("site-packages", "dist-packages")) and os.path.isdir(entry) and entry not in paths:
             paths.append(entry)

@@ -7,13 +7,13 @@ import contextlib
 import os
 import signal
 
+from hermes_env.errors import WorkerStartError
 from hermes_env.isolation.process import stop_tree
 from hermes_env.sandbox.config import PoolConfig
 from hermes_env.sandbox.launchers.base import (
     WorkerHandle,
     WorkerLauncher,
     WorkerSpec,
-    WorkerStartError,
     kill_worker_uids,
     parse_ready_line,
     server_command,

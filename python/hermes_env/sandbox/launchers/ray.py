@@ -24,14 +24,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from hermes_env.errors import WorkerStartError
 from hermes_env.sandbox.config import PoolConfig, SandboxPolicy
-from hermes_env.sandbox.launchers.base import (
-    WorkerHandle,
-    WorkerLauncher,
-    WorkerSpec,
-    WorkerStartError,
-    kill_worker_uids,
-)
+from hermes_env.sandbox.launchers.base import WorkerHandle, WorkerLauncher, WorkerSpec, kill_worker_uids
 from hermes_env.sandbox.launchers.local import LocalWorker
 
 try:  # Ray is an optional dependency (pip install 'hermes_env[cluster]')

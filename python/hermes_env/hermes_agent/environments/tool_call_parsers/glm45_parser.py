@@ -5,7 +5,7 @@ The format: GLM 4.5 `<tool_call>name` with `<arg_key>`/`<arg_value>` pairs.
 
 from __future__ import annotations
 
-from hermes_env.hermes_agent.environments.tool_call_parsers import CoreToolCallParser, register_parser
+from hermes_env.hermes_agent.environments.tool_call_parsers._registry import CoreToolCallParser, register_parser
 
 __all__ = ["Glm45ToolCallParser"]
 

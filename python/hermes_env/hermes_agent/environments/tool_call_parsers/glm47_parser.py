@@ -5,7 +5,7 @@ The format: GLM 4.7: the GLM 4.5 format without the newlines.
 
 from __future__ import annotations
 
-from hermes_env.hermes_agent.environments.tool_call_parsers import register_parser
+from hermes_env.hermes_agent.environments.tool_call_parsers._registry import register_parser
 from hermes_env.hermes_agent.environments.tool_call_parsers.glm45_parser import Glm45ToolCallParser
 
 __all__ = ["Glm47ToolCallParser"]

@@ -5,7 +5,7 @@ The format: `[TOOL_CALLS]` followed by a JSON list, or by `name{...}` / `name[AR
 
 from __future__ import annotations
 
-from hermes_env.hermes_agent.environments.tool_call_parsers import CoreToolCallParser, register_parser
+from hermes_env.hermes_agent.environments.tool_call_parsers._registry import CoreToolCallParser, register_parser
 
 __all__ = ["MistralToolCallParser"]
 

@@ -5,7 +5,7 @@ The format: Qwen3-Coder `<function=name>` with `<parameter=key>` values.
 
 from __future__ import annotations
 
-from hermes_env.hermes_agent.environments.tool_call_parsers import CoreToolCallParser, register_parser
+from hermes_env.hermes_agent.environments.tool_call_parsers._registry import CoreToolCallParser, register_parser
 
 __all__ = ["Qwen3CoderToolCallParser"]
 

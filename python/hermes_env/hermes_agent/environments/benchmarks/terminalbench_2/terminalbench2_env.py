@@ -41,10 +41,10 @@ from atroposlib.envs.base import EvalHandlingEnum
 from atroposlib.envs.server_handling.server_manager import APIServerConfig
 from pydantic import Field
 
-from hermes_env.env.dataset import DatasetError, load_rows
+from hermes_env.env.dataset import load_rows
 from hermes_env.envs.harbor.runner import TESTS_DIR, VERIFIER_LOGS, HarborRunner, PreparedTask, VerifyResult
 from hermes_env.envs.harbor.task import EnvironmentSection, HarborTask, TaskConfig, TimeoutSection
-from hermes_env.errors import ContainerError
+from hermes_env.errors import ContainerError, DatasetError
 from hermes_env.hermes_agent.environments.agent_loop import HermesAgentLoop
 from hermes_env.hermes_agent.environments.hermes_base_env import HermesAgentBaseEnv, HermesAgentEnvConfig
 from hermes_env.hermes_agent.environments.tool_context import ToolContext

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-BENCHES = Path(__file__).resolve().parent.parent / "benches"
+BENCHES = Path(__file__).resolve().parents[2] / "benches"
 sys.path.insert(0, str(BENCHES))
 
 pytest.importorskip("matplotlib")

@@ -62,7 +62,7 @@ async def test_sync_results_are_awaitable_for_gather_and_wait_for(backend: Execu
         a, b = await asyncio.gather(ctx.terminal("echo a"), ctx.terminal("echo b"))
         assert (a.output, b.output) == ("a", "b")
         assert (await asyncio.wait_for(ctx.write_file("w.txt", "w"), 10))["bytes_written"] == 1
-        assert len(await asyncio.gather(ctx.upload_dir(Path(__file__).parent / "data" / "hermes_agent", "d"))) == 1
+        assert len(await asyncio.gather(ctx.upload_dir(Path(__file__).parents[1] / "data" / "hermes_agent", "d"))) == 1
 
 
 @pytest.mark.parametrize(
