@@ -15,6 +15,7 @@
 //!   formats that carry calls as JSON objects, alone or in a JSON array.
 //! - [`skip_ws`], [`skip_ws_into`] and [`render_args`] helpers.
 
+use crate::parsers::json_bytes::is_ws;
 use crate::parsers::json_escape::json_string;
 use crate::parsers::json_scan::{validate, JsonError, JsonScanner, ObjectWalker, Status, Walk};
 use crate::parsers::lane::Lane;
@@ -182,10 +183,6 @@ fn malformed_args_issue(out: &mut Emitter<'_>, at: usize, e: &JsonError) {
         e.kind.description()
     );
     out.issue(IssueKind::MalformedJson, pos, msg);
-}
-
-pub(crate) fn is_ws(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
 }
 
 /// Index of the first non-whitespace byte of `s` (`None`: all whitespace).
