@@ -1,10 +1,26 @@
-//! Byte classes of JSON text that the scanner and the lanes both test: whitespace, and the bytes
-//! that end, escape or break a string (with the rule for a chunk that continues a string).
+//! Byte classes of JSON text that the scanner, the lanes and the formats test: whitespace (and
+//! skipping it), and the bytes that end, escape or break a string (with the rule for a chunk that
+//! continues a string).
 
 /// JSON whitespace: space, tab, newline, carriage return.
 #[inline]
 pub(crate) fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+/// Index of the first non-whitespace byte of `s` (`None`: all whitespace).
+#[inline]
+pub(crate) fn skip_ws(s: &str) -> Option<usize> {
+    s.bytes().position(|b| !is_ws(b))
+}
+
+/// [`skip_ws`] for markup being collected: the leading whitespace of `s` is appended to `raw`
+/// (all of `s` when it is all whitespace).
+#[inline]
+pub(crate) fn skip_ws_into(raw: &mut String, s: &str) -> Option<usize> {
+    let j = skip_ws(s);
+    raw.push_str(s.get(..j.unwrap_or(s.len())).unwrap_or_default());
+    j
 }
 
 /// Whether any of the 8 bytes of `w` is a quote, a backslash or a control byte (exact: the

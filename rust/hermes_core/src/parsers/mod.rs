@@ -43,7 +43,7 @@
 //!    object between two markers), `engines::xml_params` (parameters as raw text in XML-ish tags),
 //!    `engines::json_array` (a JSON call array after a marker), `engines::sectioned` (a section of
 //!    calls, each a header and JSON arguments). Otherwise write its states as an
-//!    `engines::shared::Machine` (`step` consumes what the current state can decide, or waits)
+//!    `engines::machine::Machine` (`step` consumes what the current state can decide, or waits)
 //!    and make it a format with `MachineFormat { machine, render }`; the rules below hold for
 //!    it as for a hand-written [`Format`] and [`FormatStream`].
 //! 2. In `registry.rs`, one [`ParserSpec`] row under vLLM's `--tool-call-parser` name (aliases:

@@ -40,7 +40,8 @@
 
 use std::sync::Arc;
 
-use super::shared::{CallObject, Driven, Machine, ObjEnd, Step};
+use super::call_objects::{CallObject, ObjEnd};
+use super::machine::{Driven, Machine, Step};
 use crate::parsers::lane::Lane;
 use crate::parsers::marker::{MarkerHit, MarkerSet};
 use crate::parsers::tools::Tools;

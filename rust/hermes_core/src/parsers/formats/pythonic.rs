@@ -42,10 +42,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::parsers::engines::machine::{Driven, Machine, Step};
 use crate::parsers::engines::python_literal::{
     is_identifier, is_keyword, parse_args_prefix, parse_call, CallScanner, Scan,
 };
-use crate::parsers::engines::shared::{Driven, Machine, Step};
 use crate::parsers::lane::Lane;
 use crate::parsers::options::ParserOptions;
 use crate::parsers::tools::Tools;
