@@ -3,10 +3,10 @@
 ``Trajectory`` (Rust, ``hermes_env._core``) keeps ``tokens``, ``masks`` (token id where the
 model generated the token, ``-100`` elsewhere) and ``logprobs`` (sampler logprob where
 generated, ``1.0`` elsewhere) in step. Input that no sampler could have produced raises
-``TrajectoryError`` (a ``ValueError`` naming the argument and value, ``.index`` the position)
-before anything changes: a negative or out-of-vocabulary id, a logprob that is NaN, infinite or
-above 0, a ``finish_reason`` outside ``FINISH_REASONS``, an empty completion, a completion on
-an empty trajectory, ``vocab_size`` below 1::
+``TrajectoryError`` (a ``HermesEnvError`` and ``ValueError`` naming the argument and value,
+``.index`` the position) before anything changes: a negative or out-of-vocabulary id, a
+logprob that is NaN, infinite or above 0, a ``finish_reason`` outside ``FINISH_REASONS``, an
+empty completion, a completion on an empty trajectory, ``vocab_size`` below 1::
 
     t = Trajectory(vocab_size=len(tokenizer))
     t.add_prompt(prompt_ids)
@@ -43,11 +43,10 @@ from hermes_env._core import (
     MASK,
     PROMPT_LOGPROB,
     Trajectory,
-    TrajectoryDivergence,
     TrajectoryDivergenceWarning,
-    TrajectoryError,
 )
 from hermes_env._core import assistant_token_mask as _assistant_token_mask
+from hermes_env.errors import TrajectoryDivergence, TrajectoryError
 
 __all__ = [
     "FINISH_REASONS",
