@@ -1,4 +1,8 @@
-"""Type stubs for hermes_env._core (the compiled Rust extension)."""
+"""Type stubs for hermes_env._core (the compiled Rust extension).
+
+The exceptions it raises are classes of hermes_env.errors (HermesEnvError subclasses), imported
+from there the first time one is raised.
+"""
 
 # ---------------------------------------------------------------------------------------------
 # parsers section (rust/hermes_py/src/parsers.rs; public facade: hermes_env.parsers)
@@ -30,8 +34,6 @@ __all__ = [
     "ISSUE_KINDS",
     "Trajectory",
     "assistant_token_mask",
-    "TrajectoryError",
-    "TrajectoryDivergence",
     "TrajectoryDivergenceWarning",
     "MASK",
     "PROMPT_LOGPROB",
@@ -228,12 +230,7 @@ MASK: int
 PROMPT_LOGPROB: float
 FINISH_REASONS: list[str]
 
-class TrajectoryError(ValueError):
-    index: int | None
-
-class TrajectoryDivergence(TrajectoryError):
-    index: int
-    window: dict[str, _Any]
+# Errors raised here (TrajectoryError, TrajectoryDivergence) are classes of hermes_env.errors.
 
 class TrajectoryDivergenceWarning(UserWarning): ...
 

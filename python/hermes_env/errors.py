@@ -15,7 +15,10 @@ callers catch, e.g. ``WorkspacePathError`` is a ``PermissionError``)::
     │   ├── ReplayFileError           a scripted policy's replay file that cannot be used
     │   ├── PhaseError
     │   ├── TokenizerUnavailable      also an OSError, as Hugging Face's own loading errors are
-    │   └── GGUFError                 a model file that is not a readable GGUF, or a tokenizer it cannot give
+    │   ├── GGUFError                 a model file that is not a readable GGUF, or a tokenizer it cannot give
+    │   ├── UnknownParserError        a tool-call parser name no parser has (``name``, ``available``)
+    │   ├── ToolSchemaError           request tools that are not OpenAI tool schemas
+    │   └── BpeConfigError            a tokenizer ByteLevelBpe does not reproduce
     ├── RolloutFailed                 one rollout produced nothing usable; its group is dropped (``kind``)
     ├── PolicyCallError               a model call gave no usable completion (``kind``: a policy_* kind)
     ├── BackendFailure                the tool backend failed under a call (worker died): fails the rollout
@@ -39,12 +42,18 @@ callers catch, e.g. ``WorkspacePathError`` is a ``PermissionError``)::
     │   └── ChannelClosedError        a container's call channel closed under a call (the container ended)
     ├── GenerationRequestError        a generation request the GGUF engine/server refuses (HTTP 400)
     ├── TurnRewardError               turn rewards of the wrong count, or not finite numbers (a ValueError)
+    ├── ParserUsageError              a parser call that cannot be served as made (a ValueError)
+    │   └── RenderError               calls or content a parser cannot write
+    │       └── RenderTypeError       tool calls that are not ToolCall objects or dicts (also a TypeError)
+    ├── TrajectoryError               impossible trajectory input (a ValueError; ``index``)
+    │   └── TrajectoryDivergence      a re-rendered prompt that does not extend the trajectory (``window``)
+    ├── CoreStateError                a Rust object left unusable by an earlier panic (a RuntimeError)
     ├── TeacherError                  a distillation teacher did not answer usably: its group is dropped
     ├── JudgeError                    a judge's chat server did not answer usably
     └── LlamaDecodeError              llama.cpp's decode failed (``code``); fails the requests in that batch
 
-The Rust core raises its own ``ValueError`` subclasses (``hermes_env.trajectory``'s
-``TrajectoryDivergence``); they are not part of this tree.
+The Rust core (``hermes_env._core``) raises the classes of the "Rust core" block below: the
+extension imports them from this module the first time it raises one.
 
 Error kinds are short snake_case strings recorded in results rather than raised: a parser's
 ``ParseIssue.kind``, the agent loop's ``ToolError.kind``, a backend's ``ExecResult.error_type``,
@@ -56,7 +65,8 @@ whether the parser or the loop found it). The parser kinds are defined by the Ru
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from collections.abc import Sequence
+from typing import Any, Literal, get_args
 
 
 class HermesEnvError(Exception):
@@ -335,6 +345,65 @@ class ChannelClosedError(ContainerError, ConnectionError):
     """A container's call channel closed (its main process ended): the backend turns it into ContainerLostError."""
 
 
+# -- the Rust core (hermes_env._core) -----------------------------------------------------------
+# Raised by the compiled extension itself: its `import_exception!` imports each class from here
+# the first time it raises one, so this module must never import hermes_env._core (nor anything
+# that does). Each keeps the built-in base the extension raised before (ValueError, TypeError,
+# RuntimeError), so `except ValueError` around a parser or trajectory call still catches it.
+class UnknownParserError(ConfigError):
+    """A tool-call parser name that no parser has; the message lists ``available`` (vLLM's names)."""
+
+    def __init__(self, message: str, name: str = "", available: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.name = name
+        self.available: tuple[str, ...] = tuple(available)
+
+
+class ToolSchemaError(ConfigError):
+    """Request tools that are not OpenAI tool schemas (or not JSON); the message names the tool and field."""
+
+
+class BpeConfigError(ConfigError):
+    """A tokenizer that ByteLevelBpe does not reproduce (the message says which part), or an ``ints`` table
+    that is not the ints 0..n: encode with the tokenizer itself instead."""
+
+
+class ParserUsageError(HermesEnvError, ValueError):
+    """A parser call that cannot be served as made (``feed()`` after ``finish()``, an unknown issue kind).
+    Model output never raises: what a parser cannot read is content with a ``ParseIssue``."""
+
+
+class RenderError(ParserUsageError):
+    """Calls or content that a parser cannot write in its format (the message says what and why)."""
+
+
+class RenderTypeError(RenderError, TypeError):
+    """Tool calls given to ``Parser.render`` that are not ToolCall objects or dicts of the right shape."""
+
+
+class TrajectoryError(HermesEnvError, ValueError):
+    """Impossible trajectory input (a negative or out-of-vocabulary id, a logprob that is not a finite number
+    <= 0, an unknown finish reason, a completion before any prompt...). Nothing was changed. ``index`` is the
+    offending position, or None."""
+
+    def __init__(self, message: str, index: int | None = None) -> None:
+        super().__init__(message)
+        self.index = index
+
+
+class TrajectoryDivergence(TrajectoryError):
+    """A re-rendered prompt does not start with the trajectory's tokens. ``index`` is the first differing
+    position; ``window`` holds both sides around it (ids, and text when a decoder was given)."""
+
+    def __init__(self, message: str, index: int | None = None, window: dict[str, Any] | None = None) -> None:
+        super().__init__(message, index)
+        self.window: dict[str, Any] = window if window is not None else {}
+
+
+class CoreStateError(HermesEnvError, RuntimeError):
+    """A Rust object (a ``ParseStream``, a ``ByteLevelBpe``) left unusable by an earlier panic; make a new one."""
+
+
 # -- error kinds ------------------------------------------------------------------------------
 #: What a parser found wrong in the model's output (``ParseIssue.kind``; defined by the Rust core).
 ParseIssueKind = Literal[
@@ -375,6 +444,15 @@ ERROR_KINDS: tuple[str, ...] = tuple(
 
 __all__ = [
     "BackendOptionsError",
+    "UnknownParserError",
+    "TrajectoryError",
+    "TrajectoryDivergence",
+    "ToolSchemaError",
+    "RenderTypeError",
+    "RenderError",
+    "ParserUsageError",
+    "CoreStateError",
+    "BpeConfigError",
     "UvUnavailableError",
     "ToolboxError",
     "ReplayFileError",

@@ -3,10 +3,10 @@
 ``Trajectory`` (Rust, ``hermes_env._core``) keeps ``tokens``, ``masks`` (token id where the
 model generated the token, ``-100`` elsewhere) and ``logprobs`` (sampler logprob where
 generated, ``1.0`` elsewhere) in step. Input that no sampler could have produced raises
-``TrajectoryError`` (a ``ValueError`` naming the argument and value, ``.index`` the position)
-before anything changes: a negative or out-of-vocabulary id, a logprob that is NaN, infinite or
-above 0, a ``finish_reason`` outside ``FINISH_REASONS``, an empty completion, a completion on
-an empty trajectory, ``vocab_size`` below 1::
+``TrajectoryError`` (a ``HermesEnvError`` and ``ValueError`` naming the argument and value,
+``.index`` the position) before anything changes: a negative or out-of-vocabulary id, a
+logprob that is NaN, infinite or above 0, a ``finish_reason`` outside ``FINISH_REASONS``, an
+empty completion, a completion on an empty trajectory, ``vocab_size`` below 1::
 
     t = Trajectory(vocab_size=len(tokenizer))
     t.add_prompt(prompt_ids)
@@ -43,11 +43,10 @@ from hermes_env._core import (
     MASK,
     PROMPT_LOGPROB,
     Trajectory,
-    TrajectoryDivergence,
     TrajectoryDivergenceWarning,
-    TrajectoryError,
 )
 from hermes_env._core import assistant_token_mask as _assistant_token_mask
+from hermes_env._lazy import lazy_attributes
 
 __all__ = [
     "FINISH_REASONS",
@@ -56,15 +55,17 @@ __all__ = [
     "DivergencePolicy",
     "RenderedConversation",
     "Trajectory",
-    "TrajectoryDivergence",
     "TrajectoryDivergenceWarning",
-    "TrajectoryError",
     "assistant_token_mask",
     "render_chat",
     "render_with_assistant_spans",
 ]
 
 DivergencePolicy = Literal["raise", "warn_and_restart", "keep_raw"]
+
+# The trajectory's errors live in hermes_env.errors (the Rust core raises those classes); the names this module
+# exported before still work, with a warning once.
+__getattr__ = lazy_attributes(__name__, {}, moved={"hermes_env.errors": ("TrajectoryDivergence", "TrajectoryError")})
 
 _PROBE_USER = "hermes-env-probe-user"
 _PROBE_ASSISTANT = "hermes-env-probe-7f3a9c-assistant"

@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hermes_env.errors import PolicyCallError
+from hermes_env.errors import PolicyCallError, TrajectoryDivergence
 from hermes_env.managed import managed_server
 from hermes_env.managed.rendering import WINDOW_TURNS, render_text, template_profile
 from hermes_env.managed.tokenization import encode, tokenization
 from hermes_env.testing.instant_server import InstantRequest, InstantScriptedServer
 from hermes_env.testing.scripted_vllm import scripted_logprob
-from hermes_env.trajectory import MASK, TrajectoryDivergence
+from hermes_env.trajectory import MASK
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from managed_tools import TOOLS

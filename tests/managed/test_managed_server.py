@@ -10,9 +10,10 @@ import json
 from typing import Any
 
 import pytest
+from hermes_env.errors import TrajectoryDivergence
 from hermes_env.managed import managed_server
 from hermes_env.testing.scripted_vllm import ScriptedCompletion, ScriptedRequest, scripted_logprob
-from hermes_env.trajectory import MASK, TrajectoryDivergence, TrajectoryDivergenceWarning
+from hermes_env.trajectory import MASK, TrajectoryDivergenceWarning
 from managed_tools import TOOLS
 
 SYSTEM = {"role": "system", "content": "You are a careful agent."}

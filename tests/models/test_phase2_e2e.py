@@ -19,7 +19,8 @@ import pytest
 from gguf_helpers import run_module
 from hermes_env.checks.recompute import check_groups
 from hermes_env.envs.terminal_tasks.gguf_policy import GGUF_EXAMPLE_TURNS, GGUF_SYSTEM_PROMPT
-from hermes_env.trajectory import MASK, PROMPT_LOGPROB, TrajectoryDivergence, TrajectoryDivergenceWarning
+from hermes_env.errors import TrajectoryDivergence
+from hermes_env.trajectory import MASK, PROMPT_LOGPROB, TrajectoryDivergenceWarning
 
 pytestmark = [pytest.mark.gguf, pytest.mark.e2e]
 

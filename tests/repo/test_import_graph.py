@@ -194,11 +194,6 @@ def test_rust_paths_are_read() -> None:
     assert _expand("a::{b, c::{d, e}}") == ["a::b", "a::c::d", "a::c::e"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="rust/hermes_core still has module cycles (registry <-> formats, json_scan <-> lane, "
-    "bpe config <-> merges); the Rust cycle removal flips this",
-)
 def test_no_cycle_between_rust_modules() -> None:
     found = _layers.cycles(rust_imports())
     assert not found, f"Rust modules of hermes_core using each other in a circle: {found}"

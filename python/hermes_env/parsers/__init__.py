@@ -17,7 +17,9 @@ Everything here is implemented in Rust (``hermes_env._core``); this module is th
 Parsers are registered under vLLM's ``--tool-call-parser`` names. Malformed or truncated output
 never raises: what is not a call is content, and a ``ParseIssue`` (kind, byte ``offset``,
 ``char_offset`` into the ``str``, message) says what was wrong. At most ``MAX_ISSUES`` issues are
-stored per output; ``ParseResult.issues_omitted`` counts the rest.
+stored per output; ``ParseResult.issues_omitted`` counts the rest. What a caller passes wrongly
+raises a ``hermes_env.errors`` class (a ``ValueError``): ``UnknownParserError`` (its message lists the
+names), ``ToolSchemaError``, ``ParserUsageError`` and its ``RenderError``.
 
 Names: vLLM's ``--tool-call-parser`` names, hermes-agent's (``deepseek_v3_1``), and ``auto``,
 which picks the format from the output's first marker of a known format (for a tokenizer that

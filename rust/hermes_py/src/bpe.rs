@@ -3,12 +3,13 @@
 use std::sync::{Mutex, MutexGuard};
 
 use hermes_core::bpe::ByteLevelBpe;
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
+use crate::errors::{BpeConfigError, CoreStateError};
+
 /// Byte-level BPE with the exact ids of the `tokenizers` model it was built from, for the
-/// configurations it reproduces (others raise ValueError saying why). `encode` returns None for
+/// configurations it reproduces (others raise `BpeConfigError`, a ValueError, saying why). `encode` returns None for
 /// a text it cannot vouch for: a non-ASCII character not yet checked against the reference
 /// tokenizer (`unknown_chars`, `set_char`), a refused one, or a segment NFC would change.
 ///
@@ -35,7 +36,7 @@ impl PyByteLevelBpe {
     fn lock(&self) -> PyResult<MutexGuard<'_, ByteLevelBpe>> {
         self.inner
             .lock()
-            .map_err(|_| PyRuntimeError::new_err("a ByteLevelBpe call panicked earlier; build a new encoder"))
+            .map_err(|_| CoreStateError::new_err("a ByteLevelBpe call panicked earlier; build a new encoder"))
     }
 }
 
@@ -45,11 +46,13 @@ impl PyByteLevelBpe {
     #[pyo3(signature = (tokenizer_json, ints = None))]
     fn new(tokenizer_json: &str, ints: Option<&Bound<'_, PyTuple>>) -> PyResult<Self> {
         let inner = ByteLevelBpe::from_tokenizer_json(tokenizer_json)
-            .map_err(|e| PyValueError::new_err(format!("this tokenizer is not reproduced by ByteLevelBpe: {e}")))?;
+            .map_err(|e| BpeConfigError::new_err(format!("this tokenizer is not reproduced by ByteLevelBpe: {e}")))?;
         let mut table = Vec::new();
         for (i, item) in ints.into_iter().flat_map(|t| t.iter()).enumerate() {
             if item.extract::<usize>().ok() != Some(i) {
-                return Err(PyValueError::new_err(format!("ints[{i}] is not the int {i}")));
+                return Err(BpeConfigError::new_err(format!(
+                    "ints[{i}] is not the int {i}; pass a tuple whose item i is i"
+                )));
             }
             table.push(item.unbind());
         }

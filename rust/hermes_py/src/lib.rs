@@ -4,6 +4,7 @@
 use pyo3::prelude::*;
 
 mod bpe;
+mod errors;
 mod parsers;
 mod trajectory;
 

@@ -8,8 +8,9 @@ use std::borrow::Cow;
 use std::sync::Mutex;
 
 use hermes_core::parsers::{self as core, count_chars, Event, IssueKind, Stream, ToolCall, Tools, MAX_ISSUES};
-use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
+
+use crate::errors::{unknown_parser, CoreStateError, ParserUsageError, RenderError, RenderTypeError, ToolSchemaError};
 use pyo3::types::{PyDict, PyList, PySlice, PyString};
 
 /// Texts above this size are parsed with the GIL released.
@@ -93,7 +94,7 @@ impl PyParseIssue {
     fn new(kind: &str, offset: usize, char_offset: usize, message: String) -> PyResult<Self> {
         let kind = IssueKind::ALL.iter().find(|k| k.as_str() == kind).ok_or_else(|| {
             let names: Vec<&str> = IssueKind::ALL.iter().map(|k| k.as_str()).collect();
-            PyValueError::new_err(format!("unknown issue kind {kind:?}; use one of: {}", names.join(", ")))
+            ParserUsageError::new_err(format!("unknown issue kind {kind:?}; use one of: {}", names.join(", ")))
         })?;
         Ok(PyParseIssue {
             kind: kind.as_str(),
@@ -620,7 +621,7 @@ impl PyParser {
         let calls = calls_from_py(py, tool_calls)?;
         self.inner
             .render(&calls, content)
-            .map_err(|e| PyValueError::new_err(format!("{} cannot render this: {e}", self.inner.name())))
+            .map_err(|e| RenderError::new_err(format!("{} cannot render this: {e}", self.inner.name())))
     }
 
     fn __repr__(&self) -> String {
@@ -643,7 +644,7 @@ fn calls_from_py(py: Python<'_>, tool_calls: &Bound<'_, PyAny>) -> PyResult<Vec<
             continue;
         }
         let Ok(d) = item.cast::<PyDict>() else {
-            return Err(PyTypeError::new_err(format!(
+            return Err(RenderTypeError::new_err(format!(
                 "tool_calls[{i}] is a {}; pass ToolCall objects or dicts {{\"name\": ..., \"arguments\": ...}}",
                 item.get_type().name()?
             )));
@@ -651,14 +652,18 @@ fn calls_from_py(py: Python<'_>, tool_calls: &Bound<'_, PyAny>) -> PyResult<Vec<
         let func = match d.get_item("function")? {
             Some(f) => f
                 .cast_into::<PyDict>()
-                .map_err(|_| PyTypeError::new_err(format!("tool_calls[{i}][\"function\"] must be a dict")))?,
+                .map_err(|_| RenderTypeError::new_err(format!("tool_calls[{i}][\"function\"] must be a dict")))?,
             None => d.clone(),
         };
         let name: String = func
             .get_item("name")?
-            .ok_or_else(|| PyValueError::new_err(format!("tool_calls[{i}] has no \"name\"")))?
+            .ok_or_else(|| {
+                RenderError::new_err(format!(
+                    "tool_calls[{i}] has no \"name\"; pass ToolCall objects or dicts {{\"name\": ..., \"arguments\": ...}}"
+                ))
+            })?
             .extract()
-            .map_err(|_| PyTypeError::new_err(format!("tool_calls[{i}][\"name\"] must be a str")))?;
+            .map_err(|_| RenderTypeError::new_err(format!("tool_calls[{i}][\"name\"] must be a str")))?;
         let arguments = match func.get_item("arguments")? {
             None => "{}".to_owned(),
             Some(a) if a.is_instance_of::<PyString>() => a.extract()?,
@@ -691,9 +696,11 @@ pub struct PyParseStream {
 
 impl PyParseStream {
     fn state(&mut self) -> PyResult<&mut StreamState> {
-        self.state
-            .get_mut()
-            .map_err(|_| PyRuntimeError::new_err("parser stream state is poisoned by an earlier panic"))
+        self.state.get_mut().map_err(|_| {
+            CoreStateError::new_err(
+                "parser stream state is poisoned by an earlier panic; call parser.stream() for a new one",
+            )
+        })
     }
 }
 
@@ -703,7 +710,7 @@ impl PyParseStream {
     fn feed<'py>(&mut self, py: Python<'py>, delta: &Bound<'py, PyString>) -> PyResult<Bound<'py, PyList>> {
         let st = self.state()?;
         if st.stream.is_finished() {
-            return Err(PyValueError::new_err(
+            return Err(ParserUsageError::new_err(
                 "feed() after finish(): this stream is complete; call parser.stream() for a new output",
             ));
         }
@@ -782,15 +789,14 @@ impl PyParserInfo {
 }
 
 /// The facts about the format parser `name` reads (an alias: its format's). Unknown name:
-/// ValueError listing the available names.
+/// `UnknownParserError` (a ValueError) listing the available names.
 #[pyfunction]
 fn parser_info(py: Python<'_>, name: &str) -> PyResult<PyParserInfo> {
     let Some(info) = core::parser_info(name) else {
-        let err = core::UnknownParserError {
+        return Err(unknown_parser(core::UnknownParserError {
             name: name.to_owned(),
             available: core::list_parsers(),
-        };
-        return Err(PyValueError::new_err(err.to_string()));
+        }));
     };
     let sets = |sets: &[&'static [&'static str]]| sets.iter().map(|s| s.to_vec()).collect::<Vec<_>>();
     let detection = match info.detection {
@@ -830,7 +836,8 @@ fn list_parsers() -> Vec<&'static str> {
 }
 
 /// The parser `name` for a request with `tools` (OpenAI tool schemas: a list of dicts or its
-/// JSON text; None for no tools). Unknown name: ValueError listing the available names.
+/// JSON text; None for no tools). Unknown name: `UnknownParserError` (a ValueError) listing the
+/// available names; tools that are not tool schemas: `ToolSchemaError`.
 /// `calls_after_prose=False`: pythonic formats take a call list only at the start of the
 /// output, as vLLM does (by default a list of the request's tools after prose is a call list).
 #[pyfunction]
@@ -849,17 +856,17 @@ fn get_parser(
                 t.extract()?
             } else {
                 py.import("json")?
-                    .call_method1("dumps", (t,))?
-                    .extract()
+                    .call_method1("dumps", (t,))
+                    .and_then(|text| text.extract())
                     .map_err(|e: PyErr| {
-                        PyValueError::new_err(format!("tools must be JSON-serialisable OpenAI tool schemas: {e}"))
+                        ToolSchemaError::new_err(format!("tools must be JSON-serialisable OpenAI tool schemas: {e}"))
                     })?
             };
-            Tools::from_json(&text).map_err(|e| PyValueError::new_err(e.to_string()))?
+            Tools::from_json(&text).map_err(|e| ToolSchemaError::new_err(e.to_string()))?
         }
     };
     let options = core::ParserOptions { calls_after_prose };
-    let inner = core::get_parser_with(name, tools, options).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let inner = core::get_parser_with(name, tools, options).map_err(unknown_parser)?;
     Ok(PyParser { inner })
 }
 

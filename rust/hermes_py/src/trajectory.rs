@@ -1,8 +1,9 @@
 //! Python wrappers for `hermes_core::trajectory`.
 //!
 //! Errors are converted once, in [`to_py_err`]: bad input becomes `TrajectoryError` (a
-//! `ValueError`) carrying `.index` where one token is at fault; a divergence under policy
-//! `raise` becomes its subclass `TrajectoryDivergence`, which also carries `.window`.
+//! `ValueError` of `hermes_env.errors`) carrying `.index` where one token is at fault; a
+//! divergence under policy `raise` becomes its subclass `TrajectoryDivergence`, which also
+//! carries `.window`.
 
 use std::ffi::CString;
 
@@ -15,21 +16,8 @@ use pyo3::exceptions::{PyUserWarning, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-pyo3::create_exception!(
-    hermes_env._core,
-    TrajectoryError,
-    PyValueError,
-    "Impossible trajectory input (a negative or out-of-vocabulary id, a logprob that is not a \
-     finite number <= 0, an unknown finish reason, a completion before any prompt...). Nothing \
-     was changed. `.index` is the offending position, or None."
-);
-pyo3::create_exception!(
-    hermes_env._core,
-    TrajectoryDivergence,
-    TrajectoryError,
-    "A re-rendered prompt does not start with the trajectory's tokens. `.index` is the first \
-     differing position; `.window` holds both sides around it (ids, and text when a decoder was given)."
-);
+use crate::errors::{TrajectoryDivergence, TrajectoryError};
+
 pyo3::create_exception!(
     hermes_env._core,
     TrajectoryDivergenceWarning,
@@ -93,41 +81,29 @@ fn to_py_err(py: Python<'_>, err: CoreError, decode: Option<&Bound<'_, PyAny>>) 
                 Ok(w) => w,
                 Err(e) => return e,
             };
-            let exc = TrajectoryDivergence::new_err(divergence_message(err.to_string(), &window));
-            let value = exc.value(py);
-            if let Err(e) = value
-                .setattr("index", d.index)
-                .and_then(|_| value.setattr("window", window))
-            {
-                return e;
-            }
-            exc
+            let message = divergence_message(err.to_string(), &window);
+            TrajectoryDivergence::new_err((message, d.index, window.unbind()))
         }
-        _ => trajectory_error(py, err.to_string(), err.index()),
+        _ => trajectory_error(err.to_string(), err.index()),
     }
 }
 
 /// A `TrajectoryError` with `.index` set (None when no single position is at fault).
-fn trajectory_error(py: Python<'_>, message: String, index: Option<usize>) -> PyErr {
-    let exc = TrajectoryError::new_err(message);
-    if let Err(e) = exc.value(py).setattr("index", index) {
-        return e;
-    }
-    exc
+fn trajectory_error(message: String, index: Option<usize>) -> PyErr {
+    TrajectoryError::new_err((message, index))
 }
 
-fn mask_error(py: Python<'_>, err: MaskError) -> PyErr {
+fn mask_error(err: MaskError) -> PyErr {
     let index = err.index();
-    trajectory_error(py, err.to_string(), Some(index))
+    trajectory_error(err.to_string(), Some(index))
 }
 
 /// `vocab_size` as the core wants it: None, or a positive integer.
-fn checked_vocab_size(py: Python<'_>, vocab_size: Option<i64>) -> PyResult<Option<u64>> {
+fn checked_vocab_size(vocab_size: Option<i64>) -> PyResult<Option<u64>> {
     match vocab_size {
         None => Ok(None),
         Some(v) if v > 0 => Ok(Some(v.unsigned_abs())),
         Some(v) => Err(trajectory_error(
-            py,
             format!("vocab_size must be a positive integer (the tokenizer's len(tokenizer)) or None, got {v}"),
             None,
         )),
@@ -154,7 +130,7 @@ impl PyTrajectory {
     #[new]
     #[pyo3(signature = (vocab_size = None))]
     fn new(py: Python<'_>, vocab_size: Option<i64>) -> PyResult<Self> {
-        let vocab_size = checked_vocab_size(py, vocab_size)?;
+        let vocab_size = checked_vocab_size(vocab_size)?;
         let inner = Trajectory::new(vocab_size).map_err(|e| to_py_err(py, e, None))?;
         Ok(Self { inner })
     }
@@ -335,7 +311,6 @@ impl PyTrajectory {
                     "completion" => SegmentKind::Completion,
                     other => {
                         return Err(trajectory_error(
-                            py,
                             format!("segment kind must be 'prompt' or 'completion', got {other:?}"),
                             None,
                         ))
@@ -440,7 +415,6 @@ impl PyTrajectory {
     ) -> PyResult<Bound<'py, PyDict>> {
         if !score.is_finite() {
             return Err(trajectory_error(
-                py,
                 format!("score must be a finite number, got {score}"),
                 None,
             ));
@@ -469,22 +443,19 @@ impl PyTrajectory {
 #[pyfunction]
 #[pyo3(signature = (offsets, spans, ids, vocab_size = None))]
 fn assistant_token_mask(
-    py: Python<'_>,
     offsets: Vec<(usize, usize)>,
     spans: Vec<(usize, usize)>,
     ids: Vec<i64>,
     vocab_size: Option<i64>,
 ) -> PyResult<Vec<i64>> {
-    let vocab_size = checked_vocab_size(py, vocab_size)?;
-    core::assistant_token_mask(&ids, &offsets, &spans, vocab_size).map_err(|e| mask_error(py, e))
+    let vocab_size = checked_vocab_size(vocab_size)?;
+    core::assistant_token_mask(&ids, &offsets, &spans, vocab_size).map_err(mask_error)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_class::<PyTrajectory>()?;
     m.add_function(wrap_pyfunction!(assistant_token_mask, m)?)?;
-    m.add("TrajectoryError", py.get_type::<TrajectoryError>())?;
-    m.add("TrajectoryDivergence", py.get_type::<TrajectoryDivergence>())?;
     m.add(
         "TrajectoryDivergenceWarning",
         py.get_type::<TrajectoryDivergenceWarning>(),

@@ -5,7 +5,7 @@ use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 use unicode_normalization::{is_nfc_quick, IsNormalized};
 
-use super::merges::Merges;
+use super::merges::{Merges, Model};
 use super::pretokenize::Splitter;
 use super::Unsupported;
 
@@ -137,13 +137,6 @@ fn split_patterns(pre: &Value) -> Result<Vec<String>, Unsupported> {
         return Err(unsupported("the pre-tokenizer does not end with ByteLevel"));
     }
     Ok(patterns)
-}
-
-/// Vocabulary and merges of a plain byte-level BPE model.
-pub(super) struct Model {
-    pub vocab: FxHashMap<String, u32>,
-    pub merges: Vec<(String, String)>,
-    pub ignore_merges: bool,
 }
 
 fn read_model(model: &Map<String, Value>) -> Result<Model, Unsupported> {

@@ -5,7 +5,6 @@ use std::collections::BinaryHeap;
 
 use rustc_hash::FxHashMap;
 
-use super::config::Model;
 use super::Unsupported;
 
 /// Pieces kept in the cache before it is emptied (`tokenizers` keeps 10,000 by default).
@@ -36,6 +35,14 @@ struct Symbol {
 }
 
 const NONE: usize = usize::MAX;
+
+/// Vocabulary and merges of a plain byte-level BPE model, as `config` reads them from
+/// `tokenizer.json`: what [`Merges::new`] builds from.
+pub(super) struct Model {
+    pub vocab: FxHashMap<String, u32>,
+    pub merges: Vec<(String, String)>,
+    pub ignore_merges: bool,
+}
 
 pub(super) struct Merges {
     byte_ids: [u32; 256],

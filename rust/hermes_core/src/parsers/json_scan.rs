@@ -7,7 +7,8 @@
 //! skipped with `memchr` (validation of control characters is a separate vectorisable pass).
 //! Errors are plain data: a [`JsonErrorKind`] and the byte offset where scanning stopped.
 
-use super::lane::{json_string_pass, Lane};
+use super::json_bytes::{is_ws, json_string_pass};
+use super::lane::Lane;
 
 /// What broke the JSON grammar.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,54 +108,6 @@ enum St {
     Lit,
     Done,
     Failed(JsonError),
-}
-
-#[inline]
-fn is_ws(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
-}
-
-/// Whether any of the 8 bytes of `w` is a quote, a backslash or a control byte (exact: the
-/// classic has-zero-byte / has-byte-less-than word tricks, which can err only in which byte, not
-/// whether).
-#[inline]
-pub(crate) fn word_has_string_stop(w: u64) -> bool {
-    const LO: u64 = 0x0101_0101_0101_0101;
-    const HI: u64 = 0x8080_8080_8080_8080;
-    let has_zero = |x: u64| x.wrapping_sub(LO) & !x & HI;
-    (has_zero(w ^ (LO * u64::from(b'"')))
-        | has_zero(w ^ (LO * u64::from(b'\\')))
-        | (w.wrapping_sub(LO * 0x20) & !w & HI))
-        != 0
-}
-
-/// Whether `s` holds a byte that ends, escapes or breaks a JSON string. Word-at-a-time, with
-/// overlapping words for the tail, so a streamed chunk of a few bytes costs a few instructions.
-#[inline]
-pub(crate) fn has_string_stop(s: &[u8]) -> bool {
-    let n = s.len();
-    if n < 4 {
-        return s.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\');
-    }
-    if n <= 8 {
-        let (Some(a), Some(b)) = (s.first_chunk::<4>(), s.last_chunk::<4>()) else {
-            return true;
-        };
-        let w = u64::from(u32::from_le_bytes(*a)) | (u64::from(u32::from_le_bytes(*b)) << 32);
-        return word_has_string_stop(w);
-    }
-    let words = s.chunks_exact(8);
-    let tail = words.remainder().len();
-    for w in words {
-        if let Some(w) = w.first_chunk::<8>() {
-            if word_has_string_stop(u64::from_le_bytes(*w)) {
-                return true;
-            }
-        }
-    }
-    tail > 0
-        && s.last_chunk::<8>()
-            .is_none_or(|w| word_has_string_stop(u64::from_le_bytes(*w)))
 }
 
 /// Follows one JSON value (RFC 8259 grammar) through consecutive chunks.
@@ -995,30 +948,6 @@ mod tests {
                 }
                 assert_eq!((consumed, last.1), expected, "{text} in chunks of {size}");
                 assert_eq!(s.position(), whole.position(), "{text} in chunks of {size}");
-            }
-        }
-    }
-
-    #[test]
-    fn has_string_stop_matches_bytewise() {
-        let bytes: Vec<u8> = (0u8..=255)
-            .chain(b"abc\"def\\gh\x1f\x7f\xc3\xa9".iter().copied())
-            .collect();
-        for start in 0..bytes.len() {
-            for end in start..bytes.len().min(start + 40) {
-                let s = &bytes[start..end];
-                let expected = s.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\');
-                assert_eq!(has_string_stop(s), expected, "{s:?}");
-            }
-        }
-        for b in 0u8..=255 {
-            for at in 0..20 {
-                let mut s = [b'a'; 20];
-                s[at] = b;
-                let expected = b < 0x20 || b == b'"' || b == b'\\';
-                for len in at + 1..=20 {
-                    assert_eq!(has_string_stop(&s[..len]), expected, "byte {b} at {at} len {len}");
-                }
             }
         }
     }

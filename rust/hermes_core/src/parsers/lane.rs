@@ -25,8 +25,8 @@
 //! `tests/lanes.rs` checks that every format opens a lane on a long argument and that streaming
 //! through lanes gives the events and result of `parse` at every chunk size.
 
+use super::json_bytes::{has_string_stop, is_ws, word_has_string_stop};
 use super::json_escape::{escape_json_into, ESCAPE};
-use super::json_scan::{has_string_stop, word_has_string_stop};
 
 /// The kind of text that passes, with the little state it carries across chunks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -184,7 +184,6 @@ fn escape_short(out: &mut String, s: &str) {
 /// or the whole chunk is such whitespace; `None` otherwise.
 #[inline]
 pub(crate) fn trailing_ws_start(chunk: &[u8]) -> Option<usize> {
-    let is_ws = |b: u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
     match chunk.iter().rposition(|&b| !is_ws(b)) {
         None => Some(0),
         Some(i) => chunk
@@ -231,31 +230,10 @@ pub(crate) fn push_short(dst: &mut String, s: &str) {
     }
 }
 
-/// [`Lane::JsonString`]'s rule: from `escaped`, whether the string goes on through `chunk`
-/// without ending or breaking, and if so whether it ends right after a backslash.
-#[inline]
-pub(crate) fn json_string_pass(mut escaped: bool, chunk: &[u8]) -> Option<bool> {
-    if !escaped && !has_string_stop(chunk) {
-        return Some(false);
-    }
-    for &b in chunk {
-        if escaped {
-            if !matches!(b, b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') {
-                return None;
-            }
-            escaped = false;
-        } else if b == b'\\' {
-            escaped = true;
-        } else if b == b'"' || b < 0x20 {
-            return None;
-        }
-    }
-    Some(escaped)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::parsers::json_bytes::json_string_pass;
 
     /// The rules as one function, to state them in these tests (the driver reads the lane's
     /// fields one by one instead, for speed).

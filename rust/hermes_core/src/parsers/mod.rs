@@ -43,7 +43,7 @@
 //!    object between two markers), `engines::xml_params` (parameters as raw text in XML-ish tags),
 //!    `engines::json_array` (a JSON call array after a marker), `engines::sectioned` (a section of
 //!    calls, each a header and JSON arguments). Otherwise write its states as an
-//!    `engines::shared::Machine` (`step` consumes what the current state can decide, or waits)
+//!    `engines::machine::Machine` (`step` consumes what the current state can decide, or waits)
 //!    and make it a format with `MachineFormat { machine, render }`; the rules below hold for
 //!    it as for a hand-written [`Format`] and [`FormatStream`].
 //! 2. In `registry.rs`, one [`ParserSpec`] row under vLLM's `--tool-call-parser` name (aliases:
@@ -103,10 +103,13 @@ mod engines;
 mod event_sink;
 mod format_info;
 mod formats;
+mod json_bytes;
 mod json_escape;
 mod json_scan;
 mod lane;
 mod marker;
+mod options;
+mod parser_spec;
 mod registry;
 mod stream;
 #[cfg(test)]
@@ -119,13 +122,13 @@ pub use emitter::Emitter;
 pub use engines::json_in_markers::JsonInMarkers;
 pub use event_sink::{EventSink, ForwardSink};
 pub use format_info::{CallSyntax, Detection, FormatInfo, Recognition};
-pub use formats::auto::guess_parser;
 pub use json_scan::{JsonError, JsonErrorKind, JsonScanner, ObjectWalker, Status, Walk};
 pub use lane::Lane;
 pub use marker::{MarkerHit, MarkerSet};
+pub use options::ParserOptions;
+pub use parser_spec::ParserSpec;
 pub use registry::{
-    get_parser, get_parser_with, list_parsers, parser_info, Parser, ParserOptions, ParserSpec, UnknownParserError,
-    REGISTRY,
+    get_parser, get_parser_with, guess_parser, list_parsers, parser_info, Parser, UnknownParserError, REGISTRY,
 };
 pub use stream::{Format, FormatStream, Stream};
 pub use tools::{ParamSpec, ParamType, ToolSpec, Tools, ToolsError};

@@ -1,24 +1,17 @@
 //! The table of parsers by vLLM `--tool-call-parser` name, and [`Parser`], the user-facing handle.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use super::format_info::{CallSyntax, Detection, FormatInfo, Recognition};
+use super::formats::auto::AutoTable;
 use super::formats::{
     self, deepseek, glm, granite, hermes, internlm, jamba, kimi, llama_json, mistral, pythonic, qwen3_coder, xlam,
 };
+use super::options::ParserOptions;
+use super::parser_spec::ParserSpec;
 use super::stream::{Format, Stream};
 use super::tools::Tools;
 use super::types::{Event, ParseResult, RenderError, ToolCall};
-
-/// One row of the registry.
-pub struct ParserSpec {
-    /// vLLM's `--tool-call-parser` name, or an alias (hermes-agent's names), or `auto`.
-    pub name: &'static str,
-    /// Builds the format (called once per [`get_parser`]).
-    pub make: fn() -> Arc<dyn Format>,
-    /// What else is known about the format (markup, detection); aliases share their format's.
-    pub info: &'static FormatInfo,
-}
 
 /// Every parser. Format authors add ONE row here, and the format's [`FormatInfo`] below (keep
 /// both sorted by name for readability; `list_parsers` sorts anyway). Aliases are rows pointing
@@ -28,7 +21,7 @@ pub struct ParserSpec {
 pub static REGISTRY: &[ParserSpec] = &[
     ParserSpec {
         name: "auto",
-        make: formats::auto::auto,
+        make: auto,
         info: &AUTO,
     },
     ParserSpec {
@@ -430,6 +423,20 @@ pub fn list_parsers() -> Vec<&'static str> {
     names
 }
 
+/// What `auto` chooses among: the formats of [`REGISTRY`] and their markers (built once).
+static AUTO_TABLE: LazyLock<AutoTable> = LazyLock::new(|| AutoTable::new(REGISTRY));
+
+/// The `auto` parser's constructor: `auto` is handed the registry rather than reading it.
+fn auto() -> Arc<dyn Format> {
+    formats::auto::auto(&AUTO_TABLE)
+}
+
+/// The parser name whose markers `text` carries (its first marker of a known format decides),
+/// or `None` when it carries none. What `auto` would parse `text` as.
+pub fn guess_parser(text: &str) -> Option<&'static str> {
+    AUTO_TABLE.guess(text)
+}
+
 /// No parser of that name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnknownParserError {
@@ -449,24 +456,6 @@ impl std::fmt::Display for UnknownParserError {
 }
 
 impl std::error::Error for UnknownParserError {}
-
-/// What a caller may choose about a parser beyond its format; the defaults are hermes_env's
-/// documented behaviour, each option gives vLLM's where they differ on purpose.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ParserOptions {
-    /// `pythonic`, `llama4_pythonic` (and `auto` reading them): with the request's tools given,
-    /// a list of their calls after prose is extracted (false: only a list that starts the
-    /// output, as vLLM does).
-    pub calls_after_prose: bool,
-}
-
-impl Default for ParserOptions {
-    fn default() -> Self {
-        ParserOptions {
-            calls_after_prose: true,
-        }
-    }
-}
 
 /// The parser `name` for a request with `tools` (use [`Tools::none`] when there are none).
 pub fn get_parser(name: &str, tools: Tools) -> Result<Parser, UnknownParserError> {

@@ -35,7 +35,11 @@ use crate::parsers::marker::{MarkerHit, MarkerSet};
 use crate::parsers::types::IssueKind;
 use crate::parsers::Emitter;
 
-use super::shared::{skip_ws, skip_ws_into, truncated_args, ArrStep, CallArray, Gate, Machine, Step};
+use super::call_objects::{ArrStep, CallArray};
+use super::content_gate::Gate;
+use super::json_args::truncated_args;
+use super::machine::{Machine, Step};
+use crate::parsers::json_bytes::{skip_ws, skip_ws_into};
 use crate::parsers::types::Pos;
 
 /// One way a call array is introduced.

@@ -40,7 +40,8 @@
 
 use std::sync::Arc;
 
-use super::shared::{CallObject, Driven, Machine, ObjEnd, Step};
+use super::call_objects::{CallObject, ObjEnd};
+use super::machine::{Driven, Machine, Step};
 use crate::parsers::lane::Lane;
 use crate::parsers::marker::{MarkerHit, MarkerSet};
 use crate::parsers::tools::Tools;
@@ -412,9 +413,7 @@ impl Machine for JimStream {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::parsers::formats::hermes::HERMES;
-    use crate::parsers::registry::Parser;
-    use crate::parsers::{get_parser, ParseResult};
+    use crate::parsers::{get_parser, ParseResult, Parser};
 
     fn hermes() -> Parser {
         get_parser("hermes", Tools::none()).unwrap()
@@ -567,15 +566,15 @@ mod tests {
             name: "f".into(),
             arguments: "{}".into(),
         };
-        assert!(HERMES
+        assert!(hermes()
             .render(std::slice::from_ref(&call), Some("see <tool_call>"))
             .is_err());
         let bad = ToolCall {
             arguments: "{oops".into(),
             ..call.clone()
         };
-        assert!(HERMES.render(&[bad], None).unwrap_err().0.contains("not valid JSON"));
-        let text = HERMES.render(&[call.clone(), call], Some("ok")).unwrap();
+        assert!(hermes().render(&[bad], None).unwrap_err().0.contains("not valid JSON"));
+        let text = hermes().render(&[call.clone(), call], Some("ok")).unwrap();
         assert_eq!(text, "ok<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>");
     }
 }

@@ -32,7 +32,10 @@ use crate::parsers::marker::{MarkerHit, MarkerSet};
 use crate::parsers::types::{IssueKind, Pos};
 use crate::parsers::Emitter;
 
-use super::shared::{skip_ws, skip_ws_into, ArgsValue, Gate, Machine, Step};
+use super::content_gate::Gate;
+use super::json_args::ArgsValue;
+use super::machine::{Machine, Step};
+use crate::parsers::json_bytes::{skip_ws, skip_ws_into};
 
 /// How a call's header names the tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 //! `</arg_value>`), converted by the tool schema's types ([`super::schema_values`]).
 //!
 //! What the formats share lives here, written once:
-//! - the stream driver ([`super::shared::Driven`]) and the state machine's shared states: plain
+//! - the stream driver ([`super::machine::Driven`]) and the state machine's shared states: plain
 //!   content, between parameters, inside a value, and the end-marker-in-value lookahead (a value's
 //!   end marker ends it only when markup follows, after whitespace; markup that closes the call
 //!   then closes it at once, so a call's `ToolCallEnd` comes with its closing markup);
@@ -27,8 +27,8 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use super::machine::{Machine, Step};
 use super::schema_values::{coerce, ArgsWriter, TypeSet};
-use super::shared::{Machine, Step};
 use super::xml_content::FramedContent;
 use crate::parsers::lane::Lane;
 use crate::parsers::marker::{MarkerHit, MarkerSet};

@@ -22,14 +22,15 @@
 //! that format parses it, as long as text before its first call names no other format's marker.
 //! `render` is refused: render with the format's own parser.
 
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 use super::deepseek::{CALLS_BEGIN as DS_BEGIN, SEP as DS_SEP};
 use super::hermes::HERMES;
 use super::qwen3_coder::FUNCTION;
 use crate::parsers::format_info::Recognition;
 use crate::parsers::marker::{MarkerHit, MarkerSet};
-use crate::parsers::registry::{ParserOptions, REGISTRY};
+use crate::parsers::options::ParserOptions;
+use crate::parsers::parser_spec::ParserSpec;
 use crate::parsers::tools::Tools;
 use crate::parsers::types::{Pos, RenderError, ToolCall};
 use crate::parsers::{count_chars, Emitter, Format, FormatStream};
@@ -42,24 +43,52 @@ const TOOL_CALL: &str = HERMES.start;
 /// The markers several formats write ([`Recognition::SharedMarker`]), decided here.
 const SHARED: &[(&str, Rule)] = &[(TOOL_CALL, Rule::ToolCall), (DS_BEGIN, Rule::DeepSeek)];
 
-/// Each marker and how the text after it picks the format: the shared ones, then every format's
-/// own from its registry info.
-static MARKERS: LazyLock<Vec<(&'static str, Rule)>> = LazyLock::new(|| {
-    let own = REGISTRY
-        .iter()
-        .filter(|s| s.name == s.info.name)
-        .filter_map(|s| match s.info.recognised_by {
-            Recognition::Marker(m) => Some((m, Rule::Is(s.name))),
-            Recognition::MarkerAtStart(m) => Some((m, Rule::AtStart(s.name))),
-            Recognition::Never | Recognition::SharedMarker(_) => None,
-        });
-    SHARED.iter().copied().chain(own).collect()
-});
+/// The formats `auto` picks among (the registry's rows, handed over by the registry, which builds
+/// `auto` itself) and each marker with how the text after it picks the format: the shared ones,
+/// then every format's own from its registry info.
+pub struct AutoTable {
+    specs: &'static [ParserSpec],
+    markers: Vec<(&'static str, Rule)>,
+    marker_set: MarkerSet,
+}
 
-static MARKER_SET: LazyLock<MarkerSet> = LazyLock::new(|| {
-    let markers: Vec<&str> = MARKERS.iter().map(|(m, _)| *m).collect();
-    MarkerSet::new(&markers)
-});
+impl AutoTable {
+    pub fn new(specs: &'static [ParserSpec]) -> Self {
+        let own = specs
+            .iter()
+            .filter(|s| s.name == s.info.name)
+            .filter_map(|s| match s.info.recognised_by {
+                Recognition::Marker(m) => Some((m, Rule::Is(s.name))),
+                Recognition::MarkerAtStart(m) => Some((m, Rule::AtStart(s.name))),
+                Recognition::Never | Recognition::SharedMarker(_) => None,
+            });
+        let markers: Vec<(&'static str, Rule)> = SHARED.iter().copied().chain(own).collect();
+        let marker_set = MarkerSet::new(&markers.iter().map(|(m, _)| *m).collect::<Vec<_>>());
+        AutoTable {
+            specs,
+            markers,
+            marker_set,
+        }
+    }
+
+    /// The parser name whose markers `text` carries (its first marker of a known format
+    /// decides), or `None` when it carries none. What `auto` would parse `text` as.
+    pub fn guess(&self, text: &str) -> Option<&'static str> {
+        let mut from = 0;
+        while let MarkerHit::Full { at, end, marker } = self.marker_set.find(text.get(from..)?, true) {
+            let rule = self.markers.get(marker)?.1;
+            if !rule.counts_at(text[..from + at].trim().is_empty()) {
+                from += end;
+                continue;
+            }
+            return match rule.decide(&text[from + end..], true) {
+                Decision::Format(name) => Some(name),
+                Decision::NeedMore => None,
+            };
+        }
+        None
+    }
+}
 
 #[derive(Debug, Clone, Copy)]
 enum Rule {
@@ -114,24 +143,6 @@ impl Rule {
     }
 }
 
-/// The parser name whose markers `text` carries (its first marker of a known format decides),
-/// or `None` when it carries none. What `auto` would parse `text` as.
-pub fn guess_parser(text: &str) -> Option<&'static str> {
-    let mut from = 0;
-    while let MarkerHit::Full { at, end, marker } = MARKER_SET.find(text.get(from..)?, true) {
-        let rule = MARKERS.get(marker)?.1;
-        if !rule.counts_at(text[..from + at].trim().is_empty()) {
-            from += end;
-            continue;
-        }
-        return match rule.decide(&text[from + end..], true) {
-            Decision::Format(name) => Some(name),
-            Decision::NeedMore => None,
-        };
-    }
-    None
-}
-
 impl Rule {
     /// Whether the marker picks its format where it is (`at_start`: only whitespace before it).
     fn counts_at(self, at_start: bool) -> bool {
@@ -139,14 +150,16 @@ impl Rule {
     }
 }
 
-/// The `auto` parser.
-pub fn auto() -> Arc<dyn Format> {
+/// The `auto` parser, choosing among `table`'s formats.
+pub fn auto(table: &'static AutoTable) -> Arc<dyn Format> {
     Arc::new(Auto {
+        table,
         options: ParserOptions::default(),
     })
 }
 
 struct Auto {
+    table: &'static AutoTable,
     /// Passed on to the format it picks.
     options: ParserOptions,
 }
@@ -154,9 +167,9 @@ struct Auto {
 impl Format for Auto {
     fn stream(&self, tools: &Arc<Tools>) -> Box<dyn FormatStream> {
         Box::new(AutoStream {
+            table: self.table,
             options: self.options,
             tools: Arc::clone(tools),
-            markers: &MARKER_SET,
             held: String::new(),
             held_at: Pos::default(),
             inner: None,
@@ -170,14 +183,17 @@ impl Format for Auto {
     }
 
     fn with_options(&self, options: &ParserOptions) -> Option<Arc<dyn Format>> {
-        Some(Arc::new(Auto { options: *options }))
+        Some(Arc::new(Auto {
+            table: self.table,
+            options: *options,
+        }))
     }
 }
 
 struct AutoStream {
+    table: &'static AutoTable,
     options: ParserOptions,
     tools: Arc<Tools>,
-    markers: &'static MarkerSet,
     /// Undecided text (whitespace before a possible marker, the marker and its lookahead): a
     /// verbatim copy of the output from `held_at`.
     held: String,
@@ -202,7 +218,7 @@ impl AutoStream {
         let mut i = 0;
         loop {
             let rest = &buf[i..];
-            let (text_end, hit) = match self.markers.find(rest, eof) {
+            let (text_end, hit) = match self.table.marker_set.find(rest, eof) {
                 MarkerHit::Full { at, end, marker } => (at, Some((end, marker))),
                 MarkerHit::Partial { at } => (at, None),
                 MarkerHit::None => (rest.len(), None),
@@ -219,7 +235,7 @@ impl AutoStream {
                 self.hold(buf, i + keep, chunk_at, out);
                 return;
             };
-            let Some(&(_, rule)) = MARKERS.get(marker) else {
+            let Some(&(_, rule)) = self.table.markers.get(marker) else {
                 return;
             };
             if !rule.counts_at(keep == 0 && !out.content_emitted()) {
@@ -271,7 +287,7 @@ impl AutoStream {
 
     /// The format `name` takes over from `text`, which is the output's bytes from `at`.
     fn start_inner(&mut self, name: &str, text: &str, at: Pos, out: &mut Emitter<'_>) {
-        let Some(spec) = REGISTRY.iter().find(|s| s.name == name) else {
+        let Some(spec) = self.table.specs.iter().find(|s| s.name == name) else {
             out.content(text);
             return;
         };
@@ -320,6 +336,7 @@ impl FormatStream for AutoStream {
 mod tests {
     use super::*;
     use crate::parsers::test_support::{args, every_split};
+    use crate::parsers::{guess_parser, REGISTRY};
     use serde_json::json;
 
     #[test]
@@ -329,7 +346,8 @@ mod tests {
                 assert!(SHARED.iter().any(|(s, _)| *s == m), "{}: no rule for {m:?}", spec.name);
             }
         }
-        let mut markers: Vec<&str> = MARKERS.iter().map(|(m, _)| *m).collect();
+        let table = AutoTable::new(REGISTRY);
+        let mut markers: Vec<&str> = table.markers.iter().map(|(m, _)| *m).collect();
         let n = markers.len();
         markers.sort_unstable();
         markers.dedup();

@@ -22,8 +22,9 @@ use std::sync::Arc;
 use crate::parsers::types::{RenderError, ToolCall};
 use crate::parsers::Format;
 
+use crate::parsers::engines::call_render::render_args;
+use crate::parsers::engines::machine::MachineFormat;
 use crate::parsers::engines::sectioned::{Header, SectionSpec, Sectioned};
-use crate::parsers::engines::shared::{render_args, MachineFormat};
 
 pub(crate) const CALLS_BEGIN: &str = "<｜tool▁calls▁begin｜>";
 pub(crate) const CALLS_END: &str = "<｜tool▁calls▁end｜>";

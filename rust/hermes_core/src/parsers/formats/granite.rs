@@ -13,8 +13,9 @@ use std::sync::Arc;
 use crate::parsers::types::{RenderError, ToolCall};
 use crate::parsers::Format;
 
+use crate::parsers::engines::call_render::{check_stripped_content, render_call_array};
 use crate::parsers::engines::json_array::{ArrayRegions, ArraySpec, Region};
-use crate::parsers::engines::shared::{check_stripped_content, render_call_array, MachineFormat};
+use crate::parsers::engines::machine::MachineFormat;
 
 pub(crate) const TOKEN: &str = "<|tool_call|>";
 pub(crate) const TEXT_TAG: &str = "<tool_call>";

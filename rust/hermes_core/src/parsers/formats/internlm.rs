@@ -17,7 +17,7 @@ use crate::parsers::tools::Tools;
 use crate::parsers::types::{RenderError, ToolCall};
 use crate::parsers::{Format, FormatStream};
 
-use crate::parsers::engines::shared::render_call_objects;
+use crate::parsers::engines::call_render::render_call_objects;
 
 pub(crate) const START: &str = "<|action_start|><|plugin|>";
 pub(crate) const END: &str = "<|action_end|>";

@@ -11,8 +11,9 @@ use std::sync::Arc;
 use crate::parsers::types::{RenderError, ToolCall};
 use crate::parsers::Format;
 
+use crate::parsers::engines::call_render::render_call_array;
 use crate::parsers::engines::json_array::{ArrayRegions, ArraySpec, Region};
-use crate::parsers::engines::shared::{render_call_array, MachineFormat};
+use crate::parsers::engines::machine::MachineFormat;
 
 pub(crate) const START: &str = "<tool_calls>";
 pub(crate) const END: &str = "</tool_calls>";

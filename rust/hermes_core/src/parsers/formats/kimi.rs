@@ -20,8 +20,9 @@ use std::sync::Arc;
 use crate::parsers::types::{RenderError, ToolCall};
 use crate::parsers::Format;
 
+use crate::parsers::engines::call_render::{check_stripped_content, render_args};
+use crate::parsers::engines::machine::MachineFormat;
 use crate::parsers::engines::sectioned::{Header, SectionSpec, Sectioned};
-use crate::parsers::engines::shared::{check_stripped_content, render_args, MachineFormat};
 
 pub(crate) const SECTION_BEGIN: &str = "<|tool_calls_section_begin|>";
 pub(crate) const SECTION_END: &str = "<|tool_calls_section_end|>";

@@ -39,9 +39,11 @@ use crate::parsers::marker::{MarkerHit, MarkerSet};
 use crate::parsers::types::{IssueKind, RenderError, ToolCall};
 use crate::parsers::{Emitter, Format};
 
-use crate::parsers::engines::shared::{
-    render_call_objects, skip_ws_into, truncated_args, CallObject, Machine, MachineFormat, ObjEnd, Step,
-};
+use crate::parsers::engines::call_objects::{CallObject, ObjEnd};
+use crate::parsers::engines::call_render::render_call_objects;
+use crate::parsers::engines::json_args::truncated_args;
+use crate::parsers::engines::machine::{Machine, MachineFormat, Step};
+use crate::parsers::json_bytes::skip_ws_into;
 
 pub(crate) const PYTHON_TAG: &str = "<|python_tag|>";
 const ARGS_KEYS: &[&str] = &["parameters", "arguments"];

@@ -35,11 +35,12 @@ use crate::parsers::marker::{MarkerHit, MarkerSet};
 use crate::parsers::types::{IssueKind, Pos, RenderError, ToolCall};
 use crate::parsers::{Emitter, Format};
 
+use crate::parsers::engines::call_render::{check_stripped_content, render_args};
+use crate::parsers::engines::content_gate::Gate;
+use crate::parsers::engines::json_args::{truncated_args, ArgsValue};
 use crate::parsers::engines::json_array::{ArrayBody, ArrayRules, BodyStep};
-use crate::parsers::engines::shared::{
-    check_stripped_content, render_args, skip_ws, skip_ws_into, truncated_args, ArgsValue, Gate, Machine,
-    MachineFormat, Step,
-};
+use crate::parsers::engines::machine::{Machine, MachineFormat, Step};
+use crate::parsers::json_bytes::{skip_ws, skip_ws_into};
 
 pub(crate) const BOT: &str = "[TOOL_CALLS]";
 pub(crate) const ARGS: &str = "[ARGS]";

@@ -30,7 +30,7 @@
 //! before anything of it is released (`[` and at most a 256-byte name are held); for
 //! `llama4_pythonic` a `<|python_start|>` right before such a list is its wrapper, as at the start
 //! (SGLang reads it so; it is the model's tool-call token). Without tools,
-//! or with `calls_after_prose = false` ([`ParserOptions`](crate::parsers::registry::ParserOptions)),
+//! or with `calls_after_prose = false` ([`ParserOptions`](crate::parsers::ParserOptions)),
 //! the output must start with the list, as in vLLM.
 //!
 //! Bad input: a call that is not a literal call (positional argument, variable, nested call,
@@ -42,12 +42,12 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::parsers::engines::machine::{Driven, Machine, Step};
 use crate::parsers::engines::python_literal::{
     is_identifier, is_keyword, parse_args_prefix, parse_call, CallScanner, Scan,
 };
-use crate::parsers::engines::shared::{Driven, Machine, Step};
 use crate::parsers::lane::Lane;
-use crate::parsers::registry::ParserOptions;
+use crate::parsers::options::ParserOptions;
 use crate::parsers::tools::Tools;
 use crate::parsers::types::{IssueKind, Pos, RenderError, ToolCall};
 use crate::parsers::{count_chars, Emitter, Format, FormatStream};

@@ -56,7 +56,7 @@
 
 use std::sync::Arc;
 
-use crate::parsers::engines::shared::MachineFormat;
+use crate::parsers::engines::machine::MachineFormat;
 use crate::parsers::engines::xml_params::{
     ahead, args_object, cap, check_content, value_source, Ahead, Core, Dialect, Spec, St, XmlStream,
 };
