@@ -36,8 +36,8 @@ cut-short rollout), and a group id (``group_overrides["hermes_env_group_id"]``) 
 Dropped groups are counted by cause from each ``serve``'s log and matched against the faults injected into it. Each
 ``serve`` process's RSS, open files, threads and descendant processes are sampled every ``--sample-s`` seconds;
 growth is judged over the last three quarters of the run. At the end every ``serve`` is stopped (SIGTERM) and what
-was left is listed: processes under sandbox task uids (of any run on the host: run it alone), processes mentioning
-the run's directory, run directories, containers owned by the run's ``serve`` processes.
+was left is listed: orphaned processes under sandbox task uids, processes mentioning the run's directory, run
+directories, containers owned by the run's ``serve`` processes.
 
 Run: ``python benches/soak.py --minutes 3 --out /tmp/soak`` (report.json, soak.png and the logs there). Exits 1 when
 a pulled group is bad or duplicated, a group is lost, a drop has no injected fault to explain it, or something was
@@ -364,8 +364,10 @@ def serve_config(backend: str, args: argparse.Namespace, api: str, policy_url: s
         "tokenizer_name": "bundled:qwen3", "rollout_server_url": api, "rollout_timeout": 180,
     }  # fmt: skip
     if backend == "docker":
+        # A container per rollout is slow to start: smaller groups, fewer at once (run-api mixes group sizes).
         env.update(tasks_dir=str(HARBOR_TASKS_DIR), task_names=",".join(HARBOR_TASKS), terminal_timeout=60,
-                   reward_timeout=120, max_num_workers=max(1, args.concurrency // 2))  # fmt: skip
+                   reward_timeout=300, group_size=max(2, args.group_size // 2),
+                   max_num_workers=max(1, args.concurrency // 2))  # fmt: skip
     else:
         env.update(terminal_timeout=20, tool_server_url=tool_server.url, tool_server_token=tool_server.token)
         if backend == "sandbox":
@@ -383,6 +385,29 @@ def container_engine() -> Any:
     return detect_engine()
 
 
+def harbor_problem() -> str | None:
+    """Why the docker backend cannot run the soak's Harbor tasks here (no engine, an image that does not build), or
+    None once their images are built (cached: a build takes minutes and must not happen during the soak)."""
+    import asyncio
+
+    from hermes_env.envs.harbor.runner import HarborRunner
+    from hermes_env.envs.harbor.task import load_tasks
+    from hermes_env.errors import ContainerError
+
+    try:
+        runner = HarborRunner(container_engine())
+        tasks = load_tasks(str(HARBOR_TASKS_DIR), list(HARBOR_TASKS))
+
+        async def prepare_all() -> None:
+            for task in tasks:
+                await runner.prepare(task)
+
+        asyncio.run(prepare_all())
+    except (ContainerError, RuntimeError, TimeoutError) as err:
+        return f"{type(err).__name__}: {err}"
+    return None
+
+
 def owned_containers(owner: str, *, running_only: bool) -> list[str]:
     from hermes_env.containers.engine import OWNER_LABEL
 
@@ -391,9 +416,23 @@ def owned_containers(owner: str, *, running_only: bool) -> list[str]:
     return result.text.split()
 
 
+def parent(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[-1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def leftovers(work: Path, owners: list[str], pids: list[int]) -> dict[str, list[str]]:
-    """What the run left: the ``serve`` processes ran with ``TMPDIR=work``, so their run directories are there."""
-    uids = {pid: uid for pid, uid in _process_uids().items() if uid in _TASK_UIDS}
+    """What the run left: the ``serve`` processes ran with ``TMPDIR=work``, so their run directories are there.
+
+    A process under a task uid counts when it was orphaned (its parent is init or this process) or names the run's
+    directory: other runs' live sandboxes on this host (their parent is their own sandbox) are not this run's."""
+    uids = {
+        pid: uid
+        for pid, uid in _process_uids().items()
+        if uid in _TASK_UIDS and (parent(pid) in (1, os.getpid()) or str(work) in cmdline(pid))
+    }
     mention = [pid for pid in _process_uids() if pid != os.getpid() and str(work) in cmdline(pid)]
     return {
         "task_uid_processes": [f"{pid} uid {uid}: {cmdline(pid)[:120]}" for pid, uid in uids.items()],
@@ -462,6 +501,9 @@ def soak(args: argparse.Namespace) -> dict[str, Any]:
     unknown = sorted(set(backends) - set(BACKENDS))
     if unknown or not backends:
         raise SystemExit(f"error: --backends {args.backends!r}: choose from {', '.join(BACKENDS)} (comma-separated)")
+    if "docker" in backends and (problem := harbor_problem()) is not None:
+        raise SystemExit(f"error: the docker backend cannot run the Harbor tasks here ({problem}); "
+                         "leave docker out of --backends")  # fmt: skip
     rng = random.Random(args.seed)
     work = Path(tempfile.mkdtemp(prefix="soak-"))
     work.chmod(0o711)
