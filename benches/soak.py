@@ -106,6 +106,9 @@ CAUSE_FAULTS = {
     "policy_connection_error": ("policy_restart",),
     "sandbox_failed": ("worker_kill", "container_kill"),
 }
+# Growth judged against --growth-limit, in runs of at least this many minutes (a shorter one is mostly warm-up).
+GROWTH_JUDGED = ("rss_mib", "fds")
+GROWTH_JUDGED_FROM_MINUTES = 10
 _TASK_UIDS = range(SLOT_UID_BASE, SLOT_UID_BASE + MAX_UID_BLOCKS * UID_BLOCK)
 
 
@@ -700,6 +703,7 @@ def soak(args: argparse.Namespace) -> dict[str, Any]:
     report = {
         "minutes": args.minutes,
         "backends": backends,
+        "growth_limit": args.growth_limit,
         "groups_sent": sent_total,
         "groups_pulled": trainer.groups,
         "groups_pulled_unique": unique_pulled,
@@ -746,6 +750,11 @@ def failures(report: dict[str, Any]) -> list[str]:
             found.append(f"serve on {backend} exited {serve['exit_status']} on SIGTERM, not 143")
         if serve["groups_dropped_while_stopping"]:
             found.append(f"serve on {backend} dropped {serve['groups_dropped_while_stopping']} groups while stopping")
+        for key, value in (serve["growth_last_three_quarters"] or {}).items():
+            if key in GROWTH_JUDGED and value is not None and report["minutes"] >= GROWTH_JUDGED_FROM_MINUTES \
+                    and value > report["growth_limit"]:
+                found.append(f"serve on {backend}: {key} grew {value:.1%} over the last three quarters "
+                             f"(limit {report['growth_limit']:.0%})")  # fmt: skip
     found += [f"left behind: {k}: {v}" for k, v in report["leftovers"].items() if v]
     return found
 
@@ -769,6 +778,9 @@ def main() -> int:
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--concurrency", type=int, default=4, help="groups in flight per serve (max_num_workers)")
     p.add_argument("--sample-s", type=float, default=5.0)
+    p.add_argument("--growth-limit", type=float, default=0.10,
+                   help=f"most growth of RSS and open files over the last three quarters (runs of "
+                        f"{GROWTH_JUDGED_FROM_MINUTES}+ minutes)")  # fmt: skip
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="soak-out")
     report = soak(p.parse_args())

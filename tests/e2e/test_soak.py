@@ -38,7 +38,7 @@ def test_three_minute_soak_with_every_fault(tmp_path: Path) -> None:
         minutes=SOAK_MINUTES, backends=",".join(backends), fault_rate=0.04, hostile_rate=0.04, tool_call_rate=0.1,
         worker_kill_every_s=40.0, container_kill_every_s=30.0, policy_restart_every_s=60.0, policy_down_s=2.0,
         tool_server_restart_every_s=45.0, tool_server_down_s=2.0, run_api_restart_every_s=60.0, run_api_down_s=3.0,
-        group_size=4, batch_size=8, concurrency=4, sample_s=2.0, seed=1, out=str(tmp_path),
+        group_size=4, batch_size=8, concurrency=4, sample_s=2.0, growth_limit=0.10, seed=1, out=str(tmp_path),
     )  # fmt: skip
     report = soak.soak(args)
 

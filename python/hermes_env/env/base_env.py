@@ -864,3 +864,7 @@ class HermesAgentBaseEnv(RunModesMixin, RunApiLinkMixin, BaseEnv):
                 history = getattr(server, name, None)
                 if isinstance(history, list):
                     history.clear()
+        # atroposlib appends one entry per group served here and never reads or empties it.
+        task_successful = getattr(self, "task_successful", None)
+        if isinstance(task_successful, list):
+            task_successful.clear()
