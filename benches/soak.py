@@ -16,7 +16,8 @@ Faults, each at its own rate (``--*-every-s`` is a mean; each interval is drawn 
   group is dropped whole, as ``policy_bad_response``);
 - hostile tool calls: a rollout's first turn runs a fork bomb, a command that exhausts memory, or one that fills
   the disk quota (the disk one on the bubblewrap backends only: a container's disk has no quota here); contained by
-  the sandbox's limits, the rollout goes on and scores 0;
+  the sandbox's limits, the rollout goes on and scores 0, except in a container, where the docker backend fails a
+  rollout whose command the OOM killer ended (``sandbox_failed``);
 - tool-server calls: a rollout's first turn calls ``soak_note`` on the tool server; during a restart of the tool
   server the call fails as a tool error and the rollout goes on;
 - a SIGKILLed slot-pool worker (``sandbox``) and a killed rollout container (``docker``, ``podman kill``): the
@@ -26,8 +27,8 @@ Faults, each at its own rate (``--*-every-s`` is a mean; each interval is drawn 
 - a restart of the tool server (down ``--tool-server-down-s``);
 - a restart of ``run-api`` (SIGKILL, down ``--run-api-down-s``, started again on the same port): it forgets
   everything; the trainer registers again, each ``serve`` holds its finished groups, registers again and sends them.
-  Just before the kill the trainer pulls every whole batch; the groups left in ``run-api``'s queue (less than one
-  batch) die with it and are counted as such.
+  Just before the kill the ``serve`` processes are frozen (SIGSTOP, half a second) and the trainer pulls every whole
+  batch; the groups left in ``run-api``'s queue (less than one batch) die with it and are counted as such.
 
 Every pulled group is checked: arrays aligned, masks that are -100 or their token id, token ids inside the
 vocabulary, finite scores, logprobs aligned and finite, each rollout's last trained token the end of a turn (no
@@ -95,16 +96,16 @@ HOSTILE_COMMANDS = {
     "memory": "head -c 8G /dev/zero | tail > /dev/null",
     "disk": "head -c 4G /dev/zero > fill.bin; ls -la fill.bin",
 }
-# A container's disk has no quota on this machine: the disk filler would fill the host's disk.
-NO_DISK_QUOTA = {"docker"}
 TOOL_NAME = "soak_note"
-# What each injected fault may cost, by the drop cause serve logs: a policy fault drops its group as a bad response,
-# a restart of the policy server its groups in flight as connection errors, a killed worker or container the groups
-# of its rollouts as failed sandboxes. Hostile commands, tool-server and run-api restarts drop nothing.
-CAUSE_FAULTS = {
-    "policy_bad_response": ("policy_fault",),
-    "policy_connection_error": ("policy_restart",),
-    "sandbox_failed": ("worker_kill", "container_kill"),
+SLOTS_PER_WORKER = 4
+# What each injected fault may cost, by the drop cause serve logs, and at most how many groups one fault drops: a
+# policy fault its group (a bad response); a restart of the policy server the groups in flight (connection errors);
+# a killed worker the groups of its slots, a killed container its rollout's group (failed sandboxes). ``None``: the
+# groups in flight of that serve. Hostile commands, tool-server and run-api restarts drop nothing.
+CAUSE_FAULTS: dict[str, dict[str, int | None]] = {
+    "policy_bad_response": {"policy_fault": 1},
+    "policy_connection_error": {"policy_restart": None},
+    "sandbox_failed": {"worker_kill": SLOTS_PER_WORKER, "container_kill": 1, "hostile_memory_in_a_container": 1},
 }
 # Growth judged against --growth-limit, in runs of at least this many minutes (a shorter one is mostly warm-up).
 GROWTH_JUDGED = ("rss_mib", "fds")
@@ -185,17 +186,28 @@ def cmdline(pid: int) -> str:
         return ""
 
 
+def fd_kind(target: str) -> str:
+    """``socket``, ``pipe``, ``anon`` (eventfd, epoll ...) or ``file``, from an fd's link target."""
+    if target.startswith(("socket:", "pipe:")):
+        return target.split(":", 1)[0]
+    return "anon" if target.startswith("anon_inode:") else "file"
+
+
 def sample(pid: int, started: float) -> dict[str, float] | None:
     try:
         status = Path(f"/proc/{pid}/status").read_text()
-        fds = len(os.listdir(f"/proc/{pid}/fd"))
+        kinds: Counter[str] = Counter()
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            with contextlib.suppress(OSError):
+                kinds[fd_kind(os.readlink(f"/proc/{pid}/fd/{fd}"))] += 1
     except OSError:
         return None
     fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
     return {
         "t": round(time.monotonic() - started, 1),
         "rss_mib": int(fields["VmRSS"].split()[0]) / 1024,
-        "fds": fds,
+        "fds": sum(kinds.values()),
+        **{f"fds_{kind}": kinds[kind] for kind in ("socket", "pipe", "anon", "file")},
         "threads": int(fields["Threads"]),
         "descendants": len(descendants(pid)),
     }
@@ -225,6 +237,19 @@ def stop_process(proc: subprocess.Popen[bytes] | None, sig: int = signal.SIGTERM
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(30)
+
+
+def start_policy_server(tok: Any, policy: FaultyPolicy, port: int) -> ScriptedVLLMServer:
+    """A scripted vLLM server (``port`` 0: a free one); the same port again after a restart, retried while the
+    old socket lets go."""
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            return ScriptedVLLMServer(tok, policy, port=port, model_name="soak", max_recorded=64).start()
+        except (OSError, RuntimeError):  # the port not yet free again
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
 
 
 class RunApi:
@@ -341,6 +366,9 @@ class Trainer:
                     got = self.pull_once()
                 except (httpx.HTTPError, ValueError):  # run-api down or restarting
                     got = False
+                except Exception as err:  # noqa: BLE001 - a trainer that stops pulling would stall the soak unseen
+                    self.problems.append(f"the trainer's pull failed: {type(err).__name__}: {err}")
+                    got = False
             if not got:
                 time.sleep(0.5)
 
@@ -374,7 +402,8 @@ def serve_config(backend: str, args: argparse.Namespace, api: str, policy_url: s
     else:
         env.update(terminal_timeout=20, tool_server_url=tool_server.url, tool_server_token=tool_server.token)
         if backend == "sandbox":
-            env["terminal_backend_options"] = {"slots_per_worker": 4, "min_workers": 2, "max_workers": 2}
+            env["terminal_backend_options"] = {"slots_per_worker": SLOTS_PER_WORKER, "min_workers": 2,
+                                               "max_workers": 2}  # fmt: skip
     return {
         "env": env,
         "openai": {"server_type": "vllm", "base_url": policy_url, "model_name": "soak", "api_key": "x",
@@ -535,7 +564,7 @@ def soak(args: argparse.Namespace) -> dict[str, Any]:
         hostile = sorted(set(HOSTILE_COMMANDS) - {"disk"})
         policies["harbor"] = FaultyPolicy(rows, args, hostile=hostile, tool_server=False)
     for name, policy in policies.items():
-        servers[name] = ScriptedVLLMServer(tok, policy, model_name="soak", max_recorded=64).start()
+        servers[name] = start_policy_server(tok, policy, 0)
 
     trainer = Trainer(run_api.url, args.batch_size, len(tok), end_of_turn)
     trainer_thread = threading.Thread(target=trainer.run, daemon=True)
@@ -605,8 +634,7 @@ def soak(args: argparse.Namespace) -> dict[str, Any]:
                     server.stop()
                 time.sleep(args.policy_down_s)
                 for name, server in list(servers.items()):
-                    servers[name] = ScriptedVLLMServer(tok, policies[name], port=server.port, model_name="soak",
-                                                       max_recorded=64).start()  # fmt: skip
+                    servers[name] = start_policy_server(tok, policies[name], server.port)
                 for serve in serves:
                     serve.faults["policy_restart"] += 1
                 injected["policy_restart"] += 1
@@ -618,11 +646,22 @@ def soak(args: argparse.Namespace) -> dict[str, Any]:
                 injected["tool_server_restart"] += 1
                 event("restarted the tool server")
             if schedule.due("run_api_restart"):
-                with trainer.lock:
-                    with contextlib.suppress(httpx.HTTPError, ValueError):
-                        trainer.drain()
-                    queued = int(httpx.get(f"{run_api.url}/status", timeout=10).json().get("queue_size", 0))
-                    run_api.kill()
+                # The serve processes are frozen (SIGSTOP, their sandboxes run on) for the instant it takes to count
+                # run-api's queue and kill it: a group accepted after the count would be lost uncounted.
+                frozen = [s.proc.pid for s in serves if s.proc.poll() is None]
+                for pid in frozen:
+                    os.kill(pid, signal.SIGSTOP)
+                try:
+                    time.sleep(0.5)  # sends already on the wire arrive (or stay incomplete, and are sent again)
+                    with trainer.lock:
+                        with contextlib.suppress(httpx.HTTPError, ValueError):
+                            trainer.drain()
+                        queued = int(httpx.get(f"{run_api.url}/status", timeout=10).json().get("queue_size", 0))
+                        run_api.kill()
+                finally:
+                    for pid in frozen:
+                        with contextlib.suppress(ProcessLookupError):
+                            os.kill(pid, signal.SIGCONT)
                 lost_in_run_api_queue += queued
                 time.sleep(args.run_api_down_s)
                 run_api.start()
@@ -670,15 +709,16 @@ def soak(args: argparse.Namespace) -> dict[str, Any]:
         unsent_total += unsent
         faults = Counter(serve.faults)
         faults["policy_fault"] = serve.policy.policy_faults()
+        if serve.backend == "docker":  # the docker backend fails a rollout whose command the OOM killer ended
+            faults["hostile_memory_in_a_container"] = serve.policy.injected["hostile:memory"]
+        in_flight = int(serve_config(serve.backend, args, "", "", tool_server)["env"]["max_num_workers"])
         for cause, n in dropped.items():
-            kinds = CAUSE_FAULTS.get(cause, ())
-            if not any(faults[k] for k in kinds):
-                unexplained.append(f"{serve.backend}: {n} groups dropped as {cause}, and no fault that causes it "
-                                   f"({', '.join(kinds) or 'none known'}) was injected")  # fmt: skip
-        if dropped["policy_bad_response"] > faults["policy_fault"]:
-            unexplained.append(f"{serve.backend}: more groups dropped as policy_bad_response "
-                               f"({dropped['policy_bad_response']}) than policy faults injected "
-                               f"({faults['policy_fault']})")  # fmt: skip
+            costs = CAUSE_FAULTS.get(cause, {})
+            most = sum(faults[k] * (in_flight if each is None else each) for k, each in costs.items())
+            if n > most:
+                unexplained.append(f"{serve.backend}: {n} groups dropped as {cause}; the faults that cause it "
+                                   f"({', '.join(f'{k} {faults[k]}' for k in costs) or 'none known'}) explain at "
+                                   f"most {most}")  # fmt: skip
         if not sent_line:
             unexplained.append(f"{serve.backend}: serve did not say how many groups it sent (see {serve.log_path})")
         per_serve[serve.backend] = {
