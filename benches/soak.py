@@ -67,6 +67,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+# The serve processes run this checkout's package (PYTHONPATH=python): so does this process.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+
 import httpx
 from hermes_env.env.dataset import load_rows
 from hermes_env.env.run_api_link import GROUP_ID_KEY
