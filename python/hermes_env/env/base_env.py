@@ -51,6 +51,7 @@ from hermes_env.env.defaults import (
 from hermes_env.env.output import replace_atropos_writer
 from hermes_env.env.phases import ResolvedPhase, phase1_item, phase2_item, prompt_only_item, resolve_phase
 from hermes_env.env.rollout_info import rollout_info
+from hermes_env.env.run_api_link import RunApiLinkMixin
 from hermes_env.env.run_modes import RunModesMixin
 from hermes_env.env.stats import RolloutRecord, RolloutStats, wandb_table
 from hermes_env.env.turn_credit import builtin_turn_rewards, check_turn_rewards, group_advantages
@@ -103,7 +104,7 @@ def _raise_backend_failure(ctx: Any) -> None:
         raise failure
 
 
-class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
+class HermesAgentBaseEnv(RunModesMixin, RunApiLinkMixin, BaseEnv):
     """Base class of hermes_env environments."""
 
     env_config_cls = HermesAgentEnvConfig
@@ -863,3 +864,7 @@ class HermesAgentBaseEnv(RunModesMixin, BaseEnv):
                 history = getattr(server, name, None)
                 if isinstance(history, list):
                     history.clear()
+        # atroposlib appends one entry per group served here and never reads or empties it.
+        task_successful = getattr(self, "task_successful", None)
+        if isinstance(task_successful, list):
+            task_successful.clear()

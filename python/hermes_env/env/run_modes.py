@@ -240,6 +240,7 @@ class RunModesMixin:
             for task in workers:
                 task.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
+            await self.stop_run_api_link()  # type: ignore[attr-defined]
             await self.close()
         if terminated:
             print("serve: stopped by SIGTERM; its workspaces were cleaned up", file=sys.stderr, flush=True)
