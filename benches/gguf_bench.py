@@ -17,9 +17,9 @@ import time
 
 import numpy as np
 from hermes_env.checks.recompute import recompute_logprobs
-from hermes_env.models import load_gguf_tokenizer, smollm2_gguf
-from hermes_env.models.engine import Engine, GenerationRequest
-from hermes_env.models.llama import LlamaCpp
+from hermes_env.gguf import load_gguf_tokenizer, smollm2_gguf
+from hermes_env.gguf.engine import Engine, GenerationRequest
+from hermes_env.gguf.llama import LlamaCpp
 
 GENERATE = 128
 

@@ -30,7 +30,7 @@ from hermes_env.isolation.bubblewrap import HOST_ENV, SECCOMP_FD, BwrapSpec
 from hermes_env.isolation.paths import empty_dir
 from hermes_env.isolation.process import run_limited
 from hermes_env.isolation.users import UidBlock
-from hermes_env.sandbox import ExecutorConfig, PoolConfig, SandboxPolicy, SlotPool, ToolExecutor
+from hermes_env.slot_pool import ExecutorConfig, PoolConfig, SandboxPolicy, SlotPool, ToolExecutor
 
 GLOBAL_TIMEOUT_S = 900.0
 # Raw per-call latencies of the last run (seconds), kept out of run()'s summary for --plot.

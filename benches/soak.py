@@ -2,11 +2,11 @@
 with faults injected at random.
 
 Everything runs on 127.0.0.1: ``run-api``; SCRIPTED vLLM ``/generate`` policy servers (in this process) answering
-from the tasks' reference solutions; a tool server (``python -m hermes_env.sandbox.tool_server``) serving
+from the tasks' reference solutions; a tool server (``python -m hermes_env.slot_pool.tool_server``) serving
 ``soak_note``; one ``serve`` per backend of ``--backends``:
 
 - ``sandbox``: terminal_tasks on the slot pool; ``bwrap``: terminal_tasks in bubblewrap (both with the tool server);
-- ``docker``: the Harbor env on the repo's small Harbor tasks (``tests/envs/harbor/tasks``: count-words,
+- ``docker``: the Harbor env on the repo's small Harbor tasks (``tests/environments/harbor/tasks``: count-words,
   offline-note, ubuntu-jq), one container per rollout (podman or docker), the oracle's solution as the policy;
 
 and a trainer thread here that registers with ``run-api`` and pulls every batch.
@@ -73,18 +73,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 import httpx
 from hermes_env.env.dataset import load_rows
 from hermes_env.env.run_api_link import GROUP_ID_KEY
-from hermes_env.envs.terminal_tasks.env import TASKS_PATH
+from hermes_env.environments.terminal_tasks.env import TASKS_PATH
 from hermes_env.isolation.process import children
 from hermes_env.isolation.users import MAX_UID_BLOCKS, SLOT_UID_BASE, UID_BLOCK, _process_uids
 from hermes_env.resources import qwen3_tokenizer
-from hermes_env.sandbox.tool_server import TOKEN_ENV, ExternalTool
+from hermes_env.slot_pool.tool_server import TOKEN_ENV, ExternalTool
 from hermes_env.testing.policies import SolutionPolicy, think, tool_call_text
 from hermes_env.testing.scripted_vllm import FAULT_KINDS, ScriptedFault, ScriptedVLLMServer
 from hermes_env.testing.trainer_stub import MASKED, check_batch
 
 REPO = Path(__file__).resolve().parents[1]
 BACKENDS = ("sandbox", "bwrap", "docker")
-HARBOR_TASKS_DIR = REPO / "tests" / "envs" / "harbor" / "tasks"
+HARBOR_TASKS_DIR = REPO / "tests" / "environments" / "harbor" / "tasks"
 HARBOR_TASKS = ("count-words", "offline-note", "ubuntu-jq")
 # Garbage a policy server may answer, each of which must get the group dropped whole: the scripted server's
 # fault kinds less the transport and timing ones (restarts stand for those here).
@@ -276,7 +276,7 @@ class RunApi:
 
 
 class ToolServer:
-    """``python -m hermes_env.sandbox.tool_server`` serving :data:`TOOL_SERVER_TOOLS` on a fixed port."""
+    """``python -m hermes_env.slot_pool.tool_server`` serving :data:`TOOL_SERVER_TOOLS` on a fixed port."""
 
     def __init__(self, port: int, token: str, log: Path) -> None:
         self.port, self.token, self.log = port, token, log
@@ -287,7 +287,7 @@ class ToolServer:
         env = {**os.environ, TOKEN_ENV: self.token, "PYTHONPATH": f"{REPO / 'benches'}:{REPO / 'python'}"}
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "hermes_env.sandbox.tool_server", "--port", str(self.port),
+                [sys.executable, "-m", "hermes_env.slot_pool.tool_server", "--port", str(self.port),
                  "--tools", "soak:TOOL_SERVER_TOOLS"],
                 stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
             )  # fmt: skip
@@ -425,8 +425,8 @@ def harbor_problem() -> str | None:
     None once their images are built (cached: a build takes minutes and must not happen during the soak)."""
     import asyncio
 
-    from hermes_env.envs.harbor.runner import HarborRunner
-    from hermes_env.envs.harbor.task import load_tasks
+    from hermes_env.environments.harbor.runner import HarborRunner
+    from hermes_env.environments.harbor.task import load_tasks
     from hermes_env.errors import ContainerError
 
     try:
@@ -560,8 +560,8 @@ def soak(args: argparse.Namespace) -> dict[str, Any]:
         policies["terminal_tasks"] = FaultyPolicy(terminal_rows, args, hostile=sorted(HOSTILE_COMMANDS),
                                                   tool_server=True)  # fmt: skip
     if "docker" in backends:
-        from hermes_env.envs.harbor.scripted import scripted_rows
-        from hermes_env.envs.harbor.task import load_tasks
+        from hermes_env.environments.harbor.scripted import scripted_rows
+        from hermes_env.environments.harbor.task import load_tasks
 
         rows = scripted_rows(load_tasks(str(HARBOR_TASKS_DIR), list(HARBOR_TASKS)))
         hostile = sorted(set(HOSTILE_COMMANDS) - {"disk"})
@@ -579,7 +579,7 @@ def soak(args: argparse.Namespace) -> dict[str, Any]:
         config = work / f"config-{backend}.yaml"
         config.write_text(json.dumps(serve_config(backend, args, run_api.url, servers[policy_name].base_url,
                                                   tool_server)))  # JSON is YAML  # fmt: skip
-        module = "hermes_env.envs.harbor" if backend == "docker" else "hermes_env.envs.terminal_tasks"
+        module = "hermes_env.environments.harbor" if backend == "docker" else "hermes_env.environments.terminal_tasks"
         log_path = out / f"serve-{backend}.log"
         with log_path.open("wb") as log:
             proc = subprocess.Popen(
@@ -616,7 +616,7 @@ def soak(args: argparse.Namespace) -> dict[str, Any]:
                     serve.samples.append(point)
             if schedule.due("worker_kill"):
                 serve = next(s for s in serves if s.backend == "sandbox")
-                workers = [p for p in descendants(serve.proc.pid) if "hermes_env.sandbox.server" in cmdline(p)]
+                workers = [p for p in descendants(serve.proc.pid) if "hermes_env.slot_pool.server" in cmdline(p)]
                 if workers:
                     victim = rng.choice(workers)
                     os.kill(victim, signal.SIGKILL)

@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 
 from hermes_env.distill import TeacherClient
-from hermes_env.models import load_gguf_tokenizer, smollm2_gguf
-from hermes_env.models.process import GGUFServerProcess
+from hermes_env.gguf import load_gguf_tokenizer, smollm2_gguf
+from hermes_env.gguf.process import GGUFServerProcess
 
 
 def sequence(tokenizer: object, words: int, salt: int) -> list[int]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from hermes_env.backends import get_backend
 from hermes_env.isolation import bwrap_problem
-from hermes_env.tools import REGISTRY, ToolRunContext
+from hermes_env.tools import REGISTRY, ToolCallContext
 
 
 def pct(values: list[float], q: float) -> float:
@@ -31,7 +31,7 @@ async def bench(name: str, root: Path, calls: int, concurrency: int) -> dict[str
     backend = get_backend(name, root=root / name)
     terminal = REGISTRY.get("terminal")
     try:
-        ctx = ToolRunContext("seq", backend, timeout=30)
+        ctx = ToolCallContext("seq", backend, timeout=30)
         await terminal.run({"command": "true"}, ctx)  # warm-up, creates the workspace
         lat = []
         for _ in range(calls):
@@ -42,7 +42,7 @@ async def bench(name: str, root: Path, calls: int, concurrency: int) -> dict[str
         per_task = max(1, calls // concurrency)
 
         async def worker(i: int) -> None:
-            c = ToolRunContext(f"c{i}", backend, timeout=60)
+            c = ToolCallContext(f"c{i}", backend, timeout=60)
             for _ in range(per_task):
                 await terminal.run({"command": "echo hello"}, c)
 

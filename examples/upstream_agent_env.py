@@ -164,7 +164,7 @@ class BugFixEnv(AgentEnv):
 
 def main() -> None:
     from hermes_env.env.cli import run_cli
-    from hermes_env.envs import configure_logging
+    from hermes_env.environments import configure_logging
 
     configure_logging()
     if len(sys.argv) > 1 and sys.argv[1] == "demo":

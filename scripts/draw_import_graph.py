@@ -5,7 +5,8 @@
 The units and layers are ``hermes_env._layers``'s (the same the layering test checks). An arrow A -> B: A imports
 B. Arrows implied by a longer path (A -> B -> C makes A -> C implied) are left out, so that what is drawn is what
 each unit needs directly and the picture stays readable; the count of all unit imports is in the title. Imports of
-``_lazy.py`` (the helper that loads names on first use, imported by most packages) are not drawn either.
+``_lazy.py`` (the helper that loads names on first use, imported by most packages) are not drawn either, nor the
+old paths of renamed packages (``envs``, ``sandbox``, ``models``: shims for one release).
 """
 
 from __future__ import annotations
@@ -23,19 +24,23 @@ from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 REPO = Path(__file__).resolve().parents[1]
 # One colour per part of the stack, so the eye finds the parts: (units, colour, legend).
 GROUPS: tuple[tuple[frozenset[str], str, str], ...] = (
-    (frozenset({"_core", "_lazy", "_layers", "errors", "sync_bridge", "resources", "trajectory", "parsers"}),
+    (frozenset({"_core", "_lazy", "_layers", "_renamed", "errors", "message_fields", "sync_bridge", "timeouts",
+                "resources", "trajectory", "parsers"}),
      "#dfe8f5", "foundation: Rust core facades, errors, helpers"),
-    (frozenset({"isolation", "containers", "sandbox", "backends"}), "#f7e3cf", "where commands run"),
+    (frozenset({"isolation", "containers", "slot_pool", "backends"}), "#f7e3cf", "where commands run"),
     (frozenset({"tools", "tool_context", "managed", "agent", "distill", "judges"}), "#dcefdc",
      "a rollout: tools, model calls, the loop"),
-    (frozenset({"env", "agent_env", "html_view", "models"}), "#efe0f3", "the environment framework"),
-    (frozenset({"testing", "envs", "checks", "port", "hermes_agent", "hermes_env"}), "#f3f0c8",
+    (frozenset({"env", "agent_env", "html_view", "gguf"}), "#efe0f3", "the environment framework"),
+    (frozenset({"testing", "environments", "checks", "port", "hermes_agent", "hermes_env", "commands", "__main__"}),
+     "#f3f0c8",
      "what users run: environments, stand-ins, the hermes-agent front"),
 )  # fmt: skip
 
 
 # Imported by most packages for one small job: arrows to it would hide the structure.
 UNDRAWN = ("_lazy",)
+# Old paths of renamed packages (two-line shims for one release): not part of the design.
+OLD_PATHS = ("envs", "sandbox", "models")
 
 
 def colour(unit: str) -> str:
@@ -72,30 +77,32 @@ def reduced(graph: dict[str, set[str]]) -> dict[str, set[str]]:
 # not end at; a unit not listed here (a new package) goes at the right end of its row until it is placed.
 COLUMNS: dict[str, float] = {
     "_core": 4.5,
-    "_layers": 6.8, "errors": 3.8, "_lazy": 1.6, "sync_bridge": 0.0,
+    "sync_bridge": 0.0, "_lazy": 1.2, "_renamed": 2.4, "errors": 3.6, "message_fields": 4.8, "timeouts": 6.0,
+    "_layers": 7.2,
     "resources": 6.2, "trajectory": 4.8,
     "parsers": 3.2,
     "isolation": 0.7, "containers": 2.0,
-    "sandbox": 1.5,
+    "slot_pool": 1.5,
     "backends": 1.5,
     "tools": 1.5,
     "managed": 4.6, "distill": 6.2, "judges": 3.4,
     "agent": 2.2,
     "tool_context": 0.0, "html_view": 7.4,
     "env": 3.2,
-    "agent_env": 1.6, "models": 5.0,
+    "agent_env": 1.6, "gguf": 5.0,
     "testing": 4.2,
-    "envs": 5.0,
+    "environments": 5.0,
     "checks": 6.0, "port": 7.4, "hermes_agent": 3.2,
-    "hermes_env": 1.6,
+    "commands": 1.6,
+    "hermes_env": 3.2, "__main__": 1.6,
 }  # fmt: skip
 
 
 def draw(out: Path) -> None:
     edges = _layers.imports()
     graph = _layers.unit_graph(edges)
-    kept = reduced({a: bs - set(UNDRAWN) for a, bs in graph.items()})
-    rows = [sorted(layer) for layer in _layers.LAYERS]
+    kept = reduced({a: bs - set(UNDRAWN) for a, bs in graph.items() if a not in OLD_PATHS})
+    rows = [sorted(u for u in layer if u not in OLD_PATHS) for layer in _layers.LAYERS]
     col_w, row_h = 2.0, 0.9
     width = col_w * 8
     fig, ax = plt.subplots(figsize=(width * 0.75, row_h * len(rows) * 0.75 + 1.2))

@@ -22,20 +22,20 @@ PACKAGE = "hermes_env"
 #: Bottom first. One line of ARCHITECTURE.md's layer map per layer, in this order.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("_core",),
-    ("_lazy", "_layers", "errors", "message_fields", "sync_bridge", "timeouts"),
-    ("resources", "trajectory"),
+    ("_lazy", "_layers", "_renamed", "errors", "message_fields", "sync_bridge", "timeouts"),
+    ("resources", "trajectory", "envs", "sandbox", "models"),
     ("parsers",),
     ("isolation", "containers"),
-    ("sandbox",),
+    ("slot_pool",),
     ("backends",),
     ("tools",),
     ("managed", "distill", "judges"),
     ("agent",),
     ("tool_context", "html_view"),
     ("env",),
-    ("models", "agent_env"),
+    ("gguf", "agent_env"),
     ("testing",),
-    ("envs",),
+    ("environments",),
     ("checks", "port", "hermes_agent"),
     ("commands",),
     ("hermes_env", "__main__"),
@@ -46,7 +46,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 ALLOWED_BACK_EDGES: dict[tuple[str, str], str] = {}
 
 # Folders of data (task repositories copied into sandboxes), not modules of the package.
-_NOT_MODULES = ("envs/swe_lite/repos",)
+_NOT_MODULES = ("environments/swe_lite/repos",)
 
 
 @dataclass(frozen=True, order=True)

@@ -38,15 +38,15 @@ class ModuleCommand:
 #: Every command but ``list`` and ``run``: the module that implements it (the one place a module is named).
 MODULE_COMMANDS: dict[str, ModuleCommand] = {
     "demo": ModuleCommand(
-        "hermes_env.envs.terminal_tasks",
+        "hermes_env.environments.terminal_tasks",
         "run terminal_tasks end to end on this machine against a scripted policy (no model, no GPU)",
         ("demo",),
     ),
     "oracle": ModuleCommand(
-        "hermes_env.envs.harbor", "check a folder of Harbor tasks with their reference solutions", ("oracle",)
+        "hermes_env.environments.harbor", "check a folder of Harbor tasks with their reference solutions", ("oracle",)
     ),
     "export-tb2": ModuleCommand(
-        "hermes_env.envs.harbor",
+        "hermes_env.environments.harbor",
         "write Harbor tasks as the rows upstream's Terminal-Bench 2 environment loads",
         ("export-tb2",),
     ),
@@ -57,10 +57,10 @@ MODULE_COMMANDS: dict[str, ModuleCommand] = {
     "port": ModuleCommand("hermes_env.port", "port hermes-agent environment files by rewriting their imports"),
     "parse": ModuleCommand("hermes_env.parsers", "stream a model output through a tool-call parser"),
     "serve-gguf": ModuleCommand(
-        "hermes_env.models.serve_gguf", "serve a GGUF model on this CPU behind vLLM's and OpenAI's HTTP APIs"
+        "hermes_env.gguf.serve_gguf", "serve a GGUF model on this CPU behind vLLM's and OpenAI's HTTP APIs"
     ),
     "gguf-tokenizer": ModuleCommand(
-        "hermes_env.models.gguf_tokenizer", "save a GGUF model's tokenizer as a Hugging Face tokenizer folder"
+        "hermes_env.gguf.gguf_tokenizer", "save a GGUF model's tokenizer as a Hugging Face tokenizer folder"
     ),
     "scripted-vllm": ModuleCommand(
         "hermes_env.testing.scripted_vllm", "a scripted stand-in for a vLLM server (no model)"
@@ -72,7 +72,7 @@ MODULE_COMMANDS: dict[str, ModuleCommand] = {
         "hermes_env.testing.trainer_stub", "a stand-in trainer that pulls batches from atroposlib's run-api"
     ),
     "tool-server": ModuleCommand(
-        "hermes_env.sandbox.tool_server", "serve tools that must run outside the sandbox (web, APIs holding keys)"
+        "hermes_env.slot_pool.tool_server", "serve tools that must run outside the sandbox (web, APIs holding keys)"
     ),
     "containers": ModuleCommand(
         "hermes_env.containers", "set up the container engine and base image, or sweep leftover containers"

@@ -2,7 +2,7 @@
 
 A call's limit is decided once, by :func:`clamp_timeout`: what the model asked for (or the configured default
 when it asked for none), raised to a floor and capped at the most a call may get. ``terminal_timeout`` is both the
-default and the cap of a rollout's tool calls (``ToolRunContext``); the slot pool's executor and the tool server
+default and the cap of a rollout's tool calls (``ToolCallContext``); the slot pool's executor and the tool server
 apply their own default/floor/cap (``ExecutorConfig``, ``ToolServerConfig``) with the same function.
 
 From that timeout, :class:`CallBudget` derives each layer's limit; each later layer is a safety net for a layer

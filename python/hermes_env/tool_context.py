@@ -38,7 +38,7 @@ from hermes_env.agent.steps import TOOL_ALIASES, ToolResult, tool_result_from_te
 from hermes_env.backends.base import ExecResult, ExecutionBackend
 from hermes_env.errors import BackendFailure, ToolCallError
 from hermes_env.sync_bridge import AwaitableResult, awaitable_or_sync
-from hermes_env.tools import REGISTRY, ToolOutput, ToolRegistry, ToolRunContext, file_tools
+from hermes_env.tools import REGISTRY, ToolCallContext, ToolOutput, ToolRegistry, file_tools
 from hermes_env.tools.process_tool import kill_all_processes
 from hermes_env.tools.registry import error_json
 from hermes_env.tools.terminal_tool import terminal_answer, with_workdir
@@ -124,7 +124,7 @@ class ToolContext:
         self.registry = registry
         self.timeout = timeout
         # What the model's tool calls run with; ``state`` holds the todo list and background jobs.
-        self.run_context = ToolRunContext(
+        self.run_context = ToolCallContext(
             task_id=task_id,
             backend=backend,
             timeout=timeout,

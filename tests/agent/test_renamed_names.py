@@ -1,7 +1,7 @@
 """Old names of things renamed so that each name means one thing: still importable, warning once.
 
 ``hermes_env.agent.steps.ToolCall`` is now ``AgentToolCall`` (``hermes_env.parsers.ToolCall`` is the
-parser's call); ``hermes_env.sandbox.ToolResult`` is ``ExecResult`` (``agent_env.ToolResult`` is the
+parser's call); ``hermes_env.slot_pool.ToolResult`` is ``ExecResult`` (``agent_env.ToolResult`` is the
 AgentEnv result).
 """
 
@@ -18,8 +18,8 @@ from hermes_env import _lazy
     ("module", "old", "new_module", "new"),
     [
         ("hermes_env.agent.steps", "ToolCall", "hermes_env.agent.steps", "AgentToolCall"),
-        ("hermes_env.sandbox", "ToolResult", "hermes_env.isolation.result", "ExecResult"),
-        ("hermes_env.sandbox.protocol", "ToolResult", "hermes_env.isolation.result", "ExecResult"),
+        ("hermes_env.slot_pool", "ToolResult", "hermes_env.isolation.result", "ExecResult"),
+        ("hermes_env.slot_pool.protocol", "ToolResult", "hermes_env.isolation.result", "ExecResult"),
     ],
 )
 def test_an_old_name_gives_the_new_thing_and_warns_once(
@@ -46,7 +46,7 @@ def test_the_compatibility_fronts_keep_upstreams_names_without_a_warning() -> No
 
 
 def test_an_unknown_name_is_still_an_attribute_error() -> None:
-    import hermes_env.sandbox
+    import hermes_env.slot_pool
 
     with pytest.raises(AttributeError, match="has no attribute 'Nothing'"):
-        _ = hermes_env.sandbox.Nothing  # type: ignore[attr-defined]
+        _ = hermes_env.slot_pool.Nothing  # type: ignore[attr-defined]

@@ -156,7 +156,7 @@ def test_backends_are_imported_on_first_use() -> None:
     code = (
         "import sys; from hermes_env.backends import get_backend; b = get_backend('local'); "
         "import asyncio; asyncio.run(b.aclose()); "
-        "print(sorted(m for m in sys.modules if m.startswith(('hermes_env.sandbox', 'hermes_env.backends.sandbox'))))"
+        "print(sorted(m for m in sys.modules if m.startswith(('hermes_env.slot_pool', 'hermes_env.backends.sandbox'))))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -23,7 +23,7 @@ from hermes_env.backends.sandbox import SandboxOptions
 from hermes_env.env.config import HermesAgentEnvConfig
 from hermes_env.errors import BackendOptionsError
 from hermes_env.isolation.limits import ResourceLimits
-from hermes_env.sandbox.config import ExecutorConfig, PoolConfig, SandboxPolicy
+from hermes_env.slot_pool.config import ExecutorConfig, PoolConfig, SandboxPolicy
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 

@@ -15,10 +15,10 @@ from hermes_env.commands import ENTRY_POINT_GROUP, MODULE_COMMANDS, main
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = {
-    "terminal_tasks": "hermes_env.envs.terminal_tasks:TerminalTasksEnv",
-    "swe_lite": "hermes_env.envs.swe_lite:SweLiteEnv",
-    "bench_eval": "hermes_env.envs.bench_eval:BenchEvalEnv",
-    "harbor": "hermes_env.envs.harbor:HarborEnv",
+    "terminal_tasks": "hermes_env.environments.terminal_tasks:TerminalTasksEnv",
+    "swe_lite": "hermes_env.environments.swe_lite:SweLiteEnv",
+    "bench_eval": "hermes_env.environments.bench_eval:BenchEvalEnv",
+    "harbor": "hermes_env.environments.harbor:HarborEnv",
 }
 
 # A module run again by runpy after an earlier test imported it warns that it is in sys.modules; harmless here.

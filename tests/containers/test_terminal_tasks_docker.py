@@ -18,7 +18,7 @@ from hermes_env.backends import get_backend
 from hermes_env.backends.docker import DockerBackend
 from hermes_env.containers import ContainerEngine, ImageSpec
 from hermes_env.env.dataset import load_rows
-from hermes_env.envs.terminal_tasks.env import TASKS_PATH
+from hermes_env.environments.terminal_tasks.env import TASKS_PATH
 from hermes_env.testing.policies import ScriptedTask, expected_success
 from hermes_env.tool_context import ToolContext
 
@@ -95,7 +95,7 @@ async def test_the_reward_sees_the_rollouts_container_until_cleanup(docker: Dock
 def _run_demo(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """The demo on docker; the CompletedProcess's ``args`` ends with the child's pid (to find its containers)."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "hermes_env.envs.terminal_tasks", "demo", "--backend", "docker", *args],
+        [sys.executable, "-m", "hermes_env.environments.terminal_tasks", "demo", "--backend", "docker", *args],
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

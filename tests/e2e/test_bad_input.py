@@ -55,7 +55,7 @@ def test_bad_input_stops_with_one_clear_message(tmp_path: Path, flags: list[str]
     port = free_port()  # nothing listens there
     out = tmp_path / "groups.jsonl"
     proc = run_env(
-        "hermes_env.envs.terminal_tasks",
+        "hermes_env.environments.terminal_tasks",
         "process",
         "--openai.base_url", f"http://127.0.0.1:{port}/v1",
         "--env.terminal_backend", "local",

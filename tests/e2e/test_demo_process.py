@@ -9,7 +9,7 @@ import pytest
 from e2e_helpers import assistant_text_of, read_groups, run_env
 from hermes_env.backends.bwrap import bwrap_problem
 from hermes_env.env.dataset import load_rows
-from hermes_env.envs.terminal_tasks.env import TASKS_PATH
+from hermes_env.environments.terminal_tasks.env import TASKS_PATH
 from hermes_env.testing import qwen3_tokenizer
 from hermes_env.testing.policies import ScriptedTask, expected_success
 from hermes_env.testing.scripted_vllm import scripted_logprob
@@ -34,7 +34,7 @@ def _runs(masks: list[int]) -> list[tuple[int, int]]:
 def test_demo_writes_aligned_phase2_groups_with_right_rewards(tmp_path: Path) -> None:
     out = tmp_path / "demo.jsonl"
     proc = run_env(
-        "hermes_env.envs.terminal_tasks", "demo", "--groups", "5", "--group-size", "4",
+        "hermes_env.environments.terminal_tasks", "demo", "--groups", "5", "--group-size", "4",
         "--backend", BACKEND, "--out", str(out), "--seed", "1",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]

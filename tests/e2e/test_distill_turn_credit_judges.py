@@ -13,7 +13,7 @@ from hermes_env.backends.bwrap import bwrap_problem
 from hermes_env.distill import TeacherContext
 from hermes_env.env.dataset import load_rows
 from hermes_env.env.turn_credit import turn_spans
-from hermes_env.envs.terminal_tasks.env import TASKS_PATH
+from hermes_env.environments.terminal_tasks.env import TASKS_PATH
 from hermes_env.testing import qwen3_tokenizer, qwen3_tokenizer_dir
 from hermes_env.testing.policies import SolutionPolicy
 from hermes_env.testing.scripted_openai import ScriptedOpenAIServer
@@ -50,7 +50,7 @@ def test_terminal_tasks_writes_advantages_teacher_top_k_and_judge_verdicts(tmp_p
         ScriptedOpenAIServer(judge) as judge_server,
     ):
         proc = run_env(
-            "hermes_env.envs.terminal_tasks", "process",
+            "hermes_env.environments.terminal_tasks", "process",
             "--openai.base_url", server.base_url, "--openai.server_type", "vllm",
             "--openai.tokenizer_name", str(qwen3_tokenizer_dir()),
             "--env.terminal_backend", BACKEND, "--env.total_steps", "3", "--env.group_size", "4",

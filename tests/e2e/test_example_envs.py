@@ -11,8 +11,8 @@ import pytest
 from e2e_helpers import TASKS, read_groups, run_env, write_tasks
 from hermes_env.backends.bwrap import bwrap_problem
 from hermes_env.env.dataset import load_rows
-from hermes_env.envs.bench_eval.env import QUESTIONS_PATH
-from hermes_env.envs.swe_lite.env import TASKS_PATH as SWE_TASKS
+from hermes_env.environments.bench_eval.env import QUESTIONS_PATH
+from hermes_env.environments.swe_lite.env import TASKS_PATH as SWE_TASKS
 from hermes_env.testing import qwen3_tokenizer, qwen3_tokenizer_dir
 from hermes_env.testing.policies import SolutionPolicy, expected_success, task_from_row
 from hermes_env.testing.scripted_vllm import ScriptedVLLMServer
@@ -28,7 +28,7 @@ def test_swe_lite_process_rewards_follow_the_hidden_tests(tmp_path: Path) -> Non
     policy = SolutionPolicy(rows, seed=2)
     with ScriptedVLLMServer(qwen3_tokenizer(), policy.vllm_responder) as server:
         proc = run_env(
-            "hermes_env.envs.swe_lite", "process",
+            "hermes_env.environments.swe_lite", "process",
             "--openai.base_url", server.base_url, "--openai.server_type", "vllm",
             "--openai.tokenizer_name", str(qwen3_tokenizer_dir()),
             "--env.terminal_backend", BACKEND, "--env.total_steps", "4", "--env.group_size", "4",
@@ -54,7 +54,7 @@ def test_bench_eval_evaluate_writes_metrics_and_samples(tmp_path: Path) -> None:
     evals = tmp_path / "evals"
     with ScriptedVLLMServer(qwen3_tokenizer(), policy.vllm_responder) as server:
         proc = run_env(
-            "hermes_env.envs.bench_eval", "evaluate",
+            "hermes_env.environments.bench_eval", "evaluate",
             "--openai.base_url", server.base_url, "--openai.server_type", "vllm",
             "--openai.tokenizer_name", str(qwen3_tokenizer_dir()),
             "--env.terminal_backend", BACKEND, "--env.data_dir_to_save_evals", str(evals),
@@ -84,7 +84,7 @@ def test_scripted_evaluate_without_an_eval_dir_prints_the_results(tmp_path: Path
     policy = SolutionPolicy(TASKS, seed=4)
     with ScriptedVLLMServer(qwen3_tokenizer(), policy.vllm_responder) as server:
         proc = run_env(
-            "hermes_env.envs.terminal_tasks", "evaluate", "--env.dataset_name", str(tasks),
+            "hermes_env.environments.terminal_tasks", "evaluate", "--env.dataset_name", str(tasks),
             "--openai.base_url", server.base_url, "--openai.server_type", "vllm",
             "--env.terminal_backend", BACKEND, cwd=tmp_path,
         )  # fmt: skip
@@ -95,5 +95,5 @@ def test_scripted_evaluate_without_an_eval_dir_prints_the_results(tmp_path: Path
 
 
 def test_bench_eval_is_evaluation_only() -> None:
-    proc = run_env("hermes_env.envs.bench_eval", "process", "--env.terminal_backend", "local", timeout=120)
+    proc = run_env("hermes_env.environments.bench_eval", "process", "--env.terminal_backend", "local", timeout=120)
     assert proc.returncode != 0 and "bench_eval is evaluation-only" in proc.stderr

@@ -19,7 +19,7 @@ def test_process_phase1_against_scripted_openai_server(tmp_path: Path) -> None:
     policy = SolutionPolicy(TASKS, seed=3)
     with ScriptedOpenAIServer(policy.respond_to_messages) as server:
         proc = run_env(
-            "hermes_env.envs.terminal_tasks",
+            "hermes_env.environments.terminal_tasks",
             "process",
             "--openai.base_url", server.base_url,
             "--openai.server_type", "openai",

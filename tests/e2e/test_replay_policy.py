@@ -76,7 +76,7 @@ def test_process_runs_on_replayed_turns(tmp_path: Path, module: str, server_args
     server = _serve(module, port, replay)
     try:
         proc = run_env(
-            "hermes_env.envs.terminal_tasks",
+            "hermes_env.environments.terminal_tasks",
             "process",
             "--openai.base_url", f"http://127.0.0.1:{port}/v1",
             "--openai.model_name", "scripted",

@@ -117,7 +117,7 @@ def test_scripted_serve_loop_with_trainer_stub(run_api: str, tmp_path: Path) -> 
         )  # fmt: skip
         serve = subprocess.Popen(
             [
-                sys.executable, "-m", "hermes_env.envs.terminal_tasks", "serve",
+                sys.executable, "-m", "hermes_env.environments.terminal_tasks", "serve",
                 "--openai.base_url", server.base_url, "--openai.server_type", "vllm",
                 "--openai.tokenizer_name", "bundled:qwen3",
                 "--env.rollout_server_url", run_api,

@@ -14,7 +14,7 @@ from hermes_env.agent_env import ToolCall
 from hermes_env.testing import qwen3_tokenizer_dir
 from pydantic import ValidationError
 
-from tests.sandbox.conftest import BWRAP_PROBLEM
+from tests.slot_pool.conftest import BWRAP_PROBLEM
 
 
 def test_agent_env_fields_map_onto_the_pool_and_loop() -> None:
@@ -57,7 +57,7 @@ def test_rollouts_run_on_the_pool_or_on_a_backend_named_by_terminal_backend() ->
 
 
 def test_tool_pool_mode_names_one_of_the_pools_launchers() -> None:
-    from hermes_env.sandbox.config import LAUNCHERS
+    from hermes_env.slot_pool.config import LAUNCHERS
 
     assert set(LAUNCHERS) == {"local", "ray", "container"}
     for mode in LAUNCHERS:

@@ -15,7 +15,11 @@ from hermes_env.errors import TokenizerUnavailable
 from hermes_env.resources import bundled_tokenizer_dir, check_hub_tokenizer, load_tokenizer, resolve_tokenizer_name
 
 REPO = Path(__file__).resolve().parents[2]
-ENVS = ["hermes_env.envs.terminal_tasks", "hermes_env.envs.swe_lite", "hermes_env.envs.bench_eval"]
+ENVS = [
+    "hermes_env.environments.terminal_tasks",
+    "hermes_env.environments.swe_lite",
+    "hermes_env.environments.bench_eval",
+]
 
 
 UNCACHED_HUB_ID = "hermes-env-tests/not-in-any-cache"
@@ -52,7 +56,7 @@ def test_help_lists_every_command_without_markup(module: str) -> None:
 def test_an_unloadable_tokenizer_is_a_one_line_error(tmp_path: Path) -> None:
     missing = tmp_path / "no-such-tokenizer"
     proc = _run(
-        "hermes_env.envs.terminal_tasks", "process", "--env.tokenizer_name", str(missing),
+        "hermes_env.environments.terminal_tasks", "process", "--env.tokenizer_name", str(missing),
         "--env.data_path_to_save_groups", str(tmp_path / "out.jsonl"), cwd=tmp_path,
     )  # fmt: skip
     assert proc.returncode != 0
@@ -65,7 +69,7 @@ def test_an_unreachable_hub_id_is_refused_at_once(tmp_path: Path) -> None:
     """Offline, a Hub id that is not cached is a one-line error naming the flag, without Hugging Face's retries."""
     hub = f"http://127.0.0.1:{_closed_port()}"
     proc = _run(
-        "hermes_env.envs.terminal_tasks", "process", "--env.tokenizer_name", UNCACHED_HUB_ID,
+        "hermes_env.environments.terminal_tasks", "process", "--env.tokenizer_name", UNCACHED_HUB_ID,
         "--env.data_path_to_save_groups", str(tmp_path / "out.jsonl"), cwd=tmp_path, HF_ENDPOINT=hub,
     )  # fmt: skip
     assert proc.returncode != 0
@@ -102,7 +106,9 @@ def test_hub_check_probes_only_uncached_hub_ids(monkeypatch: pytest.MonkeyPatch,
 
 
 def test_scripted_demo_starts_quietly_and_verbose_shows_the_configuration(tmp_path: Path) -> None:
-    args = ("hermes_env.envs.terminal_tasks", "demo", "--groups", "1", "--group-size", "2", "--backend", "local")
+    args = (
+        "hermes_env.environments.terminal_tasks", "demo", "--groups", "1", "--group-size", "2", "--backend", "local"
+    )
     quiet = _run(*args, "--out", str(tmp_path / "q.jsonl"), cwd=tmp_path)
     assert quiet.returncode == 0, quiet.stderr[-2000:]
     assert "TerminalTasksConfig(" not in quiet.stdout + quiet.stderr

@@ -135,7 +135,7 @@ def test_a_misspelt_backend_option_stops_the_command_at_load(tmp_path: Path, sou
         config.write_text(f"env:\n  terminal_backend: sandbox\n  terminal_backend_options: {options}\n")
         args = ["--config", str(config)]
     proc = subprocess.run(
-        [sys.executable, "-m", "hermes_env.envs.terminal_tasks", "process", *args],
+        [sys.executable, "-m", "hermes_env.environments.terminal_tasks", "process", *args],
         capture_output=True, text=True, timeout=300, check=False, env={**os.environ, "WANDB_MODE": "disabled"},
     )  # fmt: skip
     assert proc.returncode != 0

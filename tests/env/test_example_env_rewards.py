@@ -6,9 +6,9 @@ from typing import Any
 
 from env_fixtures import completion
 from hermes_env.env.dataset import load_rows
-from hermes_env.envs.bench_eval.env import QUESTIONS_PATH, BenchEvalEnv, extract_answer, normalize
-from hermes_env.envs.swe_lite.env import TASKS_PATH as SWE_TASKS
-from hermes_env.envs.swe_lite.env import SweLiteEnv
+from hermes_env.environments.bench_eval.env import QUESTIONS_PATH, BenchEvalEnv, extract_answer, normalize
+from hermes_env.environments.swe_lite.env import TASKS_PATH as SWE_TASKS
+from hermes_env.environments.swe_lite.env import SweLiteEnv
 
 SWE = {row["id"]: row for row in load_rows(str(SWE_TASKS))}
 

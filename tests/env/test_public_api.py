@@ -23,12 +23,12 @@ def test_top_level_names_resolve_to_the_framework() -> None:
 
 def test_example_environments_are_base_env_subclasses_with_yaml_beside_them() -> None:
     from hermes_env import HermesAgentBaseEnv
-    from hermes_env.envs.bench_eval.env import CONFIG_PATH as BENCH_YAML
-    from hermes_env.envs.bench_eval.env import BenchEvalEnv
-    from hermes_env.envs.swe_lite.env import CONFIG_PATH as SWE_YAML
-    from hermes_env.envs.swe_lite.env import SweLiteEnv
-    from hermes_env.envs.terminal_tasks.env import CONFIG_PATH as TT_YAML
-    from hermes_env.envs.terminal_tasks.env import TerminalTasksEnv
+    from hermes_env.environments.bench_eval.env import CONFIG_PATH as BENCH_YAML
+    from hermes_env.environments.bench_eval.env import BenchEvalEnv
+    from hermes_env.environments.swe_lite.env import CONFIG_PATH as SWE_YAML
+    from hermes_env.environments.swe_lite.env import SweLiteEnv
+    from hermes_env.environments.terminal_tasks.env import CONFIG_PATH as TT_YAML
+    from hermes_env.environments.terminal_tasks.env import TerminalTasksEnv
 
     for env_cls, yaml_path in [(TerminalTasksEnv, TT_YAML), (SweLiteEnv, SWE_YAML), (BenchEvalEnv, BENCH_YAML)]:
         assert issubclass(env_cls, HermesAgentBaseEnv) and yaml_path.is_file()

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 from env_fixtures import completion
-from hermes_env.envs.swe_lite.env import SweLiteEnv
-from hermes_env.envs.terminal_tasks.env import TerminalTasksEnv
+from hermes_env.environments.swe_lite.env import SweLiteEnv
+from hermes_env.environments.terminal_tasks.env import TerminalTasksEnv
 from hermes_env.errors import DatasetError
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from env_fixtures import completion
 from hermes_env.containers import ImageSpec
-from hermes_env.envs.terminal_tasks.env import TASKS_PATH, TerminalTasksEnv
+from hermes_env.environments.terminal_tasks.env import TASKS_PATH, TerminalTasksEnv
 from hermes_env.errors import DatasetError, EnvSetupError
 
 

@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 import pytest
-from hermes_env.envs.terminal_tasks.env import TerminalTasksConfig, TerminalTasksEnv
-from hermes_env.envs.terminal_tasks.gguf_policy import GGUF_EXAMPLE_TURNS
+from hermes_env.environments.terminal_tasks.env import TerminalTasksConfig, TerminalTasksEnv
+from hermes_env.environments.terminal_tasks.gguf_policy import GGUF_EXAMPLE_TURNS
 from hermes_env.errors import EnvSetupError
 from pydantic import ValidationError
 

@@ -46,7 +46,7 @@ def scripted_server(tok: Any) -> Iterator[Callable[[Any], ScriptedVLLMServer]]:
 @pytest.fixture
 async def process_env(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
     """``process_env(server, groups=, group_size=, **env fields)``: a TerminalTasksEnv ready for process_manager."""
-    from hermes_env.envs.terminal_tasks.env import TerminalTasksEnv
+    from hermes_env.environments.terminal_tasks.env import TerminalTasksEnv
 
     made: list[Any] = []
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_env.env.dataset import load_rows
-from hermes_env.envs.terminal_tasks.env import TASKS_PATH
+from hermes_env.environments.terminal_tasks.env import TASKS_PATH
 
 # Why a written rollout may have ended; "failed" never reaches the file.
 FINISHED_END_REASONS = {"stop", "length", "turn_limit", "context_limit", "rollout_budget", "repeated_tool_calls"}

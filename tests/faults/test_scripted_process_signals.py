@@ -32,8 +32,8 @@ pytestmark = pytest.mark.e2e
 
 def _start_demo(out: Path) -> subprocess.Popen[str]:
     env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONUNBUFFERED": "1"}
-    cmd = [sys.executable, "-m", "hermes_env.envs.terminal_tasks", "demo", "--groups", "400", "--group-size", "2",
-           "--backend", "local", "--out", str(out)]  # fmt: skip
+    cmd = [sys.executable, "-m", "hermes_env.environments.terminal_tasks", "demo", "--groups", "400",
+           "--group-size", "2", "--backend", "local", "--out", str(out)]  # fmt: skip
     # SIGINT back to its default in the child: a suite started in the background (`... &` in a script) runs with
     # SIGINT ignored, which the demo would inherit, and then Ctrl-C could not reach it.
     return subprocess.Popen(
@@ -107,7 +107,7 @@ async def test_interrupt_before_the_first_group_leaves_no_file(
 
 @pytest.mark.timeout(900)
 def test_sigkill_leaves_whole_groups_and_the_next_start_removes_a_torn_tail(tmp_path: Path, tok: Any) -> None:
-    from hermes_env.envs.terminal_tasks.env import TerminalTasksEnv
+    from hermes_env.environments.terminal_tasks.env import TerminalTasksEnv
     from hermes_env.testing import qwen3_tokenizer_dir
 
     out = tmp_path / "killed.jsonl"

@@ -25,7 +25,7 @@ from hermes_env.testing import qwen3_tokenizer_dir
 from hermes_env.testing.scripted_openai import ScriptedOpenAIServer
 from hermes_env.testing.scripted_vllm import ScriptedRequest, ScriptedVLLMServer
 
-from tests.sandbox.conftest import BWRAP_PROBLEM
+from tests.slot_pool.conftest import BWRAP_PROBLEM
 
 REPO = Path(__file__).resolve().parents[2]
 UPSTREAM_STYLE = Path(__file__).parent / "upstream_style" / "atropos" / "envs"

@@ -20,15 +20,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hermes_env.envs.harbor.scripted import oracle_command
-from hermes_env.envs.harbor.task import load_tasks
+from hermes_env.environments.harbor.scripted import oracle_command
+from hermes_env.environments.harbor.task import load_tasks
 from hermes_env.isolation import bwrap_problem
 
 pytestmark = pytest.mark.e2e
 
 HERE = Path(__file__).parent
 REPO = HERE.parents[1]
-TASKS = REPO / "tests" / "envs" / "harbor" / "tasks"
+TASKS = REPO / "tests" / "environments" / "harbor" / "tasks"
 LITE = HERE / "upstream_style" / "environments" / "benchmarks" / "lite_bench" / "lite_bench_env.py"
 NAMES = ["count-words", "wrong-solution"]  # cheap images: python:3.13-slim-bookworm and debian:bookworm-slim
 ENV = {**os.environ, "PYTHONPATH": str(REPO / "python"), "WANDB_MODE": "disabled"}
@@ -54,8 +54,9 @@ def _port_lite(tmp_path: Path) -> Path:
 
 
 def _export(tasks: Path, rows: Path, names: list[str]) -> None:
-    export = subprocess.run([sys.executable, "-m", "hermes_env.envs.harbor", "export-tb2", str(tasks), str(rows),
-                             *names], capture_output=True, text=True, env=ENV, timeout=120, check=False)  # fmt: skip
+    export = subprocess.run([sys.executable, "-m", "hermes_env.environments.harbor", "export-tb2", str(tasks),
+                             str(rows), *names],
+                            capture_output=True, text=True, env=ENV, timeout=120, check=False)  # fmt: skip
     assert export.returncode == 0, export.stderr
 
 
@@ -173,7 +174,7 @@ def test_upstream_style_tb2_file_verifies_in_upstream_images_offline_as_the_orac
                           capture_output=True, text=True, env=ENV, timeout=60, check=False)  # fmt: skip
     assert port.returncode == 0, port.stderr
     _export(tasks, tmp_path / "rows", names)
-    oracle = subprocess.run([sys.executable, "-m", "hermes_env.envs.harbor", "oracle", str(tasks), *names,
+    oracle = subprocess.run([sys.executable, "-m", "hermes_env.environments.harbor", "oracle", str(tasks), *names,
                              "--out", str(tmp_path / "oracle")],
                             capture_output=True, text=True, env=ENV, timeout=900, check=False)  # fmt: skip
     by_oracle = {row["task"]: row["reward_after"] for row in json.loads((tmp_path / "oracle.json").read_text())}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from hermes_env.backends.local import LocalBackend
-from hermes_env.sandbox.config import ExecutorConfig
+from hermes_env.slot_pool.config import ExecutorConfig
 from hermes_env.timeouts import (
     RESULT_WAIT_GRACE_S,
     TOOL_GRACE_S,
@@ -13,7 +13,7 @@ from hermes_env.timeouts import (
     CallBudget,
     clamp_timeout,
 )
-from hermes_env.tools.registry import ToolRunContext
+from hermes_env.tools.registry import ToolCallContext
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
@@ -23,8 +23,8 @@ asked = st.none() | seconds
 
 @given(timeout=seconds, extra=st.floats(min_value=0, max_value=10_000), requested=asked)
 def test_a_rollouts_tool_calls_get_the_same_limits_as_before(timeout: float, extra: float, requested: float | None):
-    # The limits ToolRunContext gave before it used clamp_timeout: the default, else the ask within [1 s, max].
-    ctx = ToolRunContext(task_id="t", backend=LocalBackend.__new__(LocalBackend), timeout=timeout,
+    # The limits ToolCallContext gave before it used clamp_timeout: the default, else the ask within [1 s, max].
+    ctx = ToolCallContext(task_id="t", backend=LocalBackend.__new__(LocalBackend), timeout=timeout,
                          max_timeout=timeout + extra)  # fmt: skip
     limit = timeout + extra
     before = min(timeout, limit) if requested is None else max(1.0, min(requested, limit))

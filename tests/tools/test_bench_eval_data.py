@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 from hermes_env.backends.bwrap import BwrapBackend
-from hermes_env.tools import REGISTRY, ToolRunContext
+from hermes_env.tools import REGISTRY, ToolCallContext
 
-PATH = Path(__file__).resolve().parents[2] / "python" / "hermes_env" / "envs" / "bench_eval" / "questions.jsonl"
+PATH = Path(__file__).resolve().parents[2] / "python" / "hermes_env" / "environments" / "bench_eval" / "questions.jsonl"
 ITEMS = [json.loads(line) for line in PATH.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
@@ -27,7 +27,7 @@ def test_shape() -> None:
 async def test_reference_inspection_yields_the_answer(bwrap: BwrapBackend, item: dict[str, Any]) -> None:
     res = await bwrap.execute("q", item["setup"], 30)
     assert res.ok, f"setup failed: {res.output}"
-    ctx = ToolRunContext("q", bwrap, timeout=30)
+    ctx = ToolCallContext("q", bwrap, timeout=30)
     out = json.loads(await REGISTRY.dispatch("terminal", {"command": item["solution"]}, ctx))
     assert out["exit_code"] == 0, out
     assert out["output"] == item["answer"]

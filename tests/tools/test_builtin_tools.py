@@ -8,19 +8,19 @@ from typing import Any
 import pytest
 from hermes_env.backends import ExecutionBackend
 from hermes_env.errors import ToolArgumentError
-from hermes_env.tools import REGISTRY, ToolRunContext
+from hermes_env.tools import REGISTRY, ToolCallContext
 
 
 @pytest.fixture
-def ctx(backend: ExecutionBackend) -> ToolRunContext:
-    return ToolRunContext("task", backend, timeout=10, max_timeout=20)
+def ctx(backend: ExecutionBackend) -> ToolCallContext:
+    return ToolCallContext("task", backend, timeout=10, max_timeout=20)
 
 
-async def run(name: str, args: dict[str, Any], ctx: ToolRunContext) -> dict[str, Any]:
+async def run(name: str, args: dict[str, Any], ctx: ToolCallContext) -> dict[str, Any]:
     return json.loads(await REGISTRY.dispatch(name, args, ctx))
 
 
-async def test_terminal_answers_output_exit_code_error(ctx: ToolRunContext) -> None:
+async def test_terminal_answers_output_exit_code_error(ctx: ToolCallContext) -> None:
     assert await run("terminal", {"command": "echo hello"}, ctx) == {"output": "hello", "exit_code": 0, "error": None}
     assert await run("terminal", {"command": "echo oops >&2; exit 4"}, ctx) == {
         "output": "oops",
@@ -31,7 +31,7 @@ async def test_terminal_answers_output_exit_code_error(ctx: ToolRunContext) -> N
     assert (await run("terminal", {"command": "ls", "workdir": "sub"}, ctx))["output"] == "f.txt"
 
 
-async def test_terminal_timeout_answers_124_and_is_clamped(ctx: ToolRunContext) -> None:
+async def test_terminal_timeout_answers_124_and_is_clamped(ctx: ToolCallContext) -> None:
     ctx.timeout, ctx.max_timeout = 1.0, 1.5
     out = await REGISTRY.dispatch("terminal", {"command": "sleep 60", "timeout": 3600}, ctx)
     answer = json.loads(out)
@@ -40,13 +40,13 @@ async def test_terminal_timeout_answers_124_and_is_clamped(ctx: ToolRunContext) 
     assert out.error  # counted as a failed call
 
 
-async def test_terminal_output_is_cut_like_hermes_agent(ctx: ToolRunContext) -> None:
+async def test_terminal_output_is_cut_like_hermes_agent(ctx: ToolCallContext) -> None:
     out = (await run("terminal", {"command": "python3 -c \"print('x' * 60000 + 'END')\""}, ctx))["output"]
     assert "[OUTPUT TRUNCATED - 10003 chars omitted out of 60003 total]" in out
     assert out.startswith("x" * 20000) and out.endswith("END")
 
 
-async def test_read_file_numbers_lines_and_pages(ctx: ToolRunContext) -> None:
+async def test_read_file_numbers_lines_and_pages(ctx: ToolCallContext) -> None:
     await ctx.backend.write_file(ctx.task_id, "notes.txt", b"alpha\nbeta\ngamma\n")
     assert await run("read_file", {"path": "notes.txt"}, ctx) == {
         "content": "     1|alpha\n     2|beta\n     3|gamma",
@@ -62,14 +62,14 @@ async def test_read_file_numbers_lines_and_pages(ctx: ToolRunContext) -> None:
     assert "past the end" in (await run("read_file", {"path": "notes.txt", "offset": 9}, ctx))["hint"]
 
 
-async def test_read_file_missing_suggests_similar_names(ctx: ToolRunContext) -> None:
+async def test_read_file_missing_suggests_similar_names(ctx: ToolCallContext) -> None:
     await ctx.backend.write_file(ctx.task_id, "src/config.yaml", b"a: 1\n")
     answer = await run("read_file", {"path": "src/confg.yaml"}, ctx)
     assert answer["error"] == "File not found: src/confg.yaml"
     assert answer["similar_files"] == ["src/config.yaml"]
 
 
-async def test_read_file_binary_and_image(ctx: ToolRunContext) -> None:
+async def test_read_file_binary_and_image(ctx: ToolCallContext) -> None:
     await ctx.backend.write_file(ctx.task_id, "blob", b"\x00\x01\x02" * 10)
     assert (await run("read_file", {"path": "blob"}, ctx))["error"].startswith("Binary file - cannot display")
     await ctx.backend.write_file(ctx.task_id, "pic.png", b"\x89PNG....")
@@ -77,7 +77,7 @@ async def test_read_file_binary_and_image(ctx: ToolRunContext) -> None:
     assert answer["is_image"] is True and "vision_analyze" in answer["hint"]
 
 
-async def test_write_file_then_terminal_sees_it(ctx: ToolRunContext) -> None:
+async def test_write_file_then_terminal_sees_it(ctx: ToolCallContext) -> None:
     assert await run("write_file", {"path": "pkg/mod.py", "content": "print('hi')\n"}, ctx) == {
         "bytes_written": 12,
         "dirs_created": True,
@@ -90,7 +90,7 @@ async def test_write_file_then_terminal_sees_it(ctx: ToolRunContext) -> None:
     assert await ctx.backend.read_file(ctx.task_id, "top.txt") == "é".encode()
 
 
-async def test_patch_replace_mode(ctx: ToolRunContext) -> None:
+async def test_patch_replace_mode(ctx: ToolCallContext) -> None:
     await ctx.backend.write_file(ctx.task_id, "m.py", b"a = 1\nb = 2\na = 1\n")
     ambiguous = await run("patch", {"path": "m.py", "old_string": "a = 1", "new_string": "a = 9"}, ctx)
     assert ambiguous == {"success": False, "error": "Found 2 matches for old_string. Provide more context to make it "
@@ -114,7 +114,7 @@ async def test_patch_replace_mode(ctx: ToolRunContext) -> None:
     }
 
 
-async def test_patch_fuzzy_indentation_and_lint(ctx: ToolRunContext) -> None:
+async def test_patch_fuzzy_indentation_and_lint(ctx: ToolCallContext) -> None:
     await ctx.backend.write_file(ctx.task_id, "f.py", b"def f():\n    return 1\n")
     answer = await run("patch", {"path": "f.py", "old_string": "return 1", "new_string": "return (1"}, ctx)
     assert answer["success"] and answer["lint"]["status"] == "error" and "SyntaxError" in answer["lint"]["output"]
@@ -129,7 +129,7 @@ async def test_patch_fuzzy_indentation_and_lint(ctx: ToolRunContext) -> None:
     assert answer["lint"] == {"status": "skipped", "message": "No linter for .txt files"}
 
 
-async def test_patch_v4a_mode(ctx: ToolRunContext) -> None:
+async def test_patch_v4a_mode(ctx: ToolCallContext) -> None:
     await ctx.backend.write_file(ctx.task_id, "a.py", b"x = 1\ny = 2\n")
     await ctx.backend.write_file(ctx.task_id, "old.txt", b"bye\n")
     await ctx.backend.write_file(ctx.task_id, "mv.txt", b"moved\n")
@@ -153,7 +153,7 @@ async def test_patch_v4a_mode(ctx: ToolRunContext) -> None:
     )
 
 
-async def test_search_files_content_modes(ctx: ToolRunContext) -> None:
+async def test_search_files_content_modes(ctx: ToolCallContext) -> None:
     await ctx.backend.write_file(ctx.task_id, "src/a.py", b"def foo():\n    return 1\n")
     await ctx.backend.write_file(ctx.task_id, "src/b.py", b"foo = 2\n")
     await ctx.backend.write_file(ctx.task_id, "notes.md", b"foo in docs\n")
@@ -183,7 +183,7 @@ async def test_search_files_content_modes(ctx: ToolRunContext) -> None:
         await run("search_files", {"pattern": "(unclosed"}, ctx)
 
 
-async def test_search_files_by_name(ctx: ToolRunContext) -> None:
+async def test_search_files_by_name(ctx: ToolCallContext) -> None:
     await ctx.backend.write_file(ctx.task_id, "src/a.py", b"")
     await ctx.backend.write_file(ctx.task_id, "src/deep/b.py", b"")
     await ctx.backend.write_file(ctx.task_id, "c.txt", b"")
@@ -194,7 +194,7 @@ async def test_search_files_by_name(ctx: ToolRunContext) -> None:
     assert (await run("search_files", {"pattern": "**/b.py", "target": "find"}, ctx))["files"] == ["./src/deep/b.py"]
 
 
-async def test_todo_replace_merge_and_per_task_state(ctx: ToolRunContext) -> None:
+async def test_todo_replace_merge_and_per_task_state(ctx: ToolCallContext) -> None:
     empty = {"todos": [], "summary": {"total": 0, "pending": 0, "in_progress": 0, "completed": 0, "cancelled": 0}}
     assert await run("todo", {}, ctx) == empty
     plan = [
@@ -212,12 +212,12 @@ async def test_todo_replace_merge_and_per_task_state(ctx: ToolRunContext) -> Non
         ("3", "pending"),
     ]
     assert merged["summary"] == {"total": 3, "pending": 1, "in_progress": 1, "completed": 1, "cancelled": 0}
-    other = ToolRunContext("other", ctx.backend)
+    other = ToolCallContext("other", ctx.backend)
     assert await run("todo", {}, other) == empty
 
 
 @pytest.mark.parametrize("path", ["../escape.txt", "x/../../escape.txt"])
-async def test_file_tools_refuse_escapes(ctx: ToolRunContext, path: str) -> None:
+async def test_file_tools_refuse_escapes(ctx: ToolCallContext, path: str) -> None:
     assert "escapes the workspace" in (await run("read_file", {"path": path}, ctx))["error"]
     assert "escapes the workspace" in (await run("write_file", {"path": path, "content": "x"}, ctx))["error"]
     assert (await run("patch", {"path": path, "old_string": "a", "new_string": "b"}, ctx))["success"] is False

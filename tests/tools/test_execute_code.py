@@ -7,22 +7,22 @@ from typing import Any
 
 import pytest
 from hermes_env.backends import ExecutionBackend
-from hermes_env.tools import REGISTRY, ToolRunContext
+from hermes_env.tools import REGISTRY, ToolCallContext
 from hermes_env.tools.code_execution_tool import MAX_TOOL_CALLS, stub_module
 
 ENABLED = ("terminal", "read_file", "write_file", "patch", "search_files", "execute_code")
 
 
 @pytest.fixture
-def ctx(backend: ExecutionBackend) -> ToolRunContext:
-    return ToolRunContext("task", backend, timeout=20, background_timeout=60, enabled_tools=ENABLED)
+def ctx(backend: ExecutionBackend) -> ToolCallContext:
+    return ToolCallContext("task", backend, timeout=20, background_timeout=60, enabled_tools=ENABLED)
 
 
-async def run(code: str, ctx: ToolRunContext) -> dict[str, Any]:
+async def run(code: str, ctx: ToolCallContext) -> dict[str, Any]:
     return json.loads(await REGISTRY.dispatch("execute_code", {"code": code}, ctx))
 
 
-async def test_script_calls_tools_and_prints(ctx: ToolRunContext) -> None:
+async def test_script_calls_tools_and_prints(ctx: ToolCallContext) -> None:
     code = (
         "from hermes_tools import terminal, write_file, read_file, patch, search_files\n"
         "write_file('m.py', 'x = 1\\n')\n"
@@ -38,7 +38,7 @@ async def test_script_calls_tools_and_prints(ctx: ToolRunContext) -> None:
     assert await ctx.backend.list_files(ctx.task_id) == ["m.py"]  # the script's files are gone
 
 
-async def test_errors_timeouts_and_limits(ctx: ToolRunContext) -> None:
+async def test_errors_timeouts_and_limits(ctx: ToolCallContext) -> None:
     failed = await run("import sys\nprint('partial')\nsys.exit('boom')", ctx)
     assert failed["status"] == "error" and failed["error"] == "boom\n"
     assert failed["output"] == "partial\n\n--- stderr ---\nboom\n"
@@ -54,7 +54,7 @@ async def test_errors_timeouts_and_limits(ctx: ToolRunContext) -> None:
     assert many["tool_calls_made"] == MAX_TOOL_CALLS and "Tool call limit reached (50)" in many["output"]
 
 
-async def test_only_offered_tools_get_stubs(ctx: ToolRunContext) -> None:
+async def test_only_offered_tools_get_stubs(ctx: ToolCallContext) -> None:
     ctx.enabled_tools = ("read_file", "execute_code")
     result = await run("from hermes_tools import terminal", ctx)
     assert result["status"] == "error" and "cannot import name 'terminal'" in result["error"]

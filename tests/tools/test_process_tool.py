@@ -8,22 +8,22 @@ from typing import Any
 
 import pytest
 from hermes_env.backends import ExecutionBackend
-from hermes_env.tools import REGISTRY, ToolRunContext
+from hermes_env.tools import REGISTRY, ToolCallContext
 from hermes_env.tools.process_tool import kill_all_processes
 
 from tests.support.procs import wait_no_process_holding
 
 
 @pytest.fixture
-def ctx(backend: ExecutionBackend) -> ToolRunContext:
-    return ToolRunContext("task", backend, timeout=10, max_timeout=20, background_timeout=60)
+def ctx(backend: ExecutionBackend) -> ToolCallContext:
+    return ToolCallContext("task", backend, timeout=10, max_timeout=20, background_timeout=60)
 
 
-async def run(name: str, args: dict[str, Any], ctx: ToolRunContext) -> dict[str, Any]:
+async def run(name: str, args: dict[str, Any], ctx: ToolCallContext) -> dict[str, Any]:
     return json.loads(await REGISTRY.dispatch(name, args, ctx))
 
 
-async def test_background_job_runs_while_the_agent_goes_on(ctx: ToolRunContext) -> None:
+async def test_background_job_runs_while_the_agent_goes_on(ctx: ToolCallContext) -> None:
     started = await run("terminal", {"command": "echo begin; sleep 0.5; echo end; exit 3", "background": True}, ctx)
     assert started["output"] == "Background process started" and started["exit_code"] == 0
     sid = started["session_id"]
@@ -38,7 +38,7 @@ async def test_background_job_runs_while_the_agent_goes_on(ctx: ToolRunContext) 
     assert [p["session_id"] for p in listed["processes"]] == [sid] and listed["processes"][0]["exit_code"] == 3
 
 
-async def test_stdin_write_submit_and_kill(ctx: ToolRunContext) -> None:
+async def test_stdin_write_submit_and_kill(ctx: ToolCallContext) -> None:
     job = await run("terminal", {"command": "while read line; do echo got:$line; done", "background": True}, ctx)
     sid = job["session_id"]
     assert (await run("process", {"action": "submit", "session_id": sid, "data": "one"}, ctx)) == {
@@ -58,7 +58,7 @@ async def test_stdin_write_submit_and_kill(ctx: ToolRunContext) -> None:
     ] == "already_exited"
 
 
-async def test_close_ends_stdin_and_the_job_goes_on(ctx: ToolRunContext) -> None:
+async def test_close_ends_stdin_and_the_job_goes_on(ctx: ToolCallContext) -> None:
     # newer hermes-agent's "close": end-of-file after the writes, not between them; the job itself is not stopped
     job = await run("terminal", {"command": "cat; echo after-eof; exit 5", "background": True}, ctx)
     sid = job["session_id"]
@@ -78,7 +78,7 @@ async def test_close_ends_stdin_and_the_job_goes_on(ctx: ToolRunContext) -> None
     await wait_no_process_holding(f"{sid}.")
 
 
-async def test_a_closed_stdin_takes_no_more_input(ctx: ToolRunContext) -> None:
+async def test_a_closed_stdin_takes_no_more_input(ctx: ToolCallContext) -> None:
     job = await run("terminal", {"command": "cat >/dev/null; echo eof; sleep 30", "background": True}, ctx)
     sid = job["session_id"]
     assert (await run("process", {"action": "close", "session_id": sid}, ctx))["status"] == "ok"
@@ -95,7 +95,7 @@ async def test_a_closed_stdin_takes_no_more_input(ctx: ToolRunContext) -> None:
     await wait_no_process_holding(f"{sid}.")
 
 
-async def test_the_stdin_holder_ends_with_its_job(ctx: ToolRunContext) -> None:
+async def test_the_stdin_holder_ends_with_its_job(ctx: ToolCallContext) -> None:
     # never closed: the job ends by itself and takes the process holding its stdin open with it
     job = await run("terminal", {"command": "read x; echo got:$x", "background": True}, ctx)
     sid = job["session_id"]
@@ -105,7 +105,7 @@ async def test_the_stdin_holder_ends_with_its_job(ctx: ToolRunContext) -> None:
     await wait_no_process_holding(f"{sid}.")
 
 
-async def test_wait_times_out_and_cleanup_kills_running_jobs(ctx: ToolRunContext) -> None:
+async def test_wait_times_out_and_cleanup_kills_running_jobs(ctx: ToolCallContext) -> None:
     sid = (await run("terminal", {"command": "sleep 30", "background": True}, ctx))["session_id"]
     waited = await run("process", {"action": "wait", "session_id": sid, "timeout": 1}, ctx)
     assert waited["status"] == "timeout" and waited["timeout_note"] == "Waited 1s, process still running"
@@ -116,7 +116,7 @@ async def test_wait_times_out_and_cleanup_kills_running_jobs(ctx: ToolRunContext
     assert (await run("process", {"action": "poll", "session_id": sid}, ctx))["status"] == "exited"
 
 
-async def test_process_errors_are_hermes_agents(ctx: ToolRunContext) -> None:
+async def test_process_errors_are_hermes_agents(ctx: ToolCallContext) -> None:
     assert await run("process", {"action": "poll"}, ctx) == {"error": "session_id is required for poll"}
     assert await run("process", {"action": "poll", "session_id": "proc_x"}, ctx) == {
         "status": "not_found",
@@ -125,7 +125,7 @@ async def test_process_errors_are_hermes_agents(ctx: ToolRunContext) -> None:
     assert (await run("process", {"action": "dance"}, ctx))["error"].startswith("Unknown process action: dance.")
 
 
-async def test_background_jobs_on_the_slot_pool_do_not_hold_the_slot(pool_ctx: ToolRunContext) -> None:
+async def test_background_jobs_on_the_slot_pool_do_not_hold_the_slot(pool_ctx: ToolCallContext) -> None:
     ctx = pool_ctx
     job = await run("terminal", {"command": "sleep 30", "background": True}, ctx)
     assert isinstance(job["pid"], int)
@@ -147,7 +147,7 @@ async def test_background_jobs_on_the_slot_pool_do_not_hold_the_slot(pool_ctx: T
     assert left.output.strip() == "0"
 
 
-async def test_close_on_the_slot_pool(pool_ctx: ToolRunContext) -> None:
+async def test_close_on_the_slot_pool(pool_ctx: ToolCallContext) -> None:
     # the job is started from the slot's lasting shell, which must keep none of its FIFOs open, or stdin would not end
     ctx = pool_ctx
     job = await run("terminal", {"command": "cat; echo after-eof; exit 6", "background": True}, ctx)
@@ -162,6 +162,6 @@ async def test_close_on_the_slot_pool(pool_ctx: ToolRunContext) -> None:
     await wait_no_process_holding(f"{sid}.")
 
 
-async def test_the_stdin_holder_ends_with_its_job_on_the_slot_pool(pool_ctx: ToolRunContext) -> None:
+async def test_the_stdin_holder_ends_with_its_job_on_the_slot_pool(pool_ctx: ToolCallContext) -> None:
     # there the holder is a child of the slot's lasting shell, and nothing but the job's end stops it
     await test_the_stdin_holder_ends_with_its_job(pool_ctx)

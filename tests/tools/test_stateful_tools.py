@@ -6,10 +6,10 @@ import json
 from typing import Any
 
 from hermes_env.backends import ExecutionBackend
-from hermes_env.tools import REGISTRY, ToolRunContext, get_tool_definitions
+from hermes_env.tools import REGISTRY, ToolCallContext, get_tool_definitions
 
 
-async def run(name: str, args: dict[str, Any], ctx: ToolRunContext) -> dict[str, Any]:
+async def run(name: str, args: dict[str, Any], ctx: ToolCallContext) -> dict[str, Any]:
     return json.loads(await REGISTRY.dispatch(name, args, ctx))
 
 
@@ -18,7 +18,7 @@ def test_the_toolset_is_offered_by_name() -> None:
     assert names == ["terminal_stateful", "tmux"]
 
 
-async def test_state_persists_across_calls(pool_ctx: ToolRunContext) -> None:
+async def test_state_persists_across_calls(pool_ctx: ToolCallContext) -> None:
     await run("terminal_stateful", {"command": "mkdir -p d && cd d && export X=42"}, pool_ctx)
     assert await run("terminal_stateful", {"command": "echo $X $(basename $PWD)"}, pool_ctx) == {
         "output": "42 d",
@@ -30,7 +30,7 @@ async def test_state_persists_across_calls(pool_ctx: ToolRunContext) -> None:
     ] == 3
 
 
-async def test_tmux_send_keys_and_capture(pool_ctx: ToolRunContext) -> None:
+async def test_tmux_send_keys_and_capture(pool_ctx: ToolCallContext) -> None:
     started = await run("tmux", {"action": "start"}, pool_ctx)
     if started["error"] and "not installed" in started["error"]:
         import pytest
@@ -45,7 +45,7 @@ async def test_tmux_send_keys_and_capture(pool_ctx: ToolRunContext) -> None:
 
 
 async def test_other_backends_answer_a_clear_error(backend: ExecutionBackend) -> None:
-    ctx = ToolRunContext("t", backend)
+    ctx = ToolCallContext("t", backend)
     for name, args in (("terminal_stateful", {"command": "ls"}), ("tmux", {"action": "capture"})):
         answer = await run(name, args, ctx)
         assert answer["exit_code"] == -1 and "--env.terminal_backend sandbox" in answer["error"]

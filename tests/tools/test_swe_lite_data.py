@@ -13,7 +13,7 @@ import pytest
 from hermes_env.backends.bwrap import BwrapBackend
 from hermes_env.tool_context import ToolContext
 
-SWE = Path(__file__).resolve().parents[2] / "python" / "hermes_env" / "envs" / "swe_lite"
+SWE = Path(__file__).resolve().parents[2] / "python" / "hermes_env" / "environments" / "swe_lite"
 ROWS = [json.loads(line) for line in (SWE / "tasks.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
 
 

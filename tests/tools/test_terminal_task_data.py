@@ -10,9 +10,11 @@ from typing import Any
 
 import pytest
 from hermes_env.backends.bwrap import BwrapBackend
-from hermes_env.tools import REGISTRY, ToolRunContext
+from hermes_env.tools import REGISTRY, ToolCallContext
 
-TASKS_PATH = Path(__file__).resolve().parents[2] / "python" / "hermes_env" / "envs" / "terminal_tasks" / "tasks.jsonl"
+TASKS_PATH = (
+    Path(__file__).resolve().parents[2] / "python" / "hermes_env" / "environments" / "terminal_tasks" / "tasks.jsonl"
+)
 TASKS = [json.loads(line) for line in TASKS_PATH.read_text(encoding="utf-8").splitlines() if line.strip()]
 HOST_TASKS = [t for t in TASKS if "dockerfile" not in t and "image" not in t]
 
@@ -42,7 +44,7 @@ async def test_check_fails_untouched_and_passes_after_solution(bwrap: BwrapBacke
     assert not res.ok, f"{task['id']}: the check passes without doing anything"
 
     await _setup(bwrap, "solved", task)
-    ctx = ToolRunContext("solved", bwrap, timeout=30)
+    ctx = ToolCallContext("solved", bwrap, timeout=30)
     out = json.loads(await REGISTRY.dispatch("terminal", {"command": task["solution"]}, ctx))
     assert out["exit_code"] == 0, f"{task['id']}: solution failed: {out}"
     res = await bwrap.execute("solved", task["check"], 30)
@@ -55,7 +57,7 @@ TOOL_TASKS = [t for t in TASKS if t.get("solution_tool_calls")]
 @pytest.mark.parametrize("task", TOOL_TASKS, ids=[t["id"] for t in TOOL_TASKS])
 async def test_file_tool_solutions_pass(bwrap: BwrapBackend, task: dict[str, Any]) -> None:
     await _setup(bwrap, "tools", task)
-    ctx = ToolRunContext("tools", bwrap, timeout=30)
+    ctx = ToolCallContext("tools", bwrap, timeout=30)
     for call in task["solution_tool_calls"]:
         out = await REGISTRY.dispatch(call["name"], call["arguments"], ctx)
         assert out.error is None, f"{task['id']}: {call['name']} failed: {out}"

@@ -6,7 +6,7 @@ from typing import Any, ClassVar
 
 import pytest
 from hermes_env.errors import ToolArgumentError, ToolCallError, ToolsetUnavailableError
-from hermes_env.tools import REGISTRY, Tool, ToolRegistry, ToolRunContext, resolve_toolsets, tools_for_toolsets
+from hermes_env.tools import REGISTRY, Tool, ToolCallContext, ToolRegistry, resolve_toolsets, tools_for_toolsets
 from hermes_env.tools.schema import schema_errors
 
 
@@ -82,7 +82,7 @@ class _NeedsProgram(Tool):
     def is_available(self) -> bool:
         return False
 
-    async def call(self, args: dict[str, Any], ctx: ToolRunContext) -> str:
+    async def call(self, args: dict[str, Any], ctx: ToolCallContext) -> str:
         return "ran"
 
 
@@ -104,7 +104,7 @@ async def test_dispatch_unknown_tool_is_a_tool_call_error(tmp_path: Any) -> None
     from hermes_env.backends.local import LocalBackend
 
     b = LocalBackend(tmp_path)
-    ctx = ToolRunContext("t", b)
+    ctx = ToolCallContext("t", b)
     with pytest.raises(ToolCallError, match="unknown tool .rm_rf.; available tools: execute_code, patch"):
         await REGISTRY.dispatch("rm_rf", {}, ctx)
     await b.aclose()
@@ -122,9 +122,9 @@ def test_register_rejects_malformed_tools() -> None:
 def test_run_context_timeout_clamping(tmp_path: Any) -> None:
     from hermes_env.backends.local import LocalBackend
 
-    ctx = ToolRunContext("t", LocalBackend(tmp_path), timeout=30, max_timeout=120)
+    ctx = ToolCallContext("t", LocalBackend(tmp_path), timeout=30, max_timeout=120)
     assert ctx.clamp_timeout(None) == 30
     assert ctx.clamp_timeout(600) == 120
     assert ctx.clamp_timeout(5) == 5
     with pytest.raises(ValueError, match="max_timeout"):
-        ToolRunContext("t", LocalBackend(tmp_path), timeout=30, max_timeout=10)
+        ToolCallContext("t", LocalBackend(tmp_path), timeout=30, max_timeout=10)

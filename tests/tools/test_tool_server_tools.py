@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from hermes_env.backends.local import LocalBackend
 from hermes_env.errors import ToolServerError
-from hermes_env.sandbox.tool_server import ExternalTool
-from hermes_env.tools import ToolRegistry, ToolRunContext, get_tool_definitions, resolve_toolsets
+from hermes_env.slot_pool.tool_server import ExternalTool
+from hermes_env.tools import ToolCallContext, ToolRegistry, get_tool_definitions, resolve_toolsets
 from hermes_env.tools.builtin import register_builtin_tools
 from hermes_env.tools.external import connect_tool_server
 
@@ -40,7 +40,7 @@ async def test_inprocess_tool_server_tools_are_offered_and_called(tmp_path: Path
         offered = [t["function"]["name"] for t in get_tool_definitions(["web"], registry=registry)]
         assert offered == ["web_extract", "web_search"]
         assert [t["function"]["name"] for t in get_tool_definitions(["tool_server"], registry=registry)] == ["lookup"]
-        ctx = ToolRunContext("t", LocalBackend(tmp_path))
+        ctx = ToolCallContext("t", LocalBackend(tmp_path))
         found = json.loads(await registry.dispatch("web_search", {"query": "hermes"}, ctx))
         assert found["data"]["web"][0]["title"] == "hermes"
         assert await registry.dispatch("lookup", {}, ctx) == "plain text answer"

@@ -34,7 +34,7 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from hermes_env.env.config import HermesAgentEnvConfig
-from hermes_env.sandbox.config import LAUNCHERS
+from hermes_env.slot_pool.config import LAUNCHERS
 
 logger = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ them: :meth:`RayDockerBackend.on_every_node`, and :meth:`RayDockerBackend.use_on
 A node (or its actor) that dies fails only the rollouts placed on it: their calls raise
 :class:`ContainerLostError` (a ``BackendFailure``, so each group is dropped as ``sandbox_failed``), and new rollouts
 go to the nodes still alive. Ray is connected to as the slot pool's Ray launcher does
-(:func:`hermes_env.sandbox.launchers.ray.connect`).
+(:func:`hermes_env.slot_pool.launchers.ray.connect`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from hermes_env.containers.images import ImageSpec
 from hermes_env.errors import ContainerLostError
 from hermes_env.isolation.result import ExecResult
 from hermes_env.isolation.roots import RunRoot
-from hermes_env.sandbox.launchers.ray import alive_nodes, connect, ray
+from hermes_env.slot_pool.launchers.ray import alive_nodes, connect, ray
 
 #: The label on each container naming the Ray node whose actor started it.
 NODE_LABEL = "hermes_env.node"

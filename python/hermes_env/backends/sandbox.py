@@ -1,4 +1,4 @@
-"""``sandbox`` backend: the slot pool and executor (``hermes_env.sandbox``) behind the ExecutionBackend seam.
+"""``sandbox`` backend: the slot pool and executor (``hermes_env.slot_pool``) behind the ExecutionBackend seam.
 
 Selected with ``terminal_backend: sandbox``; ``terminal_backend_options`` (:class:`SandboxOptions`) may hold
 nested ``pool`` / ``policy`` / ``executor`` / ``limits`` sections or flat keys of any of them, e.g.
@@ -20,10 +20,10 @@ from hermes_env.backends.options import DEPRECATED_NAMES, BackendOptions, merge_
 from hermes_env.errors import BackendFailure, FileTooLargeError, WorkspacePathError
 from hermes_env.isolation.limits import ResourceLimits
 from hermes_env.isolation.result import ExecResult
-from hermes_env.sandbox.config import ExecutorConfig, PoolConfig, SandboxPolicy
-from hermes_env.sandbox.executor import ToolExecutor, decode_content
-from hermes_env.sandbox.pool import SlotPool
-from hermes_env.sandbox.protocol import SlotCall
+from hermes_env.slot_pool.config import ExecutorConfig, PoolConfig, SandboxPolicy
+from hermes_env.slot_pool.executor import ToolExecutor, decode_content
+from hermes_env.slot_pool.pool import SlotPool
+from hermes_env.slot_pool.protocol import SlotCall
 from hermes_env.timeouts import CallBudget
 
 # Regular files under a workspace path, workspace-relative, for callers on a foreign loop (see ``_direct``).

@@ -102,7 +102,7 @@ class _Scorer:
     """Teacher-forced logprobs from llama.cpp, re-using the cache for a prefix shared with the last sequence."""
 
     def __init__(self, model_path: Path, n_ctx: int, threads: int | None, batch: int) -> None:
-        from hermes_env.models.llama import LlamaCpp
+        from hermes_env.gguf.llama import LlamaCpp
 
         self.model = LlamaCpp(model_path, n_ctx=n_ctx, n_seq=1, n_batch=batch, n_threads=threads)
         self.cached: list[int] = []
@@ -110,7 +110,7 @@ class _Scorer:
 
     def logprobs(self, tokens: Sequence[int]) -> np.ndarray:
         """``out[i] = log p(tokens[i] | tokens[:i])`` for ``i >= 1``; ``out[0] = nan``."""
-        from hermes_env.models.sampling import log_softmax
+        from hermes_env.gguf.sampling import log_softmax
 
         n = len(tokens)
         if n > self.model.n_ctx:
@@ -134,7 +134,7 @@ class _Scorer:
 
     def rows(self, tokens: Sequence[int], positions: Sequence[int]) -> dict[int, np.ndarray]:
         """``log_softmax`` of the logits that predict ``tokens[p]`` (from ``tokens[:p]``), for each ``p``."""
-        from hermes_env.models.sampling import log_softmax
+        from hermes_env.gguf.sampling import log_softmax
 
         n = len(tokens)
         if n > self.model.n_ctx:
@@ -354,7 +354,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="check the teacher's top-k (distill_token_ids / distill_logprobs) instead; --model is the teacher",
     )
     args = parser.parse_args(argv)
-    from hermes_env.models import resolve_gguf
+    from hermes_env.gguf import resolve_gguf
 
     if args.distill:
         try:

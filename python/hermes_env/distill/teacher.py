@@ -1,7 +1,7 @@
 """Teacher scoring for on-policy distillation: a teacher's top-k at every token the student was trained on.
 
 A teacher is any server speaking vLLM's ``/generate`` (vLLM through atroposlib's API server,
-SGLang, ``hermes_env.models.serve_gguf``). It is sent the token ids of a context followed by
+SGLang, ``hermes_env.gguf.serve_gguf``). It is sent the token ids of a context followed by
 the student's exact tokens of a turn, with ``prompt_logprobs: k`` and ``max_tokens: 1``; the
 answer's ``prompt_logprobs[p]`` (``{"<token id>": logprob, ...}``, ``None`` at position 0)
 is the teacher's distribution of token ``p`` given everything before it, of which the ``k``

@@ -1,4 +1,4 @@
-"""Command-line entry point of every environment (``Env.cli()``, ``python -m hermes_env.envs.<name>``).
+"""Command-line entry point of every environment (``Env.cli()``, ``python -m hermes_env.environments.<name>``).
 
 atroposlib's ``cli()`` provides ``serve``/``process``/``evaluate``; this wrapper
 - turns the errors a user can cause (a bad flag value, a missing dataset file, an unknown toolset, a

@@ -1,14 +1,5 @@
-"""Example environments, each runnable as ``python -m hermes_env.envs.<name> serve|process|evaluate``.
+"""Old path of a renamed module, kept for one release: see hermes_env._renamed (using it warns once)."""
 
-- ``terminal_tasks``: shell/file tasks with verifiable checks run in the rollout's sandbox;
-  ``python -m hermes_env.envs.terminal_tasks demo`` runs it end to end against a scripted server.
-- ``swe_lite``: small Python repositories with a bug; reward from hidden tests run in the sandbox.
-- ``bench_eval``: evaluation only; writes ``metrics.json`` and ``samples.jsonl``.
-"""
+from hermes_env._renamed import alias
 
-from __future__ import annotations
-
-from hermes_env.env.cli import configure_logging
-from hermes_env.env.defaults import DEFAULT_MODEL, default_tokenizer_name
-
-__all__ = ["DEFAULT_MODEL", "configure_logging", "default_tokenizer_name"]
+alias(__name__)

@@ -11,7 +11,7 @@
 - :mod:`~hermes_env.isolation.roots`: workspace roots that later runs clean up if this one dies.
 
 The ``bwrap`` backend (``hermes_env.backends.bwrap``) and the sandbox pool's workers
-(``hermes_env.sandbox.slots``) are both built from these pieces.
+(``hermes_env.slot_pool.slots``) are both built from these pieces.
 """
 
 from hermes_env._lazy import lazy_attributes

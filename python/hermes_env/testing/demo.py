@@ -4,7 +4,7 @@ A SCRIPTED policy server speaking vLLM's ``/generate`` (:mod:`hermes_env.testing
 answers from the tasks' reference solutions (:class:`~hermes_env.testing.policies.SolutionPolicy`,
 sometimes wrongly, so rewards vary), in Phase 2 with the bundled Qwen3 tokenizer; the environment
 runs atroposlib's ``process`` against it and writes scored groups. The example environments and
-``python -m hermes_env.envs.terminal_tasks demo`` share this runner. An environment may offer other
+``python -m hermes_env.environments.terminal_tasks demo`` share this runner. An environment may offer other
 policies (``--policy NAME``), e.g. terminal_tasks' ``gguf``: a real model sampled on this CPU.
 """
 

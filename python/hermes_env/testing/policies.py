@@ -202,7 +202,7 @@ def task_from_row(row: Mapping[str, Any]) -> ScriptedTask:
     return ScriptedTask(str(row["id"]), str(prompt), str(row["solution"]), calls)
 
 
-POLICY_TASK_FILES = {"terminal_tasks": "hermes_env.envs.terminal_tasks:tasks.jsonl"}
+POLICY_TASK_FILES = {"terminal_tasks": "hermes_env.environments.terminal_tasks:tasks.jsonl"}
 REPLAY_PREFIX = "replay:"
 POLICY_HELP = (
     "terminal_tasks or a .jsonl of tasks with id, prompt and solution (answers from the tasks' reference solutions, "

@@ -4,7 +4,7 @@ It closes the ``serve`` loop on one machine, to see what a trainer would receive
 
     .venv/bin/run-api --host 127.0.0.1 --port 8000 &
     python -m hermes_env.testing.scripted_vllm --port 9000 --policy terminal_tasks &
-    python -m hermes_env.envs.terminal_tasks serve --env.rollout_server_url http://127.0.0.1:8000 ...
+    python -m hermes_env.environments.terminal_tasks serve --env.rollout_server_url http://127.0.0.1:8000 ...
     python -m hermes_env.testing.trainer_stub --api http://127.0.0.1:8000 --batch-size 8 --batches 2
 
 It does what a trainer does before its first step (``POST /register`` with its batch size and step count,

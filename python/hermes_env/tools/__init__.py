@@ -55,18 +55,19 @@ __all__ = [
     "validate_distribution",
     "validate_toolset",
 ]
-__all__ += _registry.__all__  # Tool, ToolRegistry, REGISTRY, ToolRunContext, ToolOutput, the tool errors, error_json
+__all__ += _registry.__all__  # Tool, ToolRegistry, REGISTRY, ToolCallContext, ToolOutput, the tool errors, error_json
 
 
 # Exceptions live in hermes_env.errors; the names this package once re-exported still work, with a warning once.
-__getattr__ = lazy_attributes(
-    __name__,
-    {},
-    moved={
-        "hermes_env.errors": (
-            "ToolsetUnavailableError",
-            "ToolArgumentError",
-            "ToolCallError",
-        )
-    },
+_moved = lazy_attributes(
+    __name__, {}, moved={"hermes_env.errors": ("ToolsetUnavailableError", "ToolArgumentError", "ToolCallError")}
 )
+
+
+def __getattr__(name: str) -> object:
+    try:
+        return _moved(name)
+    except AttributeError:  # old names of the registry's classes (hermes_env._renamed), kept for one release
+        from hermes_env._renamed import renamed_attribute
+
+        return renamed_attribute(__name__, name)

@@ -23,7 +23,7 @@ from typing import Any
 
 from hermes_env.errors import ToolCallError
 from hermes_env.tools.process_tool import BG_DIR, ProcessRegistry
-from hermes_env.tools.registry import REGISTRY, Tool, ToolRunContext, error_json
+from hermes_env.tools.registry import REGISTRY, Tool, ToolCallContext, error_json
 from hermes_env.tools.toolsets import UNAVAILABLE_TOOLS
 
 SANDBOX_ALLOWED_TOOLS = frozenset(
@@ -157,7 +157,7 @@ class ExecuteCodeTool(Tool):
     }
     check_bounds = False
 
-    async def call(self, args: dict[str, Any], ctx: ToolRunContext) -> dict[str, Any]:
+    async def call(self, args: dict[str, Any], ctx: ToolCallContext) -> dict[str, Any]:
         code = args["code"]
         if not code.strip():
             return {"error": "No code provided."}
@@ -218,7 +218,7 @@ class ExecuteCodeTool(Tool):
         return result
 
     async def _serve(
-        self, ctx: ToolRunContext, registry: Any, job_dir: str, allowed: list[str], served: set[str], calls: int
+        self, ctx: ToolCallContext, registry: Any, job_dir: str, allowed: list[str], served: set[str], calls: int
     ) -> int:
         """Answer the script's pending requests; the number of tool calls made so far."""
         try:
@@ -237,7 +237,7 @@ class ExecuteCodeTool(Tool):
         return calls
 
     async def _answer(
-        self, ctx: ToolRunContext, registry: Any, path: str, allowed: list[str], calls: int
+        self, ctx: ToolCallContext, registry: Any, path: str, allowed: list[str], calls: int
     ) -> tuple[str, bool]:
         """The answer to one request, and whether it counts as a tool call (refused ones do not)."""
         try:
@@ -262,7 +262,7 @@ class ExecuteCodeTool(Tool):
             return error_json(str(exc)), True
 
 
-async def _read(ctx: ToolRunContext, path: str) -> bytes:
+async def _read(ctx: ToolCallContext, path: str) -> bytes:
     try:
         return await ctx.backend.read_file(ctx.task_id, path)
     except (OSError, ValueError):

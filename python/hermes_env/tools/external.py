@@ -6,7 +6,7 @@ with the server's bearer token. A served tool named like one of hermes-agent's (
 ``vision_analyze``, ...) joins that tool's toolset, so ``enabled_toolsets: [web]`` works once the
 server provides both web tools. ``tool_server_url: inprocess`` runs the tool server's app inside
 this process (no port, no token on the wire), loading its tools from ``tool_server_tools``
-(``module:attribute``, as ``python -m hermes_env.sandbox.tool_server --tools`` takes).
+(``module:attribute``, as ``python -m hermes_env.slot_pool.tool_server --tools`` takes).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 
 from hermes_env.errors import ToolServerError
-from hermes_env.tools.registry import REGISTRY, Tool, ToolRegistry, ToolRunContext
+from hermes_env.tools.registry import REGISTRY, Tool, ToolCallContext, ToolRegistry
 from hermes_env.tools.toolsets import TOOLSETS
 
 INPROCESS = "inprocess"
@@ -81,7 +81,7 @@ class ServedTool(Tool):
         self.toolset = _home_toolset(self.name)  # type: ignore[misc]
         self.server = server
 
-    async def call(self, args: dict[str, Any], ctx: ToolRunContext) -> str | dict[str, Any]:
+    async def call(self, args: dict[str, Any], ctx: ToolCallContext) -> str | dict[str, Any]:
         result = await self.server.execute(self.name, args, ctx.task_id, ctx.clamp_timeout(None))
         output, error = str(result.get("output") or ""), result.get("error")
         if error:
@@ -103,7 +103,7 @@ async def connect_tool_server(
 ) -> tuple[ToolServerClient, list[str]]:
     """Register the server's tools in ``registry``; the client (close it at shutdown) and the tool names."""
     if url == INPROCESS:
-        from hermes_env.sandbox.tool_server import ToolServerConfig, create_app, load_tools
+        from hermes_env.slot_pool.tool_server import ToolServerConfig, create_app, load_tools
 
         if not tools_spec:
             raise ToolServerError(

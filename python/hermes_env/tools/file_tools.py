@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from hermes_env.errors import ToolArgumentError, WorkspacePathError
 from hermes_env.isolation.paths import workspace_relative
 from hermes_env.tools.fuzzy_match import fuzzy_find_and_replace
-from hermes_env.tools.registry import Tool, ToolRunContext
+from hermes_env.tools.registry import Tool, ToolCallContext
 from hermes_env.tools.v4a import PatchOperation, apply_hunks, parse_v4a_patch
 
 T = TypeVar("T")
@@ -177,7 +177,7 @@ def similar_names(path: str, names: list[str]) -> list[str]:
     return out[:5]
 
 
-async def folder_names(ctx: ToolRunContext, folder: str) -> list[str]:
+async def folder_names(ctx: ToolCallContext, folder: str) -> list[str]:
     """Names (files and sub-folders) directly inside a workspace folder; [] when it cannot be listed."""
     try:
         files = await ctx.backend.list_files(ctx.task_id, folder or ".")
@@ -192,7 +192,9 @@ async def folder_names(ctx: ToolRunContext, folder: str) -> list[str]:
     return sorted(names)
 
 
-async def read_file(ctx: ToolRunContext, path: str, offset: int = 1, limit: int = DEFAULT_READ_LIMIT) -> dict[str, Any]:
+async def read_file(
+    ctx: ToolCallContext, path: str, offset: int = 1, limit: int = DEFAULT_READ_LIMIT
+) -> dict[str, Any]:
     target = model_path(path)
     try:
         data = await backend_call(lambda: ctx.backend.read_file(ctx.task_id, target))
@@ -204,7 +206,7 @@ async def read_file(ctx: ToolRunContext, path: str, offset: int = 1, limit: int 
     return format_read(path, data, offset, limit)
 
 
-async def write_file(ctx: ToolRunContext, path: str, content: str | bytes) -> dict[str, Any]:
+async def write_file(ctx: ToolCallContext, path: str, content: str | bytes) -> dict[str, Any]:
     target = model_path(path)
     data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
     try:
@@ -214,7 +216,7 @@ async def write_file(ctx: ToolRunContext, path: str, content: str | bytes) -> di
     return {"bytes_written": len(data), "dirs_created": bool(posixpath.dirname(target.rstrip("/")))}
 
 
-async def check_lint(ctx: ToolRunContext, path: str) -> dict[str, Any]:
+async def check_lint(ctx: ToolCallContext, path: str) -> dict[str, Any]:
     """hermes-agent's post-edit syntax check: ``{"status": "ok"|"error", "output"}`` or ``skipped``."""
     ext = os.path.splitext(path)[1].lower()
     template = LINTERS.get(ext)
@@ -232,7 +234,7 @@ async def check_lint(ctx: ToolRunContext, path: str) -> dict[str, Any]:
     return {"status": "ok" if result.exit_code == 0 else "error", "output": result.output.strip()}
 
 
-async def _first_command(ctx: ToolRunContext, names: tuple[str, ...]) -> str | None:
+async def _first_command(ctx: ToolCallContext, names: tuple[str, ...]) -> str | None:
     """The first of ``names`` on the sandbox's PATH (remembered for the rollout)."""
     cache: dict[str, bool] = ctx.state.setdefault("commands_available", {})
     for name in names:
@@ -261,18 +263,18 @@ def patch_result(**fields: Any) -> dict[str, Any]:
     return out
 
 
-async def _read_text(ctx: ToolRunContext, path: str) -> str:
+async def _read_text(ctx: ToolCallContext, path: str) -> str:
     data = await backend_call(lambda: ctx.backend.read_file(ctx.task_id, model_path(path)))
     return data.decode("utf-8", errors="surrogateescape")
 
 
-async def _write_text(ctx: ToolRunContext, path: str, text: str) -> None:
+async def _write_text(ctx: ToolCallContext, path: str, text: str) -> None:
     data = text.encode("utf-8", errors="surrogateescape")
     await backend_call(lambda: ctx.backend.write_file(ctx.task_id, model_path(path), data))
 
 
 async def patch_replace(
-    ctx: ToolRunContext, path: str, old_string: str, new_string: str, replace_all: bool = False
+    ctx: ToolCallContext, path: str, old_string: str, new_string: str, replace_all: bool = False
 ) -> dict[str, Any]:
     try:
         content = await _read_text(ctx, path)
@@ -295,19 +297,19 @@ async def patch_replace(
     )
 
 
-def workspace_path(ctx: ToolRunContext, path: str) -> str:
+def workspace_path(ctx: ToolCallContext, path: str) -> str:
     """A model path as a workspace-relative one (``.`` for the root), confined lexically."""
     roots = getattr(ctx.backend, "visible_roots", None)
     visible = tuple(roots(ctx.task_id)) if callable(roots) else ()
     return str(workspace_relative(model_path(path), visible))
 
 
-def _shell_path(ctx: ToolRunContext, path: str) -> str:
+def _shell_path(ctx: ToolCallContext, path: str) -> str:
     """A shell-quoted, workspace-relative form of a model path for ``rm``/``mv``."""
     return shlex.quote("./" + workspace_path(ctx, path))
 
 
-async def _v4a_operation(ctx: ToolRunContext, op: PatchOperation) -> tuple[str, str]:
+async def _v4a_operation(ctx: ToolCallContext, op: PatchOperation) -> tuple[str, str]:
     """Apply one operation; ``(diff, "")`` or ``("", error)``."""
     if op.kind == "add":
         content = op.added_content
@@ -354,7 +356,7 @@ async def _v4a_operation(ctx: ToolRunContext, op: PatchOperation) -> tuple[str, 
     return unified_diff(current, updated, target), ""
 
 
-async def patch_v4a(ctx: ToolRunContext, patch: str) -> dict[str, Any]:
+async def patch_v4a(ctx: ToolCallContext, patch: str) -> dict[str, Any]:
     operations, parse_error = parse_v4a_patch(patch)
     if parse_error:
         return patch_result(error=f"Failed to parse patch: {parse_error}")
@@ -396,7 +398,7 @@ def display_path(root: str, rel_under_root: str) -> str:
     return posixpath.join(root, rel_under_root) if rel_under_root else root
 
 
-async def _search_files_under(ctx: ToolRunContext, path: str) -> tuple[list[tuple[str, str]], str | None]:
+async def _search_files_under(ctx: ToolCallContext, path: str) -> tuple[list[tuple[str, str]], str | None]:
     """``[(workspace path, displayed path)]`` of the regular files under ``path`` (skipped folders left out)."""
     target = model_path(path)
     try:
@@ -433,7 +435,7 @@ def _compile(pattern: str) -> re.Pattern[str]:
 
 
 async def search_content(
-    ctx: ToolRunContext,
+    ctx: ToolCallContext,
     pattern: str,
     path: str = ".",
     file_glob: str | None = None,
@@ -483,7 +485,7 @@ async def search_content(
     return out
 
 
-async def search_names(ctx: ToolRunContext, pattern: str, path: str = ".", limit: int = 50, offset: int = 0) -> dict:
+async def search_names(ctx: ToolCallContext, pattern: str, path: str = ".", limit: int = 50, offset: int = 0) -> dict:
     name_glob = pattern.split("/")[-1] if (pattern.startswith("**/") or "/" in pattern) else pattern
     files, error = await _search_files_under(ctx, path)
     if error:
@@ -523,7 +525,7 @@ class ReadFileTool(Tool):
     parallel_safe = True
     check_bounds = False
 
-    async def call(self, args: dict[str, Any], ctx: ToolRunContext) -> dict[str, Any]:
+    async def call(self, args: dict[str, Any], ctx: ToolCallContext) -> dict[str, Any]:
         return await read_file(ctx, args["path"], args.get("offset", 1), args.get("limit", DEFAULT_READ_LIMIT))
 
 
@@ -549,7 +551,7 @@ class WriteFileTool(Tool):
     }
     check_bounds = False
 
-    async def call(self, args: dict[str, Any], ctx: ToolRunContext) -> dict[str, Any]:
+    async def call(self, args: dict[str, Any], ctx: ToolCallContext) -> dict[str, Any]:
         return await write_file(ctx, args["path"], args["content"])
 
 
@@ -604,7 +606,7 @@ class PatchTool(Tool):
             args = {"mode": "replace", **args}
         return super().validate(args)
 
-    async def call(self, args: dict[str, Any], ctx: ToolRunContext) -> dict[str, Any]:
+    async def call(self, args: dict[str, Any], ctx: ToolCallContext) -> dict[str, Any]:
         if args["mode"] == "patch":
             if not args.get("patch"):
                 return {"error": "patch content required"}
@@ -684,7 +686,7 @@ class SearchFilesTool(Tool):
             args = {**args, "target": {"grep": "content", "find": "files"}[args["target"]]}
         return super().validate(args)
 
-    async def call(self, args: dict[str, Any], ctx: ToolRunContext) -> dict[str, Any]:
+    async def call(self, args: dict[str, Any], ctx: ToolCallContext) -> dict[str, Any]:
         limit = max(0, args.get("limit", 50))
         offset = max(0, args.get("offset", 0))
         path = args.get("path") or "."

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes_env.backends.base import ExecResult
-from hermes_env.tools.registry import Tool, ToolRunContext
+from hermes_env.tools.registry import Tool, ToolCallContext
 
 BG_DIR = ".hermes_bg"
 STATE_KEY = "processes"
@@ -118,26 +118,26 @@ def shell_job_script(job: BackgroundJob) -> str:
     return f"{_prepare(job)} && {{ {_HOLDER} & {{ {_job_command(job, 'setsid')} & }} && echo $!; }} {_stdin_fds(job)}"
 
 
-def uses_stateful_shell(ctx: ToolRunContext) -> bool:
+def uses_stateful_shell(ctx: ToolCallContext) -> bool:
     """Whether background jobs live in the backend's stateful shell (the slot pool) rather than in calls."""
     return callable(getattr(ctx.backend, "call_tool", None))
 
 
 class ProcessRegistry:
-    """The background jobs of one rollout (kept in ``ToolRunContext.state``)."""
+    """The background jobs of one rollout (kept in ``ToolCallContext.state``)."""
 
     def __init__(self) -> None:
         self.jobs: dict[str, BackgroundJob] = {}
 
     @classmethod
-    def of(cls, ctx: ToolRunContext) -> ProcessRegistry:
+    def of(cls, ctx: ToolCallContext) -> ProcessRegistry:
         registry = ctx.state.get(STATE_KEY)
         if registry is None:
             registry = ctx.state[STATE_KEY] = cls()
         return registry
 
     async def spawn(
-        self, ctx: ToolRunContext, command: str, cwd: str | None = None, *, hidden: bool = False
+        self, ctx: ToolCallContext, command: str, cwd: str | None = None, *, hidden: bool = False
     ) -> BackgroundJob:
         job = BackgroundJob(
             id=f"proc_{uuid.uuid4().hex[:12]}", command=command, cwd=cwd, started_at=time.time(), hidden=hidden
@@ -173,7 +173,7 @@ class ProcessRegistry:
         job.pid = await self._read_pid(ctx, job, wait=PID_WAIT_SECONDS)
         return job
 
-    async def _read_pid(self, ctx: ToolRunContext, job: BackgroundJob, wait: float) -> int | None:
+    async def _read_pid(self, ctx: ToolCallContext, job: BackgroundJob, wait: float) -> int | None:
         deadline = time.monotonic() + wait
         while True:
             with contextlib.suppress(OSError, ValueError):
@@ -184,7 +184,7 @@ class ProcessRegistry:
                 return None
             await asyncio.sleep(0.05)
 
-    async def output(self, ctx: ToolRunContext, job: BackgroundJob) -> str:
+    async def output(self, ctx: ToolCallContext, job: BackgroundJob) -> str:
         """Everything the job wrote so far (its last 200,000 characters)."""
         try:
             text = (await ctx.backend.read_file(ctx.task_id, job.log_path)).decode("utf-8", errors="replace")
@@ -194,7 +194,7 @@ class ProcessRegistry:
             text = job.final_output  # the job never got as far as its log (bad cwd, sandbox failure)
         return text[-MAX_OUTPUT_CHARS:]
 
-    async def refresh(self, ctx: ToolRunContext, job: BackgroundJob) -> None:
+    async def refresh(self, ctx: ToolCallContext, job: BackgroundJob) -> None:
         """For a job of the stateful shell: ask the shell whether it still runs, and its exit status."""
         if job.exited or job.task is not None or job.pid is None:
             return
@@ -214,7 +214,7 @@ class ProcessRegistry:
     def _not_found(self, session_id: str) -> dict[str, Any]:
         return {"status": "not_found", "error": f"No process with ID {session_id}"}
 
-    async def poll(self, ctx: ToolRunContext, session_id: str) -> dict[str, Any]:
+    async def poll(self, ctx: ToolCallContext, session_id: str) -> dict[str, Any]:
         job = self.jobs.get(session_id)
         if job is None:
             return self._not_found(session_id)
@@ -232,7 +232,7 @@ class ProcessRegistry:
             result["exit_code"] = job.exit_code
         return result
 
-    async def read_log(self, ctx: ToolRunContext, session_id: str, offset: int = 0, limit: int = 200) -> dict:
+    async def read_log(self, ctx: ToolCallContext, session_id: str, offset: int = 0, limit: int = 200) -> dict:
         job = self.jobs.get(session_id)
         if job is None:
             return self._not_found(session_id)
@@ -247,7 +247,7 @@ class ProcessRegistry:
             "showing": f"{len(selected)} lines",
         }
 
-    async def wait(self, ctx: ToolRunContext, session_id: str, timeout: float | None = None) -> dict[str, Any]:
+    async def wait(self, ctx: ToolCallContext, session_id: str, timeout: float | None = None) -> dict[str, Any]:
         job = self.jobs.get(session_id)
         if job is None:
             return self._not_found(session_id)
@@ -276,7 +276,7 @@ class ProcessRegistry:
             result["timeout_note"] = note
         return result
 
-    async def kill(self, ctx: ToolRunContext, session_id: str) -> dict[str, Any]:
+    async def kill(self, ctx: ToolCallContext, session_id: str) -> dict[str, Any]:
         job = self.jobs.get(session_id)
         if job is None:
             return self._not_found(session_id)
@@ -286,7 +286,7 @@ class ProcessRegistry:
         await self._stop(job, ctx)
         return {"status": "killed", "session_id": job.id}
 
-    async def _stop(self, job: BackgroundJob, ctx: ToolRunContext | None = None) -> None:
+    async def _stop(self, job: BackgroundJob, ctx: ToolCallContext | None = None) -> None:
         job.killed = True
         if job.task is None and job.pid is not None and ctx is not None and not job.exited:
             # Reaped here, so the shell's "Killed" notice goes nowhere rather than into the next command's output.
@@ -305,15 +305,15 @@ class ProcessRegistry:
         if job.exit_code is None:
             job.exit_code = KILLED_EXIT_CODE
 
-    async def write(self, ctx: ToolRunContext, session_id: str, data: str) -> dict[str, Any]:
+    async def write(self, ctx: ToolCallContext, session_id: str, data: str) -> dict[str, Any]:
         return await self._send(ctx, session_id, data, {"status": "ok", "bytes_written": len(data)})
 
-    async def close(self, ctx: ToolRunContext, session_id: str) -> dict[str, Any]:
+    async def close(self, ctx: ToolCallContext, session_id: str) -> dict[str, Any]:
         """End the job's stdin (it reads end-of-file) without stopping it; hermes-agent's ``close``."""
         return await self._send(ctx, session_id, "\n", {"status": "ok", "message": "stdin closed"}, control=True)
 
     async def _send(
-        self, ctx: ToolRunContext, session_id: str, data: str, ok: dict[str, Any], *, control: bool = False
+        self, ctx: ToolCallContext, session_id: str, data: str, ok: dict[str, Any], *, control: bool = False
     ) -> dict[str, Any]:
         """Write ``data`` to a running job's stdin FIFO or, with ``control``, the line that releases its holder."""
         job = self.jobs.get(session_id)
@@ -332,7 +332,7 @@ class ProcessRegistry:
         job.stdin_closed = control
         return ok
 
-    async def list(self, ctx: ToolRunContext) -> list[dict[str, Any]]:
+    async def list(self, ctx: ToolCallContext) -> list[dict[str, Any]]:
         out = []
         for job in self.jobs.values():
             if job.hidden:
@@ -357,7 +357,7 @@ class ProcessRegistry:
     def running(self) -> list[BackgroundJob]:
         return [job for job in self.jobs.values() if not job.exited]
 
-    async def kill_all(self, ctx: ToolRunContext | None = None) -> int:
+    async def kill_all(self, ctx: ToolCallContext | None = None) -> int:
         """Stop every running job (the rollout ends); returns how many were running.
 
         Jobs of a stateful shell die with the slot's shell when the workspace is reset; with ``ctx``
@@ -375,7 +375,7 @@ def has_running_processes(state: dict[str, Any]) -> bool:
     return isinstance(registry, ProcessRegistry) and bool(registry.running())
 
 
-async def kill_all_processes(state: dict[str, Any], ctx: ToolRunContext | None = None) -> int:
+async def kill_all_processes(state: dict[str, Any], ctx: ToolCallContext | None = None) -> int:
     """Stop the background jobs recorded in a rollout's tool state (none: 0)."""
     registry = state.get(STATE_KEY)
     return await registry.kill_all(ctx) if isinstance(registry, ProcessRegistry) else 0
@@ -430,7 +430,7 @@ class ProcessTool(Tool):
             return args  # answered with hermes-agent's unknown-action message, not an argument error
         return super().validate(args)
 
-    async def call(self, args: dict[str, Any], ctx: ToolRunContext) -> dict[str, Any]:
+    async def call(self, args: dict[str, Any], ctx: ToolCallContext) -> dict[str, Any]:
         registry = ProcessRegistry.of(ctx)
         action = args.get("action", "")
         session_id = str(args.get("session_id") or "")

@@ -36,7 +36,7 @@ __all__ = [
     "Tool",
     "ToolOutput",
     "ToolRegistry",
-    "ToolRunContext",
+    "ToolCallContext",
     "error_json",
 ]
 
@@ -67,8 +67,8 @@ class ToolOutput(str):
 
 
 @dataclass
-class ToolRunContext:
-    """Everything a tool needs for one rollout.
+class ToolCallContext:
+    """What a tool's handler receives with each call: everything it needs of its rollout.
 
     ``timeout`` is the default per-command limit and ``max_timeout`` the most a call may ask
     for (defaults to ``timeout``); ``state`` is per-task scratch space shared by the rollout's
@@ -143,12 +143,12 @@ class Tool(abc.ABC):
             raise ToolArgumentError(f"{self.name}: invalid arguments: " + "; ".join(problems))
         return args
 
-    async def run(self, args: Any, ctx: ToolRunContext) -> ToolOutput:
+    async def run(self, args: Any, ctx: ToolCallContext) -> ToolOutput:
         """Validate ``args`` and run the tool; returns what the model sees."""
         return ToolOutput.from_result(await self.call(self.validate(args), ctx))
 
     @abc.abstractmethod
-    async def call(self, args: dict[str, Any], ctx: ToolRunContext) -> str | dict[str, Any]:
+    async def call(self, args: dict[str, Any], ctx: ToolCallContext) -> str | dict[str, Any]:
         """Run with already-validated arguments: the result text, or a JSON object."""
 
     def __repr__(self) -> str:
@@ -196,7 +196,7 @@ class ToolRegistry:
     def names(self) -> list[str]:
         return sorted(self._tools)
 
-    async def dispatch(self, name: str, args: Any, ctx: ToolRunContext) -> ToolOutput:
+    async def dispatch(self, name: str, args: Any, ctx: ToolCallContext) -> ToolOutput:
         """Run a tool by name; an unknown name is a :class:`ToolCallError`."""
         tool = self._tools.get(name)
         if tool is None:
@@ -206,3 +206,10 @@ class ToolRegistry:
 
 REGISTRY = ToolRegistry()
 """The default registry; the built-in tools register themselves when ``hermes_env.tools`` is imported."""
+
+
+def __getattr__(name: str) -> object:
+    """Old names of this module's classes (hermes_env._renamed), kept for one release; each warns once."""
+    from hermes_env._renamed import renamed_attribute
+
+    return renamed_attribute(__name__, name)

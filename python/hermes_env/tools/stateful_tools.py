@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from hermes_env.errors import BackendFailure
-from hermes_env.tools.registry import Tool, ToolRunContext
+from hermes_env.tools.registry import Tool, ToolCallContext
 
 NEEDS_POOL = "{name} runs in the slot pool's stateful shells; set --env.terminal_backend sandbox (AgentEnv always does)"
 
@@ -39,7 +39,7 @@ class _PoolTool(Tool):
     #: Runs only on the slot pool (terminal_backend: sandbox); the configuration checks this.
     needs_slot_pool = True
 
-    def _pool(self, ctx: ToolRunContext) -> Any:
+    def _pool(self, ctx: ToolCallContext) -> Any:
         call = getattr(ctx.backend, "call_tool", None)
         return call if callable(call) else None
 
@@ -60,7 +60,7 @@ class TerminalStatefulTool(_PoolTool):
         "required": ["command"],
     }
 
-    async def call(self, args: dict[str, Any], ctx: ToolRunContext) -> dict[str, Any]:
+    async def call(self, args: dict[str, Any], ctx: ToolCallContext) -> dict[str, Any]:
         call = self._pool(ctx)
         if call is None:
             return {"output": "", "exit_code": -1, "error": NEEDS_POOL.format(name=self.name)}
@@ -137,7 +137,7 @@ class TmuxTool(_PoolTool):
             return {"action": "send", "keys": keys, "enter": False, "wait_ms": wait_ms}
         return "send_keys needs 'keys': a string, or a list of strings ending in 'Enter' to press it"
 
-    async def call(self, args: dict[str, Any], ctx: ToolRunContext) -> dict[str, Any]:
+    async def call(self, args: dict[str, Any], ctx: ToolCallContext) -> dict[str, Any]:
         call = self._pool(ctx)
         if call is None:
             return {"output": "", "exit_code": -1, "error": NEEDS_POOL.format(name=self.name)}

@@ -18,7 +18,7 @@ from typing import Any
 from hermes_env.backends.base import ExecResult
 from hermes_env.errors import BackendFailure
 from hermes_env.tools.process_tool import ProcessRegistry
-from hermes_env.tools.registry import Tool, ToolRunContext
+from hermes_env.tools.registry import Tool, ToolCallContext
 
 MAX_OUTPUT_CHARS = 50_000
 HEAD_FRACTION = 0.4
@@ -72,7 +72,7 @@ def terminal_answer(result: ExecResult, timeout: float) -> dict[str, Any]:
     return {"output": output, "exit_code": result.exit_code, "error": None}
 
 
-async def run_command(ctx: ToolRunContext, command: str, timeout: float, workdir: str | None = None) -> dict[str, Any]:
+async def run_command(ctx: ToolCallContext, command: str, timeout: float, workdir: str | None = None) -> dict[str, Any]:
     result = await ctx.backend.execute(ctx.task_id, with_workdir(command, workdir), timeout)
     return terminal_answer(result, timeout)
 
@@ -125,7 +125,7 @@ class TerminalTool(Tool):
         # Every backend runs commands through a POSIX shell.
         return os.path.exists("/bin/sh")
 
-    async def call(self, args: dict[str, Any], ctx: ToolRunContext) -> dict[str, Any]:
+    async def call(self, args: dict[str, Any], ctx: ToolCallContext) -> dict[str, Any]:
         command, workdir = args["command"], args.get("workdir") or None
         requested = args.get("timeout")
         timeout = ctx.clamp_timeout(requested)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hermes_env.tools.registry import Tool, ToolRunContext
+from hermes_env.tools.registry import Tool, ToolCallContext
 
 STATUSES = ("pending", "in_progress", "completed", "cancelled")
 STATE_KEY = "todo"
@@ -131,7 +131,7 @@ class TodoTool(Tool):
                 return args
         return super().validate(args)
 
-    async def call(self, args: dict[str, Any], ctx: ToolRunContext) -> dict[str, Any]:
+    async def call(self, args: dict[str, Any], ctx: ToolCallContext) -> dict[str, Any]:
         store = ctx.state.get(STATE_KEY)
         if not isinstance(store, TodoStore):
             store = ctx.state[STATE_KEY] = TodoStore()

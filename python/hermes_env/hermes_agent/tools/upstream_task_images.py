@@ -5,7 +5,7 @@ Upstream's Terminal-Bench 2 environment names each task's image as the path of i
 (``FROM python:3.13-slim-bookworm``, ``FROM ubuntu:24.04``, ...) and, after the agent, verifies through its
 ``ToolContext``: ``mkdir -p /tests /logs/verifier``, ``upload_dir(tests, "/tests")``, ``bash /tests/test.sh``,
 ``download_dir("/logs/verifier", ...)``. A Terminal-Bench 2 ``test.sh`` fetches uv, Python and pytest from the
-network. Here, as the Harbor runner does (:mod:`hermes_env.envs.harbor.toolbox`, whose functions this module
+network. Here, as the Harbor runner does (:mod:`hermes_env.environments.harbor.toolbox`, whose functions this module
 uses):
 
 - the image is built on local stand-ins for its base images (:class:`UpstreamImageBuilder`, the image map), with
@@ -16,7 +16,7 @@ uses):
   2's convention (uv :data:`DEFAULT_UV_VERSION`, Python :data:`DEFAULT_PYTHON`); the wheels ``test.sh`` pins are
   added (offline-readable through the same read-only mount) when the verifier runs it;
 - the environment's own ``ctx.terminal`` commands (never the model's tool calls) run with the toolbox's shims
-  first on ``PATH`` (:func:`~hermes_env.envs.harbor.runner.offline_verifier_command`): the uv installer ``curl``
+  first on ``PATH`` (:func:`~hermes_env.environments.harbor.runner.offline_verifier_command`): the uv installer ``curl``
   fetches rewrites ``$HOME/.local/bin/env`` to point at the toolbox whatever the agent left there, and ``uvx``
   runs the toolbox's Python with a fresh cache, so a pytest, python or ``env`` file the agent planted is never
   what runs the tests;
@@ -37,14 +37,14 @@ from typing import Any
 
 from hermes_env.backends.docker import ContainerOptions, DockerBackend
 from hermes_env.containers.upstream_images import is_upstream_recipe
-from hermes_env.envs.harbor.runner import (
+from hermes_env.environments.harbor.runner import (
     FALLBACK_WORKDIR,
     TESTS_DIR,
     VERIFIER_LOGS,
     image_workdir,
     offline_verifier_command,
 )
-from hermes_env.envs.harbor.toolbox import (
+from hermes_env.environments.harbor.toolbox import (
     DEFAULT_PYTHON,
     DEFAULT_UV_VERSION,
     Toolbox,

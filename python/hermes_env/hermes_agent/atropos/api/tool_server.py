@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from hermes_env.sandbox.tool_server import ExternalTool
+from hermes_env.slot_pool.tool_server import ExternalTool
 
 MAX_NAME_LENGTH = 64
 MAX_DESCRIPTION_LENGTH = 1024

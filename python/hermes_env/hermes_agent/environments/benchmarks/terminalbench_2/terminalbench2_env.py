@@ -6,9 +6,9 @@ rows in TB2's Hub schema, on hermes_env's Harbor machinery.
 methods environment files subclass or call (``config_init``, ``setup``, ``evaluate``, ``rollout_and_score_eval``,
 ``_run_tests``, ``_resolve_task_image``, ``_eval_with_timeout``, ``_save_result``, ``wandb_log``), so that an
 upstream file such as ``tblite_env.py``, ported as a single file, runs on it. The rows are those of upstream's
-Hub dataset, or of ``python -m hermes_env.envs.harbor export-tb2 TASKS_DIR OUT`` (``--env.dataset_name OUT``).
+Hub dataset, or of ``python -m hermes_env.environments.harbor export-tb2 TASKS_DIR OUT`` (``--env.dataset_name OUT``).
 
-Each task runs as :mod:`hermes_env.envs.harbor` runs a Harbor task: its image is built from ``environment_tar``
+Each task runs as :mod:`hermes_env.environments.harbor` runs a Harbor task: its image is built from ``environment_tar``
 (base images mapped to local ones, cached by content), the agent loop works in one container of it on the
 ``docker`` backend, and ``test_sh`` with ``tests_tar`` is the verifier, run offline with the provisioned
 toolbox, its reward read from ``/logs/verifier``. A prebuilt ``docker_image`` is used only where this machine
@@ -42,8 +42,8 @@ from atroposlib.envs.server_handling.server_manager import APIServerConfig
 from pydantic import Field
 
 from hermes_env.env.dataset import load_rows
-from hermes_env.envs.harbor.runner import TESTS_DIR, VERIFIER_LOGS, HarborRunner, PreparedTask, VerifyResult
-from hermes_env.envs.harbor.task import EnvironmentSection, HarborTask, TaskConfig, TimeoutSection
+from hermes_env.environments.harbor.runner import TESTS_DIR, VERIFIER_LOGS, HarborRunner, PreparedTask, VerifyResult
+from hermes_env.environments.harbor.task import EnvironmentSection, HarborTask, TaskConfig, TimeoutSection
 from hermes_env.errors import ContainerError, DatasetError
 from hermes_env.hermes_agent.environments.agent_loop import HermesAgentLoop
 from hermes_env.hermes_agent.environments.hermes_base_env import HermesAgentBaseEnv, HermesAgentEnvConfig
@@ -146,7 +146,7 @@ class TerminalBench2EvalEnv(HermesAgentBaseEnv):
         if missing:
             raise DatasetError(
                 f"dataset {self.config.dataset_name!r}: row {missing[0]} has no task_name; TB2 rows need task_name, "
-                "instruction, environment_tar (or docker_image) and test_sh (python -m hermes_env.envs.harbor "
+                "instruction, environment_tar (or docker_image) and test_sh (python -m hermes_env.environments.harbor "
                 "export-tb2 writes them)"
             )
         tasks = rows

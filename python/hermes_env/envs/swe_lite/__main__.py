@@ -1,6 +1,0 @@
-"""``python -m hermes_env.envs.swe_lite serve|process|evaluate`` (atroposlib's command line)."""
-
-from hermes_env.envs.swe_lite.env import SweLiteEnv
-
-if __name__ == "__main__":
-    SweLiteEnv.cli()
