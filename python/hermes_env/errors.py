@@ -227,8 +227,6 @@ def classify_policy_error(err: BaseException) -> RolloutFailureKind:
     import aiohttp
     import openai
 
-    from hermes_env._core import TrajectoryDivergence
-
     err = unwrap_retries(err)
     if isinstance(err, PolicyCallError):
         return err.kind
