@@ -36,6 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from hermes_env.errors import TurnRewardError
+from hermes_env.parsers.parsed_call import ParsedToolCall
 from hermes_env.trajectory import MASK
 
 __all__ = [
@@ -194,13 +195,12 @@ def parse_issue_counts(result: Any) -> list[int]:
 
 def repeated_call_counts(result: Any) -> list[int]:
     """Per turn: calls identical (name and arguments) to the call just before them, as the loop counts them."""
-    from hermes_env.agent.loop import _call_signature
-
     counts = [0] * result.turns_used
     last: tuple[str, str] | None = None
     for t, message in enumerate(_model_turn_messages(result)):
-        for call in message.get("tool_calls") or []:
-            signature = _call_signature(call)
+        for index, raw in enumerate(message.get("tool_calls") or []):
+            call = ParsedToolCall.from_openai(raw, index)
+            signature = (call.name, call.canonical_arguments)  # the loop's repeated-call signature
             counts[t] += signature == last
             last = signature
     return counts
