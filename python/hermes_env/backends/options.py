@@ -166,7 +166,7 @@ def validate_options(model: type[BaseModel], backend: str, options: Mapping[str,
     """``options`` as ``model`` (one backend's options); BackendOptionsError naming each wrong field."""
     data = dict(options)
     if issubclass(model, BackendOptions):
-        _check_kind(backend, data)
+        check_kind(backend, data)
         data.pop("kind", None)  # the model's own (a backend registered under another name may use a built-in's)
     try:
         return model.model_validate(data)
@@ -175,7 +175,8 @@ def validate_options(model: type[BaseModel], backend: str, options: Mapping[str,
         raise options_error(backend, valid, err) from None
 
 
-def _check_kind(backend: str, data: Mapping[str, Any]) -> None:
+def check_kind(backend: str, data: Mapping[str, Any]) -> None:
+    """BackendOptionsError when the options' own ``kind`` names another backend than ``terminal_backend``."""
     if "kind" in data and data["kind"] != backend:
         raise BackendOptionsError(
             f"terminal_backend_options.kind is {data['kind']!r} but terminal_backend is {backend!r}; "

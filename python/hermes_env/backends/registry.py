@@ -21,7 +21,7 @@ from hermes_env.backends.options import (
     BwrapOptions,
     DockerOptions,
     LocalOptions,
-    _check_kind,
+    check_kind,
     options_error,
     validate_options,
 )
@@ -122,7 +122,7 @@ def backend_config(name: str, options: Mapping[str, Any] | None = None) -> BaseM
     BackendOptionsError naming the field when an option is wrong."""
     data = dict(options or {})
     if is_builtin(name):
-        _check_kind(name, data)
+        check_kind(name, data)
         adapter = backend_config_adapter()
         try:
             return adapter.validate_python({**data, "kind": name})
