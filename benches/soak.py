@@ -37,8 +37,8 @@ cut-short rollout), and a group id (``group_overrides["hermes_env_group_id"]``) 
 Dropped groups are counted by cause from each ``serve``'s log and matched against the faults injected into it. Each
 ``serve`` process's RSS, open files, threads and descendant processes are sampled every ``--sample-s`` seconds;
 growth is judged over the last three quarters of the run. At the end every ``serve`` is stopped (SIGTERM) and what
-was left is listed: orphaned processes under sandbox task uids, processes mentioning the run's directory, run
-directories, containers owned by the run's ``serve`` processes.
+was left is listed: orphaned processes under sandbox task uids, processes mentioning the run's directory or working
+in it (podman's ``conmon`` names neither), run directories, containers owned by the run's ``serve`` processes.
 
 Run: ``python benches/soak.py --minutes 3 --out /tmp/soak`` (report.json, soak.png and the logs there). Exits 1 when
 a pulled group is bad or duplicated, a group is lost, a drop has no injected fault to explain it, or something was
@@ -74,7 +74,7 @@ import httpx
 from hermes_env.env.dataset import load_rows
 from hermes_env.env.run_api_link import GROUP_ID_KEY
 from hermes_env.environments.terminal_tasks.env import TASKS_PATH
-from hermes_env.isolation.process import children
+from hermes_env.isolation.process import children, pids_working_in
 from hermes_env.isolation.users import MAX_UID_BLOCKS, SLOT_UID_BASE, UID_BLOCK, _process_uids
 from hermes_env.resources import qwen3_tokenizer
 from hermes_env.slot_pool.tool_server import TOKEN_ENV, ExternalTool
@@ -469,9 +469,13 @@ def leftovers(work: Path, owners: list[str], pids: list[int]) -> dict[str, list[
         if uid in _TASK_UIDS and (parent(pid) in (1, os.getpid()) or str(work) in cmdline(pid))
     }
     mention = [pid for pid in _process_uids() if pid != os.getpid() and str(work) in cmdline(pid)]
+    # Named nowhere on their command line, found by where they work: podman's conmon (and its ``runc init``) of a
+    # container whose start was cut short works in the docker backend's run directory, deleted or not.
+    working = pids_working_in(work)
     return {
         "task_uid_processes": [f"{pid} uid {uid}: {cmdline(pid)[:120]}" for pid, uid in uids.items()],
         "processes_mentioning_the_run": [f"{pid}: {cmdline(pid)[:120]}" for pid in mention],
+        "processes_working_in_the_run": [f"{pid}: {cmdline(pid)[:120]}" for pid in working],
         "run_directories": sorted(str(p) for p in work.glob("hermes-*")),
         "containers": [c for owner in owners for c in owned_containers(owner, running_only=False)],
         "processes_started_by_the_soak": [f"{pid}: {cmdline(pid)[:120]}" for pid in pids if cmdline(pid)],
@@ -739,6 +743,7 @@ def soak(args: argparse.Namespace) -> dict[str, Any]:
             "last_sample": serve.samples[-1] if serve.samples else None,
             "max": {k: max((s[k] for s in serve.samples), default=None) for k in ("rss_mib", "fds", "threads",
                                                                                     "descendants")},
+            "samples": serve.samples,
         }  # fmt: skip
     duplicates = sum(n - 1 for n in trainer.ids.values() if n > 1)
     unique_pulled = len(trainer.ids)

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import signal
 import socket
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -14,6 +18,7 @@ from hermes_env.backends.docker import DockerBackend
 from hermes_env.containers import ImageSpec
 from hermes_env.containers.engine import LABEL, OWNER_LABEL, owner_token
 from hermes_env.errors import ContainerLostError, WorkspacePathError
+from hermes_env.isolation.process import pids_working_in
 
 
 @pytest.fixture(params=["channel", "exec"])
@@ -213,3 +218,51 @@ async def test_a_call_from_another_event_loop_while_this_one_waits() -> None:
         assert "t" not in backend._containers
     finally:
         await backend.aclose()
+
+
+async def test_a_start_cancelled_at_any_moment_leaves_no_container_and_no_monitor() -> None:
+    # A dropped group cancels its rollouts mid-start. Killing `podman run` there could leave conmon and a
+    # `runc init` of a container no engine command lists: the start now runs to its end and is then removed.
+    backend = get_backend("docker", memory_bytes="256MiB", max_processes=64, cpus=1)
+    assert isinstance(backend, DockerBackend)
+    try:
+        for i, delay in enumerate((0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.8)):
+            start = asyncio.create_task(backend.execute(f"t{i}", "true", 10))
+            await asyncio.sleep(delay)
+            start.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await start
+            await backend.cleanup(f"t{i}")
+            listed = backend.engine.run_sync("ps", "-a", "--filter", f"label={OWNER_LABEL}={owner_token()}", "-q")
+            assert listed.text.strip() == "", f"cancelled after {delay}s: containers left"
+            if backend._root is None:  # cancelled before it got as far as the engine
+                continue
+            for _ in range(50):  # a removed container's monitor exits a moment after the removal
+                if not pids_working_in(backend._root.path):
+                    break
+                await asyncio.sleep(0.1)
+            assert pids_working_in(backend._root.path) == [], f"cancelled after {delay}s: processes left"
+        assert (await backend.execute("after", "echo ok", 10)).output.strip() == "ok"
+    finally:
+        await backend.aclose()
+
+
+async def test_a_monitor_left_in_the_run_directory_is_stopped(docker: DockerBackend) -> None:
+    await docker.execute("t", "true", 10)
+    assert docker._root is not None
+    root = docker._root.path
+    # Stand-ins for a conmon whose container podman lost: one naming a container, one naming none.
+    sleeper = [sys.executable, "-c", "import time; time.sleep(300)"]
+    named = subprocess.Popen([*sleeper, "-n", "hermes_env-lost-1"], cwd=root)
+    other = subprocess.Popen(sleeper, cwd=root)
+    try:
+        await docker._stop_lost_monitors("hermes_env-lost-1", settle_s=0.2)
+        assert named.wait(10) == -signal.SIGKILL
+        assert other.poll() is None  # not that container's monitor
+        await docker.aclose()  # whatever still works in the run's directory goes with the run
+        assert other.wait(10) == -signal.SIGKILL
+        assert not root.exists()
+    finally:
+        for proc in (named, other):
+            proc.kill()
+            proc.wait()

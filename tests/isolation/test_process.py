@@ -157,3 +157,40 @@ async def test_a_killed_run_leaves_no_process_and_its_root_goes_at_the_next_star
             proc.wait()
         kill_processes_with_cmdline(marker)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.mark.parametrize("stdin", [None, "input"])
+async def test_a_call_cancelled_while_it_starts_leaves_no_descriptor_and_no_process(
+    tmp_path: Path, stdin: str | None
+) -> None:
+    # A dropped group cancels its rollouts' commands wherever they are, spawn included: each
+    # step of the start is hit by giving the call more and more event-loop turns before the cancel.
+    marker = unique_sleep()
+    await asyncio.sleep(0)
+    before = {fd for fd in os.listdir("/proc/self/fd")}
+    for turns in range(12):
+        call = asyncio.ensure_future(
+            run_limited(
+                ["/bin/sh", "-c", marker],
+                cwd=str(tmp_path),
+                env={"PATH": os.environ["PATH"]},
+                timeout=30,
+                max_output_bytes=1000,
+                kill_output_bytes=10_000,
+                stdin=stdin,
+            )
+        )
+        for _ in range(turns):
+            await asyncio.sleep(0)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+    await wait_no_process_with_cmdline(marker)
+    for _ in range(50):  # asyncio closes a finished process's transport a few loop turns later
+        leaked = {fd for fd in os.listdir("/proc/self/fd")} - before
+        if not {fd for fd in leaked if os.path.exists(f"/proc/self/fd/{fd}")}:
+            break
+        await asyncio.sleep(0.02)
+    assert not {
+        f"{fd} -> {os.readlink(f'/proc/self/fd/{fd}')}" for fd in leaked if os.path.exists(f"/proc/self/fd/{fd}")
+    }

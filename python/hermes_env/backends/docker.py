@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import os
 import time
 import uuid
@@ -53,7 +54,13 @@ from hermes_env.errors import (
 )
 from hermes_env.isolation.limits import MiB, ResourceLimits
 from hermes_env.isolation.paths import root_relative, workspace_relative
-from hermes_env.isolation.process import TIMEOUT_EXIT_CODE, run_limited, truncation_note
+from hermes_env.isolation.process import (
+    TIMEOUT_EXIT_CODE,
+    pids_working_in,
+    run_limited,
+    stop_tree,
+    truncation_note,
+)
 from hermes_env.isolation.roots import RunRoot, sweep_dead_runs
 
 Transport = Literal["auto", "channel", "exec"]
@@ -76,6 +83,26 @@ _DEFAULT_ENV = {"PYTHONDONTWRITEBYTECODE": "1", "TERM": "dumb"}
 _KEEPALIVE = 'mkdir -p -- "$0"; exec sleep infinity 2>/dev/null || while :; do sleep 3600; done'
 
 _swept_engines: set[str] = set()
+log = logging.getLogger(__name__)
+
+
+def _command_line(pid: int) -> list[str]:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return [part.decode("utf-8", "replace") for part in f.read().split(b"\0")]
+    except OSError:
+        return []
+
+
+def _command_name(pid: int) -> str:
+    argv = _command_line(pid)
+    return os.path.basename(argv[0]) if argv and argv[0] else "a process"
+
+
+def _monitors(pid: int, name: str) -> bool:
+    """Whether ``pid`` is the engine's monitor of container ``name`` (conmon's ``-n NAME``)."""
+    argv = _command_line(pid)
+    return any(flag in ("-n", "--name") and value == name for flag, value in itertools.pairwise(argv))
 
 
 def _remote_engine() -> bool:
@@ -342,13 +369,14 @@ class DockerBackend(ExecutionBackend):
         else:
             args += ["--entrypoint", "/bin/sh", box.image, "-c", _KEEPALIVE, box.workspace]
         try:
-            result = await self.engine.run(*args, timeout=self.start_timeout_s, cwd=root.path)
+            result = await self.engine.run(*args, timeout=self.start_timeout_s, cwd=root.path, finish_on_cancel=True)
             box.cid = result.text.strip().splitlines()[-1] if result.text.strip() else box.name
             if box.channel is not None:
                 await box.channel.wait_ready(self.start_timeout_s)
         except BaseException as exc:
             # A half-created container must not outlive a failed or cancelled start.
             await asyncio.shield(self._remove(box))
+            await asyncio.shield(self._stop_lost_monitors(box.name))
             if isinstance(exc, EngineCommandError | ChannelClosedError | TimeoutError):
                 raise ContainerLostError(
                     f"{self.engine.name} could not start a container from {box.image} for task {task_id!r}: {exc}"
@@ -384,8 +412,30 @@ class DockerBackend(ExecutionBackend):
             if box.channel is not None:
                 box.channel.close()
         if self._root is not None:
+            await asyncio.shield(self._stop_lost_monitors())
             self._root.remove()
             self._root = None
+
+    async def _stop_lost_monitors(self, name: str | None = None, *, settle_s: float = 3.0) -> None:
+        """Stop what still works in this run's directory once its containers are removed: podman's monitor
+        (``conmon``, started there by ``run``) of a container the engine no longer lists, with its ``runc init``.
+
+        A ``run`` killed past its timeout between the runtime's ``create`` and podman's own bookkeeping leaves
+        such a pair, which no engine command sees and which waits forever. ``name``: only that container's
+        monitor. A monitor of a removed container exits by itself within ``settle_s``.
+        """
+        if self._root is None:
+            return
+        deadline = time.monotonic() + settle_s
+        while True:
+            left = [pid for pid in pids_working_in(self._root.path) if name is None or _monitors(pid, name)]
+            if not left or time.monotonic() >= deadline:
+                break
+            await asyncio.sleep(0.1)
+        for pid in left:
+            log.warning("stopping %s (pid %d), left working in %s by a container start that did not finish",
+                        _command_name(pid), pid, self._root.path)  # fmt: skip
+            await stop_tree(pid)
 
     async def _lost(self, task_id: str, box: _Container, what: str) -> ContainerLostError:
         """The error for a container that stopped answering; the container is removed (it is of no further use)."""

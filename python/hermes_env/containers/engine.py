@@ -23,6 +23,7 @@ import os
 import shutil
 import socket
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -121,6 +122,14 @@ def owner_token(pid: int | None = None) -> str:
     return f"{host}:{boot}:{pid}:{_start_time(pid) or 0}"
 
 
+async def _wait_or_kill(proc: asyncio.subprocess.Process, limit_s: float) -> None:
+    """Wait up to ``limit_s`` for ``proc`` to exit, through further cancellations; then it may be killed."""
+    deadline = time.monotonic() + max(limit_s, 0.0)
+    while proc.returncode is None and time.monotonic() < deadline:
+        with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+            await asyncio.shield(asyncio.wait_for(proc.wait(), max(deadline - time.monotonic(), 0.0)))
+
+
 def sandbox_run_args(
     name: str, role: str, *, memory_mib: int, max_processes: int, cpus: float, allow_network: bool
 ) -> list[str]:
@@ -199,12 +208,19 @@ class ContainerEngine:
         input: bytes | None = None,
         check: bool = True,
         cwd: str | os.PathLike[str] | None = None,
+        finish_on_cancel: bool = False,
     ) -> CliResult:
         """Run one engine command without blocking the event loop; killed (and an error) past ``timeout``.
 
         ``cwd``: podman's container monitor (conmon) inherits it from ``run`` and writes files there (an ``oom``
         marker when the container's memory limit is hit), so ``run`` gets a directory of the caller's.
+
+        ``finish_on_cancel``: a cancelled call lets the command run to its end (within ``timeout``) before the
+        cancellation goes on, for commands that must not die half-way. podman killed between its runtime's
+        ``create`` and its own database write leaves a container no engine command lists, whose monitor and
+        ``runc init`` wait forever.
         """
+        started = time.monotonic()
         try:
             proc = await asyncio.create_subprocess_exec(
                 *self.argv(*args),
@@ -225,6 +241,8 @@ class ContainerEngine:
             await proc.wait()
             raise EngineCommandError(f"`{self.kind} {args[0]}` did not finish within {timeout:g}s") from None
         except asyncio.CancelledError:
+            if finish_on_cancel:
+                await _wait_or_kill(proc, timeout - (time.monotonic() - started))
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
             await asyncio.shield(proc.wait())

@@ -45,9 +45,27 @@ async def spawn(*argv: str, user: SandboxUser | None = None, **kwargs: Any) -> a
         argv = (*user.argv_prefix(), *argv)
     with spawn_guard() as own, with_seccomp_fd(argv) as (resolved, fds):
         pass_fds = (*kwargs.pop("pass_fds", ()), *fds)
-        proc = await asyncio.create_subprocess_exec(*resolved, pass_fds=pass_fds, **kwargs)
+        start = asyncio.ensure_future(asyncio.create_subprocess_exec(*resolved, pass_fds=pass_fds, **kwargs))
+        try:
+            proc = await asyncio.shield(start)
+        except asyncio.CancelledError:
+            # asyncio's own cancel path kills only the direct child, and a shell's children would outlive it:
+            # the start runs to its end, then the whole tree is stopped.
+            await _stop_started(start)
+            raise
         own(proc)
     return proc
+
+
+async def _stop_started(start: asyncio.Future[asyncio.subprocess.Process]) -> None:
+    while not start.done():
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(start)
+    if start.cancelled() or start.exception() is not None:
+        return
+    proc = start.result()
+    await asyncio.shield(stop_tree(proc.pid))
+    await asyncio.shield(proc.wait())
 
 
 # -- stopping a process tree ------------------------------------------------------------------
@@ -68,6 +86,26 @@ def children(pid: int) -> list[int]:
             with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{tid}/children") as f:
                 out += [int(c) for c in f.read().split()]
     return out
+
+
+def pids_working_in(directory: str | os.PathLike[str]) -> list[int]:
+    """Live processes whose working directory is ``directory`` or below it, deleted since or not.
+
+    What a run's directory finds once the run is over is a process the run started and lost track of.
+    """
+    top = os.path.realpath(directory)
+    found: list[int] = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            cwd = os.readlink(f"/proc/{entry}/cwd")
+        except OSError:
+            continue
+        cwd = cwd.removesuffix(" (deleted)")
+        if (cwd == top or cwd.startswith(top + "/")) and _state(int(entry)) not in (None, b"Z"):
+            found.append(int(entry))
+    return found
 
 
 def _signal(pid: int, sig: int) -> None:
@@ -154,17 +192,25 @@ async def run_limited(
             stdout=write_fd,
             stderr=write_fd,
         )
-    except OSError as exc:
+    except BaseException as exc:
+        # Cancelled (a dropped group) as much as failed: the read end is ours until a transport owns it.
         os.close(read_fd)
-        return ExecResult.failure("internal", f"could not start {argv[0]!r}: {exc}")
+        if isinstance(exc, OSError):
+            return ExecResult.failure("internal", f"could not start {argv[0]!r}: {exc}")
+        raise
     finally:
         os.close(write_fd)
 
     loop = asyncio.get_running_loop()
     stream = asyncio.StreamReader(limit=_READ_CHUNK * 4)
-    transport, _ = await loop.connect_read_pipe(
-        lambda: asyncio.StreamReaderProtocol(stream), os.fdopen(read_fd, "rb", buffering=0)
-    )
+    try:
+        transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(stream), os.fdopen(read_fd, "rb", buffering=0)
+        )
+    except BaseException:
+        # The command runs already: it must not outlive a call that never read it.
+        await asyncio.shield(stop_tree(proc.pid))
+        raise
     if running is not None:
         running.add(proc.pid)
     kept = bytearray()
