@@ -3,7 +3,7 @@ ValueError), with the offending position and a message naming what was wrong."""
 
 from __future__ import annotations
 
-import hermes_env._lazy as _lazy
+import hermes_env._renamed as _renamed
 import hermes_env.errors as errors
 import hermes_env.trajectory as trajectory
 import pytest
@@ -11,7 +11,7 @@ from hermes_env.trajectory import FINISH_REASONS, Trajectory, assistant_token_ma
 
 
 def test_the_trajectory_modules_old_names_are_the_errors_classes() -> None:
-    _lazy._warned.discard("hermes_env.trajectory.TrajectoryError")  # warned once per process: maybe already
+    _renamed._warned.discard("hermes_env.trajectory:TrajectoryError")  # warned once per process: maybe already
     with pytest.warns(DeprecationWarning, match="hermes_env.errors"):
         assert trajectory.TrajectoryError is errors.TrajectoryError
     assert trajectory.TrajectoryDivergence is errors.TrajectoryDivergence
