@@ -10,7 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hermes_env._renamed import OLD_NAMES
+import pytest
+from hermes_env._renamed import OLD_NAMES, old_names
 
 PACKAGE = Path(__file__).resolve().parents[2] / "python" / "hermes_env"
 
@@ -78,6 +79,19 @@ def test_every_old_path_and_name_is_the_new_one_and_warns_once() -> None:
             assert entry["spec_names"] == [], f"a module took an old path as its own spec: {entry['spec_names']}"
     checked = sum(len(report[old].get("checked", [])) for old in OLD_NAMES)
     assert checked > 30  # every submodule, not just the tops
+
+
+def test_the_table_pairs_a_module_with_a_module_and_a_name_with_a_name() -> None:
+    assert all((":" in old) == (":" in new) for old, new in OLD_NAMES.items()), OLD_NAMES
+
+
+def test_a_getattr_for_a_module_without_old_names_is_refused_and_other_names_go_on() -> None:
+    with pytest.raises(ValueError, match="hermes_env.nothing has no old names in hermes_env._renamed.OLD_NAMES"):
+        old_names("hermes_env.nothing")
+    getattr_ = old_names("hermes_env.judges", then=lambda name: f"lazy {name}")
+    assert getattr_("JudgeChat") == "lazy JudgeChat"
+    with pytest.raises(AttributeError, match="module 'hermes_env.judges' has no attribute 'Nothing'"):
+        old_names("hermes_env.judges")("Nothing")
 
 
 def test_old_import_names_are_served_by_the_one_table_only() -> None:
