@@ -7,8 +7,9 @@ one layer do not import each other. ARCHITECTURE.md draws the same order, and
 
 An import is any ``import``/``from ... import`` statement, at module level or inside a function (a
 function-level import still makes the module depend on the other one), plus the module paths that
-``lazy_attributes`` and ``importlib.import_module`` are given as string literals. Imports under
-``if TYPE_CHECKING:`` are left out: they never run, and only type checkers follow them.
+``lazy_attributes`` and ``importlib.import_module`` are given as string literals, plus, for a module whose
+``__getattr__`` is built by ``old_names``, the modules its old names now live in (``_renamed.OLD_NAMES``, read
+as a literal). Imports under ``if TYPE_CHECKING:`` are left out: they never run, and only type checkers follow them.
 """
 
 from __future__ import annotations
@@ -100,8 +101,22 @@ def _type_checking_lines(tree: ast.AST) -> set[int]:
     return lines
 
 
-def _named(node: ast.AST, module: str, is_package: bool) -> list[str]:
-    """The dotted names one statement or call imports."""
+def old_name_homes(root: Path | None = None) -> dict[str, set[str]]:
+    """Module -> the modules its old names now live in, from ``_renamed.OLD_NAMES`` (read, not imported)."""
+    path = (root or package_dir()) / "_renamed.py"
+    homes: dict[str, set[str]] = {}
+    if not path.is_file():
+        return homes
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.AnnAssign) and ast.unparse(node.target) == "OLD_NAMES" and node.value is not None:
+            for old, new in ast.literal_eval(node.value).items():
+                if ":" in old:
+                    homes.setdefault(old.partition(":")[0], set()).add(new.partition(":")[0])
+    return homes
+
+
+def _named(node: ast.AST, module: str, is_package: bool, homes: dict[str, set[str]]) -> list[str]:
+    """The dotted names one statement or call imports (``homes``: :func:`old_name_homes`)."""
     if isinstance(node, ast.Import):
         return [alias.name for alias in node.names]
     if isinstance(node, ast.ImportFrom):
@@ -121,12 +136,15 @@ def _named(node: ast.AST, module: str, is_package: bool) -> list[str]:
                 for const in ast.walk(node)
                 if isinstance(const, ast.Constant) and isinstance(const.value, str) and const.value.startswith(PACKAGE)
             ]
+        if name == "old_names":
+            return sorted(homes.get(module, ()))
     return []
 
 
 def imports(root: Path | None = None) -> list[Import]:
     """Every import of one module of the package by another (see the module docstring for what counts)."""
     found = modules(root)
+    homes = old_name_homes(root)
     edges: set[Import] = set()
     for module, path in found.items():
         if path.suffix == ".pyi":
@@ -137,7 +155,7 @@ def imports(root: Path | None = None) -> list[Import]:
         for node in ast.walk(tree):
             if not isinstance(node, ast.Import | ast.ImportFrom | ast.Call) or node.lineno in skipped:
                 continue
-            names = _named(node, module, is_package)
+            names = _named(node, module, is_package, homes)
             if isinstance(node, ast.ImportFrom):
                 # a submodule named in ``from pkg import sub`` replaces the package itself as the target
                 submodules = [n for n in names[:-1] if n in found]

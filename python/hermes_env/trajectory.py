@@ -46,7 +46,7 @@ from hermes_env._core import (
     TrajectoryDivergenceWarning,
 )
 from hermes_env._core import assistant_token_mask as _assistant_token_mask
-from hermes_env._lazy import lazy_attributes
+from hermes_env._renamed import old_names
 
 __all__ = [
     "FINISH_REASONS",
@@ -64,8 +64,8 @@ __all__ = [
 DivergencePolicy = Literal["raise", "warn_and_restart", "keep_raw"]
 
 # The trajectory's errors live in hermes_env.errors (the Rust core raises those classes); the names this module
-# exported before still work, with a warning once.
-__getattr__ = lazy_attributes(__name__, {}, moved={"hermes_env.errors": ("TrajectoryDivergence", "TrajectoryError")})
+# exported before still work for a release (hermes_env._renamed.OLD_NAMES), with a warning once.
+__getattr__ = old_names(__name__)
 
 _PROBE_USER = "hermes-env-probe-user"
 _PROBE_ASSISTANT = "hermes-env-probe-7f3a9c-assistant"

@@ -11,7 +11,7 @@ import importlib
 import warnings
 
 import pytest
-from hermes_env import _lazy
+from hermes_env import _renamed
 
 
 @pytest.mark.parametrize(
@@ -25,9 +25,10 @@ from hermes_env import _lazy
 def test_an_old_name_gives_the_new_thing_and_warns_once(
     module: str, old: str, new_module: str, new: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_lazy, "_warned_renamed", set())
+    monkeypatch.setattr(_renamed, "_warned", set())
     target = getattr(importlib.import_module(new_module), new)
-    with pytest.warns(FutureWarning, match=rf"{module}\.{old} is renamed: import {new} from {new_module}"):
+    said = rf"{module}\.{old} is now {new_module}\.{new}: import {new} from {new_module}"
+    with pytest.warns(DeprecationWarning, match=said):
         assert getattr(importlib.import_module(module), old) is target
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -12,7 +12,7 @@ from typing import get_args
 
 import hermes_env.errors as errors
 import pytest
-from hermes_env import _lazy
+from hermes_env import _renamed
 from hermes_env.isolation.result import ExecResult
 from hermes_env.parsers import ISSUE_KINDS
 
@@ -85,10 +85,11 @@ def test_only_errors_exports_exceptions() -> None:
 def test_a_package_s_old_exception_names_still_work_with_one_warning(
     module: str, names: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_lazy, "_warned", set())
+    monkeypatch.setattr(_renamed, "_warned", set())
     package = importlib.import_module(module)
     for name in names:
-        with pytest.warns(DeprecationWarning, match=f"{module}.{name} is deprecated.*import it from hermes_env.errors"):
+        said = f"{module}.{name} is now hermes_env.errors.{name}: import {name} from hermes_env.errors"
+        with pytest.warns(DeprecationWarning, match=said):
             assert getattr(package, name) is getattr(errors, name)
         with warnings.catch_warnings():
             warnings.simplefilter("error")
@@ -97,9 +98,9 @@ def test_a_package_s_old_exception_names_still_work_with_one_warning(
 
 
 def test_the_old_env_errors_module_warns_and_names_the_same_things(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_lazy, "_warned", set())
+    monkeypatch.setattr(_renamed, "_warned", set())
     monkeypatch.delitem(sys.modules, "hermes_env.env.errors", raising=False)
-    with pytest.warns(DeprecationWarning, match="hermes_env.env.errors is deprecated"):
+    with pytest.warns(DeprecationWarning, match="hermes_env.env.errors is now hermes_env.errors"):
         old = importlib.import_module("hermes_env.env.errors")
     assert old.PolicyCallError is errors.PolicyCallError and old.classify_policy_error is errors.classify_policy_error
 

@@ -1,17 +1,24 @@
-"""Renamed modules and classes: every old path still imports, is the very module at its new path, and warns once."""
+"""Old names (``hermes_env._renamed.OLD_NAMES``, the one table of them): every old module path still imports as the
+very module at its new path, every old name is the very object of its new name, and each warns once, a
+DeprecationWarning at the user's line; ``python -m <old path>`` runs the new module with one FutureWarning."""
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
+from pathlib import Path
 
-from hermes_env._renamed import RENAMED_ATTRIBUTES, RENAMED_MODULES
+import pytest
+from hermes_env._renamed import OLD_NAMES, old_names
+
+PACKAGE = Path(__file__).resolve().parents[2] / "python" / "hermes_env"
 
 # Run in a fresh interpreter: "warns once" is per process, and this test's own process may have used an old path.
 CHECK = r"""
 import importlib, json, pkgutil, sys, warnings
-from hermes_env._renamed import RENAMED_ATTRIBUTES, RENAMED_MODULES
+from hermes_env._renamed import OLD_NAMES
 
 def importable(name):
     try:
@@ -19,8 +26,19 @@ def importable(name):
     except ImportError:  # a module that needs an extra this machine lacks (ray, llama.cpp)
         return None
 
+def seen(caught):
+    return [[w.category.__name__, str(w.message), w.filename] for w in caught if " is now " in str(w.message)]
+
 report = {}
-for old, new in RENAMED_MODULES.items():
+for old, new in OLD_NAMES.items():
+    if ":" in old:
+        (module, name), (new_module, new_name) = old.split(":"), new.split(":")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            same = [getattr(importlib.import_module(module), name) is getattr(importlib.import_module(new_module),
+                                                                              new_name) for _ in range(2)]
+        report[old] = {"same": same, "warnings": seen(caught)}
+        continue
     package = importlib.import_module(new)
     names = [new]
     if hasattr(package, "__path__"):
@@ -36,42 +54,56 @@ for old, new in RENAMED_MODULES.items():
             if importlib.import_module(old_name) is not module or sys.modules[old_name] is not module:
                 different.append(old_name)
             checked.append(old_name)
-    renamed = [w for w in caught if "is renamed" in str(w.message)]
     report[old] = {"checked": checked, "different": different, "spec_names": sorted(
         {modules[n].__spec__.name for n in modules if modules[n] is not None} - set(names)),
-        "warnings": [[w.category.__name__, str(w.message), w.filename] for w in renamed]}
-for module, names in RENAMED_ATTRIBUTES.items():
-    for old, new in names.items():
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            same = [getattr(importlib.import_module(module), old) is getattr(importlib.import_module(module), new)
-                    for _ in range(2)]
-        report[f"{module}:{old}"] = {"same": same, "warnings": [[w.category.__name__, str(w.message), w.filename]
-                                                               for w in caught if "is renamed" in str(w.message)]}
+        "warnings": seen(caught)}
 print(json.dumps(report))
 """
 
 
-def test_every_old_path_is_the_new_module_and_warns_once() -> None:
+def test_every_old_path_and_name_is_the_new_one_and_warns_once() -> None:
     proc = subprocess.run([sys.executable, "-c", CHECK], capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
-    for old, new in RENAMED_MODULES.items():
+    assert sorted(report) == sorted(OLD_NAMES)
+    for old, new in OLD_NAMES.items():
         entry = report[old]
-        assert old in entry["checked"] and entry["different"] == [], entry
-        assert entry["spec_names"] == [], f"a module took an old path as its own spec: {entry['spec_names']}"
-        # One warning for the whole package, pointing at the line that imported it.
-        assert entry["warnings"] == [["DeprecationWarning", entry["warnings"][0][1], "<string>"]], entry["warnings"]
-        assert f"{old} is renamed {new}" in entry["warnings"][0][1]
-    assert sum(len(report[old]["checked"]) for old in RENAMED_MODULES) > 30  # every submodule, not just the tops
-    for module, names in RENAMED_ATTRIBUTES.items():
-        for old in names:
-            entry = report[f"{module}:{old}"]
+        # One warning for the whole package or the name, pointing at the line that used it.
+        assert [w[0] for w in entry["warnings"]] == ["DeprecationWarning"], entry["warnings"]
+        category, message, filename = entry["warnings"][0]
+        assert filename == "<string>" and message.startswith(f"{old} is now {new}".replace(":", ".")), message
+        if ":" in old:
             assert entry["same"] == [True, True], entry
-    # Each old class name warns once in all, though two modules export it.
-    for old in {old for names in RENAMED_ATTRIBUTES.values() for old in names}:
-        warned = [w for key, entry in report.items() if key.endswith(f":{old}") for w in entry["warnings"]]
-        assert [w[0] for w in warned] == ["DeprecationWarning"] and warned[0][2] == "<string>", warned
+        else:
+            assert old in entry["checked"] and entry["different"] == [], entry
+            assert entry["spec_names"] == [], f"a module took an old path as its own spec: {entry['spec_names']}"
+    checked = sum(len(report[old].get("checked", [])) for old in OLD_NAMES)
+    assert checked > 30  # every submodule, not just the tops
+
+
+def test_the_table_pairs_a_module_with_a_module_and_a_name_with_a_name() -> None:
+    assert all((":" in old) == (":" in new) for old, new in OLD_NAMES.items()), OLD_NAMES
+
+
+def test_a_getattr_for_a_module_without_old_names_is_refused_and_other_names_go_on() -> None:
+    with pytest.raises(ValueError, match="hermes_env.nothing has no old names in hermes_env._renamed.OLD_NAMES"):
+        old_names("hermes_env.nothing")
+    getattr_ = old_names("hermes_env.judges", then=lambda name: f"lazy {name}")
+    assert getattr_("JudgeChat") == "lazy JudgeChat"
+    with pytest.raises(AttributeError, match="module 'hermes_env.judges' has no attribute 'Nothing'"):
+        old_names("hermes_env.judges")("Nothing")
+
+
+def test_old_import_names_are_served_by_the_one_table_only() -> None:
+    """No module but ``_renamed`` issues a DeprecationWarning: every old import path or name is in OLD_NAMES."""
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        if path.name == "_renamed.py" or "/environments/swe_lite/repos/" in str(path):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Name) and node.id == "DeprecationWarning":
+                found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert found == [], f"old names are warned about by hermes_env._renamed (add them to OLD_NAMES): {found}"
 
 
 def run_module(*args: str) -> subprocess.CompletedProcess[str]:

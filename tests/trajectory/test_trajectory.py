@@ -10,13 +10,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hermes_env.errors import TrajectoryDivergence, TrajectoryError
 from hermes_env.trajectory import (
     FINISH_REASONS,
     MASK,
     Trajectory,
-    TrajectoryDivergence,
     TrajectoryDivergenceWarning,
-    TrajectoryError,
     assistant_token_mask,
 )
 from hypothesis import given

@@ -3,7 +3,7 @@ ValueError), with the offending position and a message naming what was wrong."""
 
 from __future__ import annotations
 
-import hermes_env._lazy as _lazy
+import hermes_env._renamed as _renamed
 import hermes_env.errors as errors
 import hermes_env.trajectory as trajectory
 import pytest
@@ -11,10 +11,10 @@ from hermes_env.trajectory import FINISH_REASONS, Trajectory, assistant_token_ma
 
 
 def test_the_trajectory_modules_old_names_are_the_errors_classes() -> None:
-    _lazy._warned.discard("hermes_env.trajectory.TrajectoryError")  # warned once per process: maybe already
-    with pytest.warns(DeprecationWarning, match="hermes_env.errors"):
-        assert trajectory.TrajectoryError is errors.TrajectoryError
-    assert trajectory.TrajectoryDivergence is errors.TrajectoryDivergence
+    for name in ("TrajectoryError", "TrajectoryDivergence"):
+        _renamed._warned.discard(f"hermes_env.trajectory:{name}")  # warned once per process: maybe already
+        with pytest.warns(DeprecationWarning, match=f"import {name} from hermes_env.errors"):
+            assert getattr(trajectory, name) is getattr(errors, name)
     assert issubclass(errors.TrajectoryError, errors.HermesEnvError)
     assert issubclass(errors.TrajectoryError, ValueError)
 

@@ -16,7 +16,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes_env._lazy import renamed_attributes
+from hermes_env._renamed import old_names
 
 # hermes-agent's sandbox tool names for the same tools.
 TOOL_ALIASES = {"bash": "terminal", "bash_stateful": "terminal_stateful"}
@@ -26,7 +26,8 @@ _NAME_THEN_JSON = re.compile(r"^\s*([A-Za-z0-9_.:\\-]+)\s*(\{.*\})\s*$", re.S)
 
 
 # ``ToolCall`` was this module's name for AgentToolCall; hermes_env.parsers.ToolCall is the parser's (another thing).
-__getattr__ = renamed_attributes(__name__, {"ToolCall": ("hermes_env.agent.steps", "AgentToolCall")})
+# It still works for a release (hermes_env._renamed.OLD_NAMES), with a warning once.
+__getattr__ = old_names(__name__)
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Execution backends: where a rollout's tools run (a local directory, bubblewrap, the sandbox slot pool)."""
 
-from hermes_env._lazy import lazy_attributes
+from hermes_env._renamed import old_names
 from hermes_env.backends.base import ExecResult, ExecutionBackend
 from hermes_env.backends.registry import backend_names, get_backend, register_backend
 
@@ -13,14 +13,6 @@ __all__ = [
 ]
 
 
-# Exceptions live in hermes_env.errors; the names this package once re-exported still work, with a warning once.
-__getattr__ = lazy_attributes(
-    __name__,
-    {},
-    moved={
-        "hermes_env.errors": (
-            "BackendUnavailableError",
-            "WorkspacePathError",
-        )
-    },
-)
+# Exceptions live in hermes_env.errors; the names this package once re-exported still work for a release
+# (hermes_env._renamed.OLD_NAMES), each with a warning once.
+__getattr__ = old_names(__name__)

@@ -1,6 +1,6 @@
 """On-policy distillation: a teacher's top-k logprobs at every token the student was trained on."""
 
-from hermes_env._lazy import lazy_attributes
+from hermes_env._renamed import old_names
 from hermes_env.distill.teacher import (
     FILLER_LOGPROB,
     FILLER_TOKEN_ID,
@@ -22,5 +22,6 @@ __all__ = [
 ]
 
 
-# Exceptions live in hermes_env.errors; the names this package once re-exported still work, with a warning once.
-__getattr__ = lazy_attributes(__name__, {}, moved={"hermes_env.errors": ("TeacherError",)})
+# Exceptions live in hermes_env.errors; the names this package once re-exported still work for a release
+# (hermes_env._renamed.OLD_NAMES), each with a warning once.
+__getattr__ = old_names(__name__)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hermes_env._lazy import lazy_attributes
+from hermes_env._renamed import old_names
 
 if TYPE_CHECKING:
     from hermes_env.env.base_env import GroupTools, HermesAgentBaseEnv
@@ -20,13 +21,17 @@ __all__ = [
     "HermesAgentEnvConfig",
 ]
 
-__getattr__ = lazy_attributes(
+# The exceptions this package once re-exported (now hermes_env.errors') still work for a release
+# (hermes_env._renamed.OLD_NAMES), each with a warning once.
+__getattr__ = old_names(
     __name__,
-    {
-        "hermes_env.env.base_env": ("GroupTools", "HermesAgentBaseEnv"),
-        "hermes_env.env.config": ("HermesAgentEnvConfig",),
-    },
-    moved={"hermes_env.errors": ("EnvSetupError", "PolicyCallError", "RolloutFailed")},
+    then=lazy_attributes(
+        __name__,
+        {
+            "hermes_env.env.base_env": ("GroupTools", "HermesAgentBaseEnv"),
+            "hermes_env.env.config": ("HermesAgentEnvConfig",),
+        },
+    ),
 )
 
 

@@ -1,31 +1,5 @@
-"""Deprecated: everything here moved to :mod:`hermes_env.errors` (the exceptions, the kinds, classifying a failed call).
+"""Old path of hermes_env.errors (everything here moved there), kept for one release: see hermes_env._renamed."""
 
-Importing this module warns once; it goes in the next release.
-"""
+from hermes_env._renamed import alias
 
-from __future__ import annotations
-
-from hermes_env._lazy import warn_moved
-from hermes_env.errors import (
-    ROLLOUT_FAILURE_KINDS,
-    EnvSetupError,
-    PolicyCallError,
-    RolloutFailed,
-    RolloutFailureKind,
-    classify_policy_error,
-    describe_error,
-    unwrap_retries,
-)
-
-__all__ = [
-    "ROLLOUT_FAILURE_KINDS",
-    "EnvSetupError",
-    "PolicyCallError",
-    "RolloutFailed",
-    "RolloutFailureKind",
-    "classify_policy_error",
-    "describe_error",
-    "unwrap_retries",
-]
-
-warn_moved(__name__, "hermes_env.errors")
+alias(__name__)

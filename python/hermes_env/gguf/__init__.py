@@ -16,19 +16,23 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hermes_env._lazy import lazy_attributes
+from hermes_env._renamed import old_names
 
 if TYPE_CHECKING:
     from hermes_env.gguf.gguf_file import SMOLLM2_FILE, read_gguf_metadata, resolve_gguf, smollm2_gguf
     from hermes_env.gguf.gguf_tokenizer import CHAT_TEMPLATES, gguf_tokenizer_dir, load_gguf_tokenizer
 
-# Imported on first use, so that `python -m hermes_env.gguf.<module>` runs its module only once.
-__getattr__ = lazy_attributes(
+# Imported on first use, so that `python -m hermes_env.gguf.<module>` runs its module only once. The old name
+# GGUFError (now hermes_env.errors') still works for a release (hermes_env._renamed.OLD_NAMES), with a warning once.
+__getattr__ = old_names(
     __name__,
-    {
-        "hermes_env.gguf.gguf_file": ("SMOLLM2_FILE", "read_gguf_metadata", "resolve_gguf", "smollm2_gguf"),
-        "hermes_env.gguf.gguf_tokenizer": ("CHAT_TEMPLATES", "gguf_tokenizer_dir", "load_gguf_tokenizer"),
-    },
-    moved={"hermes_env.errors": ("GGUFError",)},
+    then=lazy_attributes(
+        __name__,
+        {
+            "hermes_env.gguf.gguf_file": ("SMOLLM2_FILE", "read_gguf_metadata", "resolve_gguf", "smollm2_gguf"),
+            "hermes_env.gguf.gguf_tokenizer": ("CHAT_TEMPLATES", "gguf_tokenizer_dir", "load_gguf_tokenizer"),
+        },
+    ),
 )
 
 

@@ -14,7 +14,7 @@ The ``bwrap`` backend (``hermes_env.backends.bwrap``) and the sandbox pool's wor
 (``hermes_env.slot_pool.slots``) are both built from these pieces.
 """
 
-from hermes_env._lazy import lazy_attributes
+from hermes_env._renamed import old_names
 from hermes_env.isolation.bubblewrap import WORKSPACE_MOUNT, BwrapSpec, bwrap_problem
 from hermes_env.isolation.limits import ResourceLimits
 from hermes_env.isolation.process import run_limited, stop_tree
@@ -34,15 +34,6 @@ __all__ = [
 ]
 
 
-# Exceptions live in hermes_env.errors; the names this package once re-exported still work, with a warning once.
-__getattr__ = lazy_attributes(
-    __name__,
-    {},
-    moved={
-        "hermes_env.errors": (
-            "BackendUnavailableError",
-            "FileTooLargeError",
-            "WorkspacePathError",
-        )
-    },
-)
+# Exceptions live in hermes_env.errors; the names this package once re-exported still work for a release
+# (hermes_env._renamed.OLD_NAMES), each with a warning once.
+__getattr__ = old_names(__name__)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hermes_env._lazy import lazy_attributes, renamed_attributes
+from hermes_env._renamed import old_names
 from hermes_env.isolation.limits import ResourceLimits
 from hermes_env.slot_pool.config import ExecutorConfig, PoolConfig, SandboxPolicy
 from hermes_env.slot_pool.executor import ToolExecutor, decode_content
@@ -45,16 +45,10 @@ __all__ = [
 ]
 
 
-# Exceptions live in hermes_env.errors; the names this package once re-exported still work, with a warning once.
-# ``ToolResult`` was this package's name for the isolation layer's ExecResult (hermes_env.agent_env.ToolResult is
-# another thing).
-_old_names = renamed_attributes(
-    __name__,
-    {"ToolResult": ("hermes_env.isolation.result", "ExecResult")},
-    then=lazy_attributes(
-        __name__, {}, moved={"hermes_env.errors": ("PoolClosedError", "SlotAcquireTimeout", "WorkerStartError")}
-    ),
-)
+# Exceptions live in hermes_env.errors, and ``ToolResult`` was this package's name for the isolation layer's
+# ExecResult (hermes_env.agent_env.ToolResult is another thing); the old names still work for a release
+# (hermes_env._renamed.OLD_NAMES), each with a warning once.
+_old_names = old_names(__name__)
 
 
 def __getattr__(name: str) -> Any:

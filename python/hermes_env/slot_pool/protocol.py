@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from hermes_env._lazy import renamed_attributes
+from hermes_env._renamed import old_names
 from hermes_env.isolation.result import ExecResult
 
 # Content type of a streamed /batch answer: one {"index": i, "result": ExecResult} line per call.
@@ -57,4 +57,5 @@ class ArtifactRequest(BaseModel):
 
 
 # ``ToolResult`` was this module's name for ExecResult; ``hermes_env.agent_env.ToolResult`` is the other thing so named.
-__getattr__ = renamed_attributes(__name__, {"ToolResult": ("hermes_env.isolation.result", "ExecResult")})
+# It still works for a release (hermes_env._renamed.OLD_NAMES), with a warning once.
+__getattr__ = old_names(__name__)

@@ -6,7 +6,7 @@ Importing this package registers the built-in tools (``terminal``, ``process``, 
 as hermes-agent's ``model_tools.get_tool_definitions`` does.
 """
 
-from hermes_env._lazy import lazy_attributes
+from hermes_env._renamed import old_names
 from hermes_env.tools import builtin as _builtin  # noqa: F401 - registers the built-in tools
 from hermes_env.tools import registry as _registry
 from hermes_env.tools.distributions import (
@@ -58,16 +58,6 @@ __all__ = [
 __all__ += _registry.__all__  # Tool, ToolRegistry, REGISTRY, ToolCallContext, ToolOutput, the tool errors, error_json
 
 
-# Exceptions live in hermes_env.errors; the names this package once re-exported still work, with a warning once.
-_moved = lazy_attributes(
-    __name__, {}, moved={"hermes_env.errors": ("ToolsetUnavailableError", "ToolArgumentError", "ToolCallError")}
-)
-
-
-def __getattr__(name: str) -> object:
-    try:
-        return _moved(name)
-    except AttributeError:  # old names of the registry's classes (hermes_env._renamed), kept for one release
-        from hermes_env._renamed import renamed_attribute
-
-        return renamed_attribute(__name__, name)
+# Exceptions live in hermes_env.errors and ToolRunContext is ToolCallContext; the old names still work for a
+# release (hermes_env._renamed.OLD_NAMES), each with a warning once.
+__getattr__ = old_names(__name__)

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from hermes_env._renamed import old_names
 from hermes_env.backends.base import ExecutionBackend
 from hermes_env.errors import ToolArgumentError, ToolCallError
 from hermes_env.timeouts import clamp_timeout
@@ -208,8 +209,5 @@ REGISTRY = ToolRegistry()
 """The default registry; the built-in tools register themselves when ``hermes_env.tools`` is imported."""
 
 
-def __getattr__(name: str) -> object:
-    """Old names of this module's classes (hermes_env._renamed), kept for one release; each warns once."""
-    from hermes_env._renamed import renamed_attribute
-
-    return renamed_attribute(__name__, name)
+# Old names of this module's classes (hermes_env._renamed.OLD_NAMES), kept for one release; each warns once.
+__getattr__ = old_names(__name__)

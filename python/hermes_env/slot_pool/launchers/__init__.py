@@ -7,7 +7,8 @@ The names and their classes are listed in ``hermes_env.slot_pool.config.LAUNCHER
 
 from __future__ import annotations
 
-from hermes_env._lazy import import_reference, lazy_attributes
+from hermes_env._lazy import import_reference
+from hermes_env._renamed import old_names
 from hermes_env.slot_pool.config import LAUNCHERS, PoolConfig
 from hermes_env.slot_pool.launchers.base import WorkerHandle, WorkerLauncher, WorkerSpec
 
@@ -20,5 +21,6 @@ def create_launcher(config: PoolConfig) -> WorkerLauncher:
     return cls(config)  # type: ignore[call-arg]
 
 
-# Exceptions live in hermes_env.errors; the names this package once re-exported still work, with a warning once.
-__getattr__ = lazy_attributes(__name__, {}, moved={"hermes_env.errors": ("WorkerStartError",)})
+# Exceptions live in hermes_env.errors; the names this package once re-exported still work for a release
+# (hermes_env._renamed.OLD_NAMES), each with a warning once.
+__getattr__ = old_names(__name__)
