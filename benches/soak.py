@@ -743,7 +743,6 @@ def soak(args: argparse.Namespace) -> dict[str, Any]:
             "last_sample": serve.samples[-1] if serve.samples else None,
             "max": {k: max((s[k] for s in serve.samples), default=None) for k in ("rss_mib", "fds", "threads",
                                                                                     "descendants")},
-            "samples": serve.samples,
         }  # fmt: skip
     duplicates = sum(n - 1 for n in trainer.ids.values() if n > 1)
     unique_pulled = len(trainer.ids)
