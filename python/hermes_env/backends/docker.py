@@ -94,11 +94,6 @@ def _command_line(pid: int) -> list[str]:
         return []
 
 
-def _command_name(pid: int) -> str:
-    argv = _command_line(pid)
-    return os.path.basename(argv[0]) if argv and argv[0] else "a process"
-
-
 def _monitors(pid: int, name: str) -> bool:
     """Whether ``pid`` is the engine's monitor of container ``name`` (conmon's ``-n NAME``)."""
     argv = _command_line(pid)
@@ -433,8 +428,8 @@ class DockerBackend(ExecutionBackend):
                 break
             await asyncio.sleep(0.1)
         for pid in left:
-            log.warning("stopping %s (pid %d), left working in %s by a container start that did not finish",
-                        _command_name(pid), pid, self._root.path)  # fmt: skip
+            log.warning("stopping pid %d (%s), left working in %s by a container start that did not finish",
+                        pid, " ".join(_command_line(pid))[:120], self._root.path)  # fmt: skip
             await stop_tree(pid)
 
     async def _lost(self, task_id: str, box: _Container, what: str) -> ContainerLostError:

@@ -122,8 +122,8 @@ def owner_token(pid: int | None = None) -> str:
     return f"{host}:{boot}:{pid}:{_start_time(pid) or 0}"
 
 
-async def _wait_or_kill(proc: asyncio.subprocess.Process, limit_s: float) -> None:
-    """Wait up to ``limit_s`` for ``proc`` to exit, through further cancellations; then it may be killed."""
+async def _wait_for_exit(proc: asyncio.subprocess.Process, limit_s: float) -> None:
+    """Wait up to ``limit_s`` for ``proc`` to exit, through further cancellations (the caller kills what is left)."""
     deadline = time.monotonic() + max(limit_s, 0.0)
     while proc.returncode is None and time.monotonic() < deadline:
         with contextlib.suppress(asyncio.CancelledError, TimeoutError):
@@ -242,7 +242,7 @@ class ContainerEngine:
             raise EngineCommandError(f"`{self.kind} {args[0]}` did not finish within {timeout:g}s") from None
         except asyncio.CancelledError:
             if finish_on_cancel:
-                await _wait_or_kill(proc, timeout - (time.monotonic() - started))
+                await _wait_for_exit(proc, timeout - (time.monotonic() - started))
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
             await asyncio.shield(proc.wait())

@@ -24,6 +24,17 @@ Phase = Literal["auto", "openai", "managed"]
 LOCAL_DATASET_SUFFIXES = (".jsonl", ".json", ".parquet", ".csv")
 
 
+def json_option(value: Any, expected: str) -> Any:
+    """``value`` parsed when it is text (atroposlib's command line passes a dict or list option as one JSON string),
+    else as it is. Text that is not JSON is a ValueError: ``expected`` (what the option must be) and why."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{expected} ({err})") from None
+
+
 def is_local_dataset(name: str) -> bool:
     """True when ``name`` names a local file rather than a Hugging Face dataset id."""
     return name.endswith(LOCAL_DATASET_SUFFIXES) or name.startswith((".", "/", "~")) or Path(name).exists()
@@ -242,12 +253,10 @@ class HermesAgentEnvConfig(BaseEnvConfig):
     @classmethod
     def _parse_backend_options(cls, value: Any) -> Any:
         if isinstance(value, str):
-            try:
-                value = json.loads(value) if value.strip() else {}
-            except json.JSONDecodeError as err:
-                raise ValueError(
-                    f'terminal_backend_options must be a JSON object such as {{"allow_network": true}} ({err})'
-                ) from None
+            value = json_option(
+                value if value.strip() else "{}",
+                'terminal_backend_options must be a JSON object such as {"allow_network": true}',
+            )
             if not isinstance(value, dict):
                 raise ValueError(f"terminal_backend_options must be a JSON object, got {type(value).__name__}")
         return value
@@ -255,13 +264,7 @@ class HermesAgentEnvConfig(BaseEnvConfig):
     @field_validator("turn_reward_builtins", mode="before")
     @classmethod
     def _parse_turn_reward_builtins(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            try:
-                value = json.loads(value)
-            except json.JSONDecodeError as err:
-                raise ValueError(
-                    f'turn_reward_builtins must be a JSON object such as {{"tool_failed": -0.5}} ({err})'
-                ) from None
+        value = json_option(value, 'turn_reward_builtins must be a JSON object such as {"tool_failed": -0.5}')
         if isinstance(value, dict):
             unknown = sorted(set(value) - set(BUILTIN_TURN_REWARDS))
             if unknown:

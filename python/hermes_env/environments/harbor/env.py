@@ -16,7 +16,6 @@ one node, and a node that dies fails only its rollouts.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import random
 from pathlib import Path
@@ -26,7 +25,7 @@ from pydantic import Field, field_validator
 
 from hermes_env.agent.loop import AgentResult
 from hermes_env.containers.upstream_images import ImageMap
-from hermes_env.env.config import HermesAgentEnvConfig
+from hermes_env.env.config import HermesAgentEnvConfig, json_option
 from hermes_env.env.run_modes import EvalOutcome
 from hermes_env.environments._common import TaskFileEnv
 from hermes_env.environments.harbor.runner import (
@@ -68,12 +67,7 @@ class HarborEnvConfig(HermesAgentEnvConfig):
     @field_validator("image_map", mode="before")
     @classmethod
     def _parse_image_map(cls, value: Any) -> Any:
-        # atroposlib's command line passes a dict as one JSON string.
-        if isinstance(value, str):
-            try:
-                value = json.loads(value)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"image_map must be a JSON object of pattern -> target ({err})") from None
+        value = json_option(value, "image_map must be a JSON object of pattern -> target")
         if isinstance(value, dict):
             ImageMap(entries=value)  # each target must parse
         return value

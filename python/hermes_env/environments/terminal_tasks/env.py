@@ -11,14 +11,13 @@ workspace after the model stops, else 0.0.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field, field_validator
 
 from hermes_env.agent.loop import AgentResult
-from hermes_env.env.config import HermesAgentEnvConfig
+from hermes_env.env.config import HermesAgentEnvConfig, json_option
 from hermes_env.environments._common import TaskFileEnv
 from hermes_env.errors import EnvSetupError
 
@@ -55,11 +54,7 @@ class TerminalTasksConfig(HermesAgentEnvConfig):
     @field_validator("example_turns", mode="before")
     @classmethod
     def _parse_example_turns(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            try:
-                value = json.loads(value)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"example_turns must be a JSON list of chat messages ({err})") from None
+        value = json_option(value, "example_turns must be a JSON list of chat messages")
         if value is not None and (
             not isinstance(value, list) or not all(isinstance(m, dict) and "role" in m for m in value)
         ):
