@@ -182,6 +182,13 @@ def descendants(pid: int) -> list[int]:
     return out
 
 
+def slot_workers(serve_pid: int) -> list[int]:
+    """The slot-pool workers ``serve`` started: its children only. A worker's own children, forked to run a
+    command, carry the worker's command line until they exec; killing one of those fails that command, not the
+    worker (and the rollout whose setup command it was is dropped as ``workspace_setup_failed``)."""
+    return [p for p in children(serve_pid) if "hermes_env.slot_pool.server" in cmdline(p)]
+
+
 def cmdline(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
@@ -531,8 +538,16 @@ class Schedule:
         return True
 
 
+_DROP = re.compile(r"dropping group \d+.*?rollouts failed; (\w+):[^\n]*")
+
+
 def drops_by_cause(text: str) -> Counter[str]:
-    return Counter(m.group(1) for m in re.finditer(r"dropping group \d+.*?rollouts failed; (\w+):", text))
+    return Counter(m.group(1) for m in _DROP.finditer(text))
+
+
+def first_drop(text: str, cause: str) -> str:
+    """serve's log line of the first group dropped as ``cause`` (what an unexplained drop quotes)."""
+    return next((m.group(0)[:400] for m in _DROP.finditer(text) if m.group(1) == cause), "")
 
 
 def soak(args: argparse.Namespace) -> dict[str, Any]:
@@ -620,7 +635,7 @@ def soak(args: argparse.Namespace) -> dict[str, Any]:
                     serve.samples.append(point)
             if schedule.due("worker_kill"):
                 serve = next(s for s in serves if s.backend == "sandbox")
-                workers = [p for p in descendants(serve.proc.pid) if "hermes_env.slot_pool.server" in cmdline(p)]
+                workers = slot_workers(serve.proc.pid)
                 if workers:
                     victim = rng.choice(workers)
                     os.kill(victim, signal.SIGKILL)
@@ -725,7 +740,7 @@ def soak(args: argparse.Namespace) -> dict[str, Any]:
             if n > most:
                 unexplained.append(f"{serve.backend}: {n} groups dropped as {cause}; the faults that cause it "
                                    f"({', '.join(f'{k} {faults[k]}' for k in costs) or 'none known'}) explain at "
-                                   f"most {most}")  # fmt: skip
+                                   f"most {most}; the first: {first_drop(before, cause)!r}")  # fmt: skip
         if not sent_line:
             unexplained.append(f"{serve.backend}: serve did not say how many groups it sent (see {serve.log_path})")
         per_serve[serve.backend] = {
