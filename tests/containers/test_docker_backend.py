@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -266,3 +267,40 @@ async def test_a_monitor_left_in_the_run_directory_is_stopped(docker: DockerBack
         for proc in (named, other):
             proc.kill()
             proc.wait()
+
+
+_SUBREAPER_CLIENT = r"""
+import asyncio, json, os, time
+from hermes_env.backends import get_backend
+from hermes_env.isolation import reaper
+from hermes_env.isolation.process import children
+
+async def main():
+    assert reaper.start()  # as the bwrap backend makes it: a subreaper, so conmon's exit comes back here
+    backend = get_backend("docker", memory_bytes="256MiB", max_processes=64, cpus=1)
+    for i in range(3):
+        assert (await backend.execute(f"t{i}", "true", 30)).ok
+        await backend.cleanup(f"t{i}")
+    await backend.aclose()
+    time.sleep(3 * reaper.INTERVAL_S + 1.0)
+    kids = {}
+    for pid in children(os.getpid()):
+        with open(f"/proc/{pid}/stat") as f:
+            head, tail = f.read().rsplit(")", 1)
+        kids[pid] = (head.split("(", 1)[1], tail.split()[0])
+    print(json.dumps(kids))
+
+asyncio.run(main())
+"""
+
+
+def test_a_subreaper_that_runs_containers_keeps_no_monitor_zombies(tmp_path: Path) -> None:
+    # podman's conmon daemonizes: when it exits, a subreaper above it (a process that also starts bubblewrap
+    # sandboxes) receives it, and nobody else will ever wait for it.
+    script = tmp_path / "client.py"
+    script.write_text(_SUBREAPER_CLIENT)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "python")}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    kids = json.loads(done.stdout.strip().splitlines()[-1])
+    assert [name for name, state in kids.values() if state == "Z"] == [], kids

@@ -60,10 +60,11 @@ async def test_no_exit_status_is_taken_from_its_owner() -> None:
     assert codes == [7] * 120
 
 
-# A process that starts sandboxes (as PID 1, or as an ordinary process) and loses their monitors in three ways;
-# it prints its children as they stand after the reaper has had time to act.
+# A process that starts sandboxes (as PID 1, or as an ordinary process) and loses their monitors in three ways, and
+# a container engine's daemon that is orphaned to it; it prints its children as they stand after the reaper has had
+# time to act.
 _ORPHANS = r"""
-import asyncio, json, os, signal, subprocess, sys, tempfile, time
+import asyncio, json, os, shutil, signal, subprocess, sys, tempfile, time
 from hermes_env.isolation import reaper
 from hermes_env.isolation.bubblewrap import HOST_ENV, BwrapSpec
 from hermes_env.isolation.process import children, spawn
@@ -100,6 +101,11 @@ async def main():
         pid = int(worker.stdout.readline()); worker.wait()
         os.kill(pid, signal.SIGKILL)
         orphans.append(pid)
+    # 4. a container engine's monitor (podman's conmon forks twice to daemonize): ours once orphaned, then exits
+    bindir = tempfile.mkdtemp(); os.symlink(shutil.which("sleep"), f"{bindir}/conmon")
+    started = subprocess.run(["sh", "-c", f"{bindir}/conmon 0.5 >/dev/null 2>&1 & echo $!"], capture_output=True,
+                             text=True, check=True)
+    orphans.append(int(started.stdout))
     time.sleep(3 * reaper.INTERVAL_S + 1.0)
     mine = {pid: state(pid) for pid in children(os.getpid())}
     print(json.dumps({"pid": os.getpid(), "orphans": {p: state(p) for p in orphans}, "children": mine}))
@@ -125,6 +131,6 @@ def test_orphaned_sandboxes_are_killed_and_reaped(as_pid_1: bool, tmp_path: Path
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert (report["pid"] == 1) is as_pid_1
-    assert len(report["orphans"]) == (3 if AS_ROOT else 2)
+    assert len(report["orphans"]) == (4 if AS_ROOT else 3)
     assert set(report["orphans"].values()) == {None}, report  # gone: not running, not a zombie
     assert "Z" not in report["children"].values(), report

@@ -15,11 +15,12 @@ Which zombie children are taken (:func:`reap_orphans`), and why that never steal
   ``hermes_env.isolation.process.spawn``, which registers it, so an unregistered one is the
   orphaned monitor of a dead worker. While a start is in progress (between fork and registration)
   only such zombies older than :data:`SPAWN_GRACE_S` are taken.
+- one whose program is a container engine's daemon (:data:`ENGINE_DAEMONS`: podman's ``conmon``, its
+  network helpers): these daemonize (fork twice), so they are never anyone's direct child, and reach
+  this process only as orphans, when it runs ``podman`` while being a subreaper.
 Any other zombie child is left to whoever started it (asyncio's child watcher, ``subprocess``): each
 waits for its own pid, so ``waitpid`` is only ever called here on a pid chosen by these rules (never
-``-1``), and no SIGCHLD handler is installed (it would race with the child watcher). Orphans of other
-programs (a container engine's ``conmon`` daemonizing) are not taken: nothing tells them apart from a
-child another part of the process will wait for.
+``-1``), and no SIGCHLD handler is installed (it would race with the child watcher).
 
 A *live* child in a nested PID namespace is a sandbox whose monitor is gone (bwrap's ``--die-with-parent``
 means it should be dead): it is killed, closing the window in which a monitor killed during the
@@ -47,6 +48,8 @@ _PR_SET_CHILD_SUBREAPER = 36
 INTERVAL_S = 0.5
 SPAWN_GRACE_S = 30.0  # a child unregistered for this long cannot be a start still in progress
 _TASK_UIDS = range(SLOT_UID_BASE, SLOT_UID_BASE + MAX_UID_BLOCKS * UID_BLOCK)
+#: Programs (their ``comm``) that only ever become our children by being orphaned: see the module.
+ENGINE_DAEMONS = frozenset({b"conmon", b"aardvark-dns", b"slirp4netns", b"pasta", b"rootlessport"})
 
 
 class _Child(Protocol):
@@ -101,11 +104,13 @@ def _children() -> list[int]:
     return out
 
 
-def _status(pid: int) -> tuple[bytes, int, int, float] | None:
-    """(state, real uid, PID-namespace depth, seconds since it started) of ``pid``; None when it is gone."""
+def _status(pid: int) -> tuple[bytes, bytes, int, int, float] | None:
+    """(program name, state, real uid, PID-namespace depth, seconds since it started) of ``pid``; None when it
+    is gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
+            head, tail = f.read().rsplit(b")", 1)
+        comm, fields = head.split(b"(", 1)[1], tail.split()
         with open(f"/proc/{pid}/status", "rb") as f:
             status = f.read()
         with open("/proc/uptime", "rb") as f:
@@ -118,13 +123,13 @@ def _status(pid: int) -> tuple[bytes, int, int, float] | None:
             uid = int(line.split()[1])
         elif line.startswith(b"NSpid:"):
             depth = len(line.split()) - 1
-    return fields[0], uid, depth, uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    return comm, fields[0], uid, depth, uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK")
 
 
 @functools.lru_cache(maxsize=1)
 def _own_depth() -> int:
     status = _status(os.getpid())
-    return status[2] if status is not None else 1
+    return status[3] if status is not None else 1
 
 
 def reap_orphans() -> int:
@@ -141,7 +146,7 @@ def reap_orphans() -> int:
         status = _status(pid)
         if status is None:
             continue
-        state, uid, depth, age = status
+        comm, state, uid, depth, age = status
         nested = depth > _own_depth()
         if state != b"Z":
             if nested:  # a sandbox whose monitor died: it should have died with it
@@ -149,7 +154,7 @@ def reap_orphans() -> int:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGKILL)
             continue
-        if not nested:
+        if not nested and comm not in ENGINE_DAEMONS:
             if uid not in _TASK_UIDS or (_STARTING and age < SPAWN_GRACE_S):
                 continue
         with contextlib.suppress(ChildProcessError):
