@@ -813,8 +813,12 @@ def failures(report: dict[str, Any]) -> list[str]:
         if serve["groups_dropped_while_stopping"]:
             found.append(f"serve on {backend} dropped {serve['groups_dropped_while_stopping']} groups while stopping")
         for key, value in (serve["growth_last_three_quarters"] or {}).items():
-            if key in GROWTH_JUDGED and value is not None and report["minutes"] >= GROWTH_JUDGED_FROM_MINUTES \
-                    and value > report["growth_limit"]:
+            if (
+                key in GROWTH_JUDGED
+                and value is not None
+                and report["minutes"] >= GROWTH_JUDGED_FROM_MINUTES
+                and value > report["growth_limit"]
+            ):
                 found.append(f"serve on {backend}: {key} grew {value:.1%} over the last three quarters "
                              f"(limit {report['growth_limit']:.0%})")  # fmt: skip
     found += [f"left behind: {k}: {v}" for k, v in report["leftovers"].items() if v]

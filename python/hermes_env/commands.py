@@ -162,8 +162,10 @@ def description(env_cls: type[Any]) -> str:
 def is_program_package(module: str) -> bool:
     """Whether ``module`` is a package with a ``__main__`` (its own command line, with any extra commands)."""
     spec = importlib.util.find_spec(module)
-    return spec is not None and spec.submodule_search_locations is not None and (
-        importlib.util.find_spec(f"{module}.__main__") is not None
+    return (
+        spec is not None
+        and spec.submodule_search_locations is not None
+        and (importlib.util.find_spec(f"{module}.__main__") is not None)
     )
 
 

@@ -80,7 +80,6 @@ _FRAMEWORK_MODULES = frozenset({
 _FRAMEWORK_PACKAGES = ("tools.", "environments.tool_call_parsers.", "atropos.")
 
 
-
 def resolve_module(module: str | None, level: int, package: str) -> str:
     """The absolute module a ``from`` import names: ``(module, level)`` as in ``ast.ImportFrom``, resolved
     against ``package`` (the package the importing file belongs to) as Python's import system does."""
@@ -375,7 +374,6 @@ def _read(path: Path) -> tuple[str, str]:
         return data.decode(encoding), encoding
     except (SyntaxError, UnicodeDecodeError, LookupError) as err:
         raise PortError(f"cannot decode: {err}") from None
-
 
 
 def tree_root(directory: Path) -> Path:

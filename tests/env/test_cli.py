@@ -106,9 +106,7 @@ def test_hub_check_probes_only_uncached_hub_ids(monkeypatch: pytest.MonkeyPatch,
 
 
 def test_scripted_demo_starts_quietly_and_verbose_shows_the_configuration(tmp_path: Path) -> None:
-    args = (
-        "hermes_env.environments.terminal_tasks", "demo", "--groups", "1", "--group-size", "2", "--backend", "local"
-    )
+    args = ("hermes_env.environments.terminal_tasks", *"demo --groups 1 --group-size 2 --backend local".split())
     quiet = _run(*args, "--out", str(tmp_path / "q.jsonl"), cwd=tmp_path)
     assert quiet.returncode == 0, quiet.stderr[-2000:]
     assert "TerminalTasksConfig(" not in quiet.stdout + quiet.stderr

@@ -569,9 +569,7 @@ def test_a_module_of_the_ported_tree_stays_as_written() -> None:
     )
     assert f"from {T}.environments.agent_loop import HermesAgentLoop" in everywhere.source
     # not ported with it: unmapped, saying to port the tree
-    alone = port_source(
-        TBLITE_STYLE, package="environments.benchmarks.tblite", exists=exists, upstream_file=siblings
-    )
+    alone = port_source(TBLITE_STYLE, package="environments.benchmarks.tblite", exists=exists, upstream_file=siblings)
     assert [u.line for u in alone.unmapped] == [2, 5] and not alone.kept
     assert "is upstream's own file /up/environments/benchmarks/terminalbench_2/terminalbench2_env.py" in (
         alone.unmapped[0].reason
@@ -679,8 +677,10 @@ def test_command_ports_a_tree_keeping_its_layout(tmp_path: Path) -> None:
     assert (out / "atropos/envs/test_env.py").read_text() == (
         f"from {T}.atropos.envs.agent_env import AgentEnv\nfrom .helpers import WORD\n"
     )
-    assert (out / "environments/benchmarks/terminalbench_2/terminalbench2_env.py").read_text().startswith(
-        f"from {T}.environments.agent_loop import HermesAgentLoop\n"
+    assert (
+        (out / "environments/benchmarks/terminalbench_2/terminalbench2_env.py")
+        .read_text()
+        .startswith(f"from {T}.environments.agent_loop import HermesAgentLoop\n")
     )
     # every other file copied byte for byte; caches left behind
     assert (out / "data.bin").read_bytes() == bytes(range(256))

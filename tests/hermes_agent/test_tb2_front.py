@@ -131,12 +131,20 @@ def _task(root: Path, name: str, instruction: str, test_sh: str) -> None:
 @pytest.mark.skipif(bwrap_problem() is not None, reason=f"bubblewrap unusable: {bwrap_problem()}")
 def test_on_bwrap_tasks_run_in_the_sandbox_and_verify_as_upstream_does_phase_2(tmp_path: Path) -> None:
     tasks = tmp_path / "tasks"
-    _task(tasks, "status-word", "Write the word ready into /app/status.txt.",
-          'if [ "$(cat /app/status.txt)" = ready ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt')
+    _task(
+        tasks,
+        "status-word",
+        "Write the word ready into /app/status.txt.",
+        'if [ "$(cat /app/status.txt)" = ready ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt',
+    )
     # no reward file: the reward is test.sh's exit status, as upstream falls back to it
     _task(tasks, "done-file", "Create the empty file /app/done.txt.", "test -f /app/done.txt")
-    _task(tasks, "wrong-word", "Write the word yes into /app/answer.txt.",
-          'if [ "$(cat /app/answer.txt)" = yes ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt')
+    _task(
+        tasks,
+        "wrong-word",
+        "Write the word yes into /app/answer.txt.",
+        'if [ "$(cat /app/answer.txt)" = yes ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt',
+    )
     _export(tasks, tmp_path / "rows", [])
     rules = [
         {"match": "word ready", "turns": _shell("mkdir -p /app && echo ready > /app/status.txt")},

@@ -140,10 +140,18 @@ def servers(work: Path) -> Iterator[dict[str, str]]:
             port = _free_port()
             started.append(
                 subprocess.Popen(
-                    [sys.executable, "-m", f"hermes_env.testing.{kind}", "--port", str(port),
-                     "--policy", f"replay:{work / 'replay.json'}"],
-                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                )  # fmt: skip
+                    [
+                        sys.executable,
+                        "-m",
+                        f"hermes_env.testing.{kind}",
+                        "--port",
+                        str(port),
+                        "--policy",
+                        f"replay:{work / 'replay.json'}",
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
             )
             urls[phase] = f"http://127.0.0.1:{port}/v1"
         # What each answers once it is up: the OpenAI stand-in lists its model, the vLLM one has vLLM's /health.

@@ -195,7 +195,7 @@ async def test_the_tools_work_under_the_filter(sandboxed: ExecutionBackend) -> N
         "t = threading.Thread(target=lambda: None); t.start(); t.join()\n"
         "pid = os.fork()\n"
         "os._exit(0) if pid == 0 else os.waitpid(pid, 0)\n"
-        "print(subprocess.run([\"echo\", \"spawned\"], capture_output=True, text=True).stdout.strip())'\n"
+        'print(subprocess.run(["echo", "spawned"], capture_output=True, text=True).stdout.strip())\'\n'
         "git init -q repo && cd repo && echo hi > f && git add f\n"
         "git -c user.name=t -c user.email=t@t commit -qm one && git log --oneline | wc -l\n"
     )

@@ -125,6 +125,5 @@ def test_python_dash_m_old_module_path() -> None:
     # A module (not a package) under a renamed package: runs as __main__ too, with one notice.
     old = run_module("hermes_env.models.gguf_tokenizer", "--help")
     assert old.returncode == 0 and "usage" in old.stdout, old.stderr
-    assert [line for line in old.stderr.splitlines() if "Warning" in line] == [
-        line for line in old.stderr.splitlines() if "FutureWarning: python -m hermes_env.models.gguf_tokenizer" in line
-    ] != []
+    notices = [line for line in old.stderr.splitlines() if "Warning" in line]
+    assert len(notices) == 1 and "FutureWarning: python -m hermes_env.models.gguf_tokenizer" in notices[0], old.stderr

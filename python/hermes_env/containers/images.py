@@ -33,6 +33,7 @@ from hermes_env.errors import ContainerError, EngineCommandError, ImageUnavailab
 TASK_REPOSITORY = "hermes_env/task"
 _HASH_VERSION = b"hermes_env task image v1\0"
 
+
 @dataclass(frozen=True, slots=True)
 class ImageSpec:
     """Where a task's container image comes from: a name (``image``) or a Dockerfile to build."""

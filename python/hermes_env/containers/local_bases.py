@@ -175,7 +175,7 @@ def _put_ca(rootfs: Path) -> None:
 
 
 def _label(engine: ContainerEngine, ref: str, label: str) -> str | None:
-    fmt = "{{index .Labels \"" + label + "\"}}"
+    fmt = '{{index .Labels "' + label + '"}}'
     result = engine.run_sync("image", "inspect", "--format", fmt, ref, check=False, timeout=60)
     return result.text.strip() or None if result.returncode == 0 else None
 
@@ -455,7 +455,6 @@ def ensure_relocatable_python(engine: ContainerEngine, version: str) -> Path:
 # -- uv (astral's ghcr.io/astral-sh/uv images hold /uv and /uvx; PyPI's uv wheel holds the same binaries) ---------
 
 
-
 @dataclass(frozen=True, slots=True)
 class UvImage:
     """A stand-in for ``ghcr.io/astral-sh/uv:<version>``: ``/uv`` and ``/uvx`` from PyPI's ``uv`` wheel."""
@@ -521,4 +520,3 @@ def ensure_uv_image(engine: ContainerEngine, uv: UvImage) -> str:
         log.write_bytes(b"")
         _build(engine, context, uv.ref, labels={RECIPE_LABEL: digest}, args={}, target=None, log=log)
     return uv.ref
-

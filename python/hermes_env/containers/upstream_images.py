@@ -211,6 +211,7 @@ def rewrite_dockerfile(text: str, image_map: ImageMap, *, source: str = "Dockerf
                 stages.add(parts[index + 2])
             line = " ".join(parts)
         elif word in ("COPY", "ADD") or (word == "RUN" and "--mount=" in stripped):
+
             def copy_from(m: re.Match[str]) -> str:
                 ref = m.group(2)
                 if ref in stages or ref.isdigit():

@@ -91,6 +91,7 @@ def _saved_eval_files(where: Path, metrics: dict[str, Any], started_at: float) -
     """Name the eval files this run wrote. An environment whose ``evaluate()`` returns its metrics without
     calling ``evaluate_log`` (hermes-agent's do) wrote none: its metrics are saved here, and the missing
     samples are said, not claimed."""
+
     def fresh(name: str) -> bool:
         path = where / name
         return path.is_file() and path.stat().st_mtime >= started_at - 1

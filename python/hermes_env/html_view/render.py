@@ -489,7 +489,7 @@ def _index_row(number: int, group: Mapping[str, Any]) -> str:
     return (
         f'<tr id="group-{number}"><td>{number}</td><td><code>{_e(task or "")}</code></td>'
         f'<td><span class="score {_score_class(mean)}">{mean:.2f}</span></td>'
-        f'<td>{" ".join(_e(_fmt_score(s)) for s in scores)}</td></tr>'
+        f"<td>{' '.join(_e(_fmt_score(s)) for s in scores)}</td></tr>"
     )
 
 

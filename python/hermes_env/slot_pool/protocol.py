@@ -20,6 +20,7 @@ NDJSON = "application/x-ndjson"
 # Tools every sandbox server runs. External tools go to the tool server instead.
 SANDBOX_TOOLS = ("bash", "bash_stateful", "tmux", "read_file", "write_file")
 
+
 class SlotCall(BaseModel):
     """One tool call to run in one slot of a worker."""
 

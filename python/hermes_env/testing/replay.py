@@ -55,7 +55,6 @@ __all__ = [
 ]
 
 
-
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 

@@ -50,7 +50,9 @@ class OracleRow:
     log_tail: str = ""
 
 
-async def _verify_fresh(runner: HarborRunner, backend: DockerBackend, prepared: PreparedTask) -> tuple[float | None, float, str, str | None]:  # noqa: E501
+async def _verify_fresh(
+    runner: HarborRunner, backend: DockerBackend, prepared: PreparedTask
+) -> tuple[float | None, float, str, str | None]:
     task_id = f"{prepared.task.name}-before-{uuid.uuid4().hex[:6]}"
     runner.use(backend, task_id, prepared)
     try:
@@ -60,7 +62,9 @@ async def _verify_fresh(runner: HarborRunner, backend: DockerBackend, prepared: 
     return result.reward, result.seconds, result.output, result.error
 
 
-async def _solve_and_verify(runner: HarborRunner, backend: DockerBackend, prepared: PreparedTask, row: OracleRow) -> None:  # noqa: E501
+async def _solve_and_verify(
+    runner: HarborRunner, backend: DockerBackend, prepared: PreparedTask, row: OracleRow
+) -> None:
     task = prepared.task
     task_id = f"{task.name}-oracle-{uuid.uuid4().hex[:6]}"
     runner.use(backend, task_id, prepared)

@@ -277,7 +277,7 @@ def offline_verifier_command(toolbox: Toolbox, command: str, *, env: Mapping[str
     uv's cache in a fresh directory removed afterwards, ``env`` exported; its exit status is ``command``'s."""
     exports = "".join(f"export {k}={_quote(v)}; " for k, v in (env or {}).items())
     return (
-        f"(export PATH={toolbox.shims}:\"$PATH\" PIP_NO_INDEX=1 PIP_FIND_LINKS={TOOLBOX_MOUNT}/wheels; "
+        f'(export PATH={toolbox.shims}:"$PATH" PIP_NO_INDEX=1 PIP_FIND_LINKS={TOOLBOX_MOUNT}/wheels; '
         'export HERMES_VERIFIER_CACHE="$(mktemp -d /tmp/hermes-verifier.XXXXXX)"; '
         f"{exports}{{ {command}\n}}; status=$?; "
         'rm -rf "$HERMES_VERIFIER_CACHE"; exit $status)'

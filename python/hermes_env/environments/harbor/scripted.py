@@ -24,6 +24,4 @@ def oracle_command(task: HarborTask) -> str:
 
 def scripted_rows(tasks: list[HarborTask]) -> list[dict[str, Any]]:
     """Rows a :class:`~hermes_env.testing.policies.SolutionPolicy` answers from (tasks with a solution)."""
-    return [
-        {"id": t.name, "prompt": t.instruction, "solution": oracle_command(t)} for t in tasks if t.solution_dir
-    ]
+    return [{"id": t.name, "prompt": t.instruction, "solution": oracle_command(t)} for t in tasks if t.solution_dir]

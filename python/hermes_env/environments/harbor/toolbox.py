@@ -48,7 +48,6 @@ _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*(?:\[[A-Za-z0-9,._-]+\])?)==([A-
 _UV_URL = re.compile(r"https://astral\.sh/uv/(?:(\d+\.\d+\.\d+)/)?install\.sh")
 
 
-
 @dataclass
 class VerifierNeeds:
     """What a ``test.sh`` fetches at verify time, as far as it can be read from the script."""
@@ -85,14 +84,19 @@ _UV_VALUE_OPTIONS = frozenset(
      "--extra-index-url", "--index", "--default-index", "-f", "--find-links", "--cache-dir", "--directory",
      "--project", "--env-file", "--constraint", "-c", "--override", "--config-file"}
 )  # fmt: skip
+#: ``pip install`` options that take a value (the value is not a package).
+_PIP_OPTIONS_WITH_A_VALUE = frozenset(
+    {"-r", "--requirement", "-c", "--constraint", "-e", "--editable", "-i", "--index-url", "--extra-index-url",
+     "-f", "--find-links", "--target", "-t", "--prefix", "-p", "--python"}
+)  # fmt: skip
 
 
 def _requirements(program: str, words: list[str]) -> list[str]:
     """The packages a uv, uvx or pip command line fetches: ``-w``/``--with``/``--from`` values, the tool uvx runs,
     and ``pip install`` arguments (``pkg@1.0`` is read as ``pkg==1.0``)."""
     found: list[str] = []
-    pip_install = "pip" in words and "install" in words and (
-        program in ("pip", "pip3", "uv") or program.startswith("python")
+    pip_install = (
+        "pip" in words and "install" in words and (program in ("pip", "pip3", "uv") or program.startswith("python"))
     )
     if program not in ("uv", "uvx") and not pip_install:
         return found
@@ -123,9 +127,8 @@ def _requirements(program: str, words: list[str]) -> list[str]:
         for arg in rest:
             if skip:
                 skip = False
-            elif arg in ("-r", "--requirement", "-c", "--constraint", "-e", "--editable", "-i", "--index-url",
-                         "--extra-index-url", "-f", "--find-links", "--target", "-t", "--prefix", "-p", "--python"):
-                skip = True  # fmt: skip
+            elif arg in _PIP_OPTIONS_WITH_A_VALUE:
+                skip = True
             elif not arg.startswith("-"):
                 found.append(arg)
     out = []

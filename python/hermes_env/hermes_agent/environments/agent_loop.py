@@ -144,9 +144,9 @@ class HermesAgentLoop:
                 tool_parser=env.tool_call_parser,
                 divergence_policy=env.config.divergence_policy,
             ) as managed:
-                result = await _CoreLoop(
-                    managed, tools, ctx.run_context, pool=_tool_pool, **self._settings()
-                ).run(messages)
+                result = await _CoreLoop(managed, tools, ctx.run_context, pool=_tool_pool, **self._settings()).run(
+                    messages
+                )
         else:
             result = await _CoreLoop(self.server, tools, ctx.run_context, pool=_tool_pool, **self._settings()).run(
                 messages
