@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite: Rust formatting and lints, the pure-Rust core's tests, ruff (lints and formatting), the
-# extension's
-# stubs, pytest.
+# extension's stubs, pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo fmt --all -- --check
