@@ -97,8 +97,10 @@ def _fmt_score(score: float) -> str:
     return f"{score:.3g}"
 
 
-def split_reasoning(content: str) -> tuple[list[str], str]:
-    """``<think>`` blocks left inside the content (reasoning not separated by the server), and the rest."""
+def _think_blocks(content: str) -> tuple[list[str], str]:
+    """Every ``<think>`` block left inside a message's content (reasoning the server did not separate), and the
+    rest. Unlike ``parsers.reasoning.split_reasoning``, which splits a model's raw output at its one block, the
+    page keeps any text around the blocks and shows each block."""
     thoughts = [m.group(1).strip() for m in _THINK.finditer(content)]
     return thoughts, _THINK.sub("", content).strip() if thoughts else content
 
@@ -237,7 +239,7 @@ def _assistant_html(
     message: Mapping[str, Any], turn: int, finish: str | None, issues: Sequence[Mapping[str, Any]] = ()
 ) -> str:
     content = str(message.get("content") or "")
-    thoughts, content = split_reasoning(content)
+    thoughts, content = _think_blocks(content)
     if message.get("reasoning_content"):
         thoughts.insert(0, str(message["reasoning_content"]))
     parts = [f'<div class="msg assistant"><div class="label">assistant · turn {turn}']
