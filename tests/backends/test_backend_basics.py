@@ -197,8 +197,12 @@ async def test_bwrap_root_unreachable_by_the_task_users_is_a_clear_error(tmp_pat
 def test_old_limit_names_still_work_with_a_warning(tmp_path: Path) -> None:
     from hermes_env.isolation import ResourceLimits
 
-    with pytest.warns(FutureWarning, match="'memory_mb' is deprecated; use 'memory_bytes'"):
+    with pytest.warns(FutureWarning) as caught:
         limits = ResourceLimits(memory_mb=512, max_file_bytes_written=4096)
+    assert sorted(str(w.message).split(";")[0] for w in caught) == [
+        "resource limit 'max_file_bytes_written' is deprecated",
+        "resource limit 'memory_mb' is deprecated",
+    ]
     assert limits.memory_bytes == 512 * 1024**2 and limits.max_file_bytes == 4096
     assert ResourceLimits(memory_bytes="1GiB").memory_bytes == 1024**3
     with pytest.raises(ValueError, match="keep only 'memory_bytes'"):
