@@ -74,7 +74,7 @@ import httpx
 from hermes_env.env.dataset import load_rows
 from hermes_env.env.run_api_link import GROUP_ID_KEY
 from hermes_env.environments.terminal_tasks.env import TASKS_PATH
-from hermes_env.isolation.process import children, pids_working_in
+from hermes_env.isolation.process import children, command_line, pids_working_in
 from hermes_env.isolation.users import MAX_UID_BLOCKS, SLOT_UID_BASE, UID_BLOCK, _process_uids
 from hermes_env.resources import qwen3_tokenizer
 from hermes_env.slot_pool.tool_server import TOKEN_ENV, ExternalTool
@@ -190,10 +190,7 @@ def slot_workers(serve_pid: int) -> list[int]:
 
 
 def cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
+    return " ".join(command_line(pid))
 
 
 def fd_kind(target: str) -> str:

@@ -56,6 +56,7 @@ from hermes_env.isolation.limits import MiB, ResourceLimits
 from hermes_env.isolation.paths import root_relative, workspace_relative
 from hermes_env.isolation.process import (
     TIMEOUT_EXIT_CODE,
+    command_line,
     pids_working_in,
     run_limited,
     stop_tree,
@@ -86,17 +87,9 @@ _swept_engines: set[str] = set()
 log = logging.getLogger(__name__)
 
 
-def _command_line(pid: int) -> list[str]:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return [part.decode("utf-8", "replace") for part in f.read().split(b"\0")]
-    except OSError:
-        return []
-
-
 def _monitors(pid: int, name: str) -> bool:
     """Whether ``pid`` is the engine's monitor of container ``name`` (conmon's ``-n NAME``)."""
-    argv = _command_line(pid)
+    argv = command_line(pid)
     return any(flag in ("-n", "--name") and value == name for flag, value in itertools.pairwise(argv))
 
 
@@ -429,7 +422,7 @@ class DockerBackend(ExecutionBackend):
             await asyncio.sleep(0.1)
         for pid in left:
             log.warning("stopping pid %d (%s), left working in %s by a container start that did not finish",
-                        pid, " ".join(_command_line(pid))[:120], self._root.path)  # fmt: skip
+                        pid, " ".join(command_line(pid))[:120], self._root.path)  # fmt: skip
             await stop_tree(pid)
 
     async def _lost(self, task_id: str, box: _Container, what: str) -> ContainerLostError:

@@ -78,6 +78,16 @@ def _state(pid: int) -> bytes | None:
         return None
 
 
+def command_line(pid: int) -> list[str]:
+    """``pid``'s argv as /proc shows it; empty when it is gone (or a kernel thread)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return []
+    return [part.decode("utf-8", "replace") for part in raw.split(b"\0")[:-1]] if raw else []
+
+
 def children(pid: int) -> list[int]:
     """Direct children of ``pid`` (all its threads')."""
     out: list[int] = []
