@@ -142,6 +142,32 @@ def test_empty_dir_removes_locked_down_trees(root: Path) -> None:
     assert list(root.iterdir()) == [] and (root.parent / "outside" / "victim.txt").exists()
 
 
+def test_a_tree_that_cannot_be_removed_leaves_its_parent_as_it_was(tmp_path: Path) -> None:
+    # A task's workspace that cannot go (a mount point in it, files still being written) must not close the run
+    # root that the run's other tasks traverse to reach theirs.
+    from hermes_env.isolation import quota
+    from hermes_env.isolation.users import SandboxUser
+
+    if quota.quota_problem() is not None:
+        pytest.skip(f"needs a directory that cannot be removed (a tmpfs mount point): {quota.quota_problem()}")
+    run_root = tmp_path / "run"
+    run_root.mkdir()
+    run_root.chmod(0o711)
+    busy = run_root / "task"
+    quota.mount_workspace(busy / "mounted", 1024 * 1024, SandboxUser())
+    (busy / "locked").mkdir()
+    (busy / "locked" / "f").write_text("x")
+    (busy / "locked").chmod(0)
+    try:
+        paths.force_rmtree(busy)
+        assert (busy / "mounted").is_dir() and not (busy / "locked").exists()
+        assert run_root.stat().st_mode & 0o777 == 0o711
+    finally:
+        quota.unmount(busy / "mounted")
+    paths.force_rmtree(busy)
+    assert not busy.exists() and run_root.stat().st_mode & 0o777 == 0o711
+
+
 # A workspace holding files and symlinks to anywhere; whatever path a model asks for, the bytes read
 # are those of a file inside the workspace, or the read is refused.
 _NAMES = st.sampled_from(["a", "b", "c", "..", "."])

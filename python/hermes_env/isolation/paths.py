@@ -288,9 +288,15 @@ def archive(root: Path, path: str, visible_roots: tuple[str, ...] = (), max_byte
 def force_rmtree(path: Path) -> None:
     """Remove a tree even where a command left entries without write or search permission."""
 
+    top = os.path.normpath(path)
+
     def retry(_func: object, failed: str, _exc: object) -> None:
-        # Make the parent (and a failed directory itself) accessible, then try that entry again once.
+        # Make the parent (and a failed directory itself) accessible, then try that entry again once. Only inside
+        # the tree: the tree's own parent is the caller's (a run root that its other tasks still traverse).
         for target in (os.path.dirname(failed), failed):
+            target = os.path.normpath(target)
+            if target != top and not target.startswith(top + os.sep):
+                continue
             with contextlib.suppress(OSError):
                 if os.path.isdir(target) and not os.path.islink(target):
                     os.chmod(target, 0o700)
