@@ -20,6 +20,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import io
+import itertools
+import logging
 import os
 import shutil
 import stat
@@ -29,6 +31,8 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
 from hermes_env.errors import FileTooLargeError, WorkspacePathError
+
+log = logging.getLogger(__name__)
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _MAX_DEPTH = 256  # directories nested deeper are not listed or archived
@@ -312,6 +316,11 @@ def force_rmtree(path: Path) -> None:
         shutil.rmtree(path, onexc=retry)
     else:
         shutil.rmtree(path, onerror=retry)
+    if os.path.lexists(top):
+        left: list[str] = []
+        with contextlib.suppress(OSError):
+            left = [str(p) for p in itertools.islice(Path(top).rglob("*"), 3)]
+        log.warning("could not remove all of %s (left: %s)", top, ", ".join(left) or "the directory itself")
 
 
 def empty_dir(path: Path, owner: Owner = None, mode: int = 0o700) -> None:
